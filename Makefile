@@ -1,0 +1,32 @@
+# Two commands matter: `make demo` and `make test`. Both set everything up.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean install
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,lovia,notebook]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	@bash examples/demo.sh
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check tracekit tests bench examples
+	$(BIN)/ruff format --check tracekit tests bench examples
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build

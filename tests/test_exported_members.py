@@ -1,0 +1,24 @@
+"""The public API is deliberate: sorted, complete, and nothing private leaks."""
+
+import tracekit
+
+
+def test_all_is_sorted() -> None:
+    assert tracekit.__all__ == sorted(tracekit.__all__)
+
+
+def test_all_names_exist_and_are_public() -> None:
+    for name in tracekit.__all__:
+        assert hasattr(tracekit, name), name
+        assert not name.startswith("_") or name == "__version__", name
+
+
+def test_every_public_attribute_is_exported() -> None:
+    modules = {"cli", "errors", "events"}
+    public = {
+        name
+        for name in vars(tracekit)
+        if not name.startswith("_") and name not in modules and name != "annotations"
+    }
+    public -= {m for m in public if type(getattr(tracekit, m)).__name__ == "module"}
+    assert public == set(tracekit.__all__) - {"__version__"}

@@ -1,0 +1,107 @@
+"""The one exception family of tracekit.
+
+Everything tracekit raises on purpose is a :class:`TracekitError`. The CLI
+catches only this base class, prints ``Error: ...`` and exits non-zero; any
+other exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentError",
+    "AgentFailedError",
+    "AgentRecursionError",
+    "StoreError",
+    "StoreLockedError",
+    "TraceFileError",
+    "TraceReadError",
+    "TracekitError",
+]
+
+
+class TracekitError(Exception):
+    """Base class of every error tracekit raises on purpose.
+
+    Attributes:
+        hint: what the user can do next, printed by the CLI after the message.
+    """
+
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        if hint:
+            self.hint = hint
+
+
+class TraceFileError(TracekitError):
+    """A trace file is missing, unreadable or not in a format tracekit reads."""
+
+    def __init__(self, path: str, reason: str, *, hint: str = "") -> None:
+        super().__init__(f"{path}: {reason}", hint=hint)
+        self.path = path
+        self.reason = reason
+
+
+class TraceReadError(TracekitError):
+    """One line of a trace could not be read.
+
+    Carries where it happened and what was there, so a report can say
+    ``run.jsonl:17: not JSON (Input data was truncated)``.
+
+    Attributes:
+        path: the file, or ``-`` for standard input.
+        line: 1-based line number.
+        text: the offending line, cut to 200 characters.
+        reason: why it was refused.
+    """
+
+    def __init__(self, path: str, line: int, text: str, reason: str) -> None:
+        super().__init__(f"{path}:{line}: {reason}")
+        self.path = path
+        self.line = line
+        self.text = text[:200]
+        self.reason = reason
+
+
+class StoreError(TracekitError):
+    """The DuckDB store cannot do what was asked."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store open for writing."""
+
+
+class AgentError(TracekitError):
+    """A refusal or failure of an agent invocation, with the runtime's code.
+
+    Codes follow the seed runtimes: ``AGENT_RECURSION`` (with ``chain``),
+    ``AGENT_DEPTH_EXCEEDED``, ``AGENT_NOT_ALLOWED``, ``AGENT_NOT_REGISTERED``,
+    ``AGENT_INVALID_NAME``, ``AGENT_INPUT_INVALID`` and ``AGENT_FAILED`` (with
+    the child's error as ``__cause__``).
+    """
+
+    code: str = "AGENT_ERROR"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, chain: list[str] | None = None
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.chain = chain
+
+
+class AgentRecursionError(AgentError):
+    """An agent already running in the chain was called again.
+
+    Re-raised unchanged through every level: no one level is at fault.
+    """
+
+    code = "AGENT_RECURSION"
+
+
+class AgentFailedError(AgentError):
+    """A delegated agent raised; the child's error is ``__cause__``."""
+
+    code = "AGENT_FAILED"

@@ -1,0 +1,1 @@
+"""The DuckDB store: many runs in one file, ingested fast, nothing lost."""

@@ -1,0 +1,156 @@
+"""The store's tables, kept as numbered migrations.
+
+``docs/store.md`` documents every column. A store records the version it is
+at in ``schema_version``; opening an older store applies the migrations it
+lacks, in order, in one transaction each. Never edit a released migration:
+add the next one.
+
+Times are kept twice: ``*_ms`` (DOUBLE, milliseconds since the epoch, exactly
+as in the trace) for arithmetic and ordering, and ``*_at`` (TIMESTAMP, UTC)
+for windows such as ``--since 2h``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+_V1: Final = """
+CREATE TABLE schema_version (
+    version     INTEGER NOT NULL,
+    applied_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
+CREATE SEQUENCE ingest_id_seq START 1;
+
+-- One row for each ingest of one source (a file, or a new tail of it).
+CREATE TABLE ingest_log (
+    ingest_id     BIGINT PRIMARY KEY,
+    source        VARCHAR NOT NULL,   -- path as given, or '-' for stdin
+    format        VARCHAR NOT NULL,   -- 'tracekit' | 'otlp'
+    size          BIGINT,             -- bytes of the source when read
+    hash          VARCHAR,            -- sha256 of the bytes read
+    start_offset  BIGINT NOT NULL DEFAULT 0,  -- byte offset this ingest began at
+    end_offset    BIGINT,                     -- first byte not read (an incomplete last line is not read)
+    first_line    BIGINT NOT NULL DEFAULT 1,  -- line number of start_offset
+    lines_read    BIGINT NOT NULL DEFAULT 0,
+    accepted      BIGINT NOT NULL DEFAULT 0,
+    rejected      BIGINT NOT NULL DEFAULT 0,
+    duplicates    BIGINT NOT NULL DEFAULT 0,
+    started_at    TIMESTAMP NOT NULL,
+    finished_at   TIMESTAMP
+);
+
+-- Every accepted record, as read. OTLP spans are stored as the v1 records
+-- they map to. ``raw`` keeps the record's JSON with unknown fields intact.
+CREATE TABLE events (
+    event_key       VARCHAR PRIMARY KEY,  -- identity used to count duplicates once
+    ingest_id       BIGINT NOT NULL,
+    source          VARCHAR NOT NULL,
+    line            BIGINT NOT NULL,
+    type            VARCHAR NOT NULL,     -- enter | exit | node | run.start | run.end
+    ts_ms           DOUBLE NOT NULL,
+    seq             BIGINT,
+    run_id          VARCHAR,
+    parent_run_id   VARCHAR,
+    invocation_id   VARCHAR,
+    agent           VARCHAR,
+    node            VARCHAR,
+    kind            VARCHAR,
+    status          VARCHAR,
+    ok              BOOLEAN,
+    duration_ms     DOUBLE,
+    error_code      VARCHAR,
+    service         VARCHAR,
+    trace_id        VARCHAR,
+    raw             VARCHAR NOT NULL
+);
+
+-- An agent invocation: its enter and exit paired (either may be missing).
+CREATE TABLE invocations (
+    invocation_id         VARCHAR PRIMARY KEY,
+    run_id                VARCHAR NOT NULL,  -- the child run
+    parent_run_id         VARCHAR,           -- the caller's run
+    root_run_id           VARCHAR,           -- the root run of the whole tree
+    parent_invocation_id  VARCHAR,           -- the invocation whose run_id is parent_run_id
+    agent                 VARCHAR NOT NULL,
+    node                  VARCHAR,           -- the caller's node that delegated
+    kind                  VARCHAR NOT NULL DEFAULT 'delegate',
+    service               VARCHAR,
+    trace_id              VARCHAR,
+    start_ms              DOUBLE,
+    end_ms                DOUBLE,
+    start_at              TIMESTAMP,
+    end_at                TIMESTAMP,
+    duration_ms           DOUBLE,
+    status                VARCHAR NOT NULL,  -- ok | error | refused | cancelled | pending | running
+    ok                    BOOLEAN,
+    error_code            VARCHAR,
+    error_message         VARCHAR,
+    chain                 VARCHAR[],         -- the recursion circle, when refused for it
+    error                 JSON,              -- the whole error, causes nested
+    depth                 INTEGER,           -- 1 for an invocation made by the root run
+    has_enter             BOOLEAN NOT NULL,
+    has_exit              BOOLEAN NOT NULL,
+    -- Filled by the fleet classification (tracekit.failures):
+    failure_role          VARCHAR            -- 'origin' | 'wrapped' | NULL when it did not fail
+);
+
+-- A step of a run (a ``node`` record).
+CREATE TABLE steps (
+    run_id       VARCHAR NOT NULL,
+    step_id      VARCHAR NOT NULL,   -- as written, may be a path
+    name         VARCHAR NOT NULL,   -- the last part of step_id
+    ts_ms        DOUBLE NOT NULL,
+    seq          BIGINT,
+    ok           BOOLEAN,
+    duration_ms  DOUBLE,
+    source       VARCHAR NOT NULL,
+    line         BIGINT NOT NULL
+);
+
+-- One row for each root run.
+CREATE TABLE runs (
+    run_id                VARCHAR PRIMARY KEY,
+    service               VARCHAR,
+    agent                 VARCHAR,
+    trace_id              VARCHAR,
+    start_ms              DOUBLE,
+    end_ms                DOUBLE,
+    start_at              TIMESTAMP,
+    end_at                TIMESTAMP,
+    duration_ms           DOUBLE,
+    ok                    BOOLEAN,           -- from run.end; NULL when no end was seen
+    status                VARCHAR NOT NULL,  -- ok | error | running (no run.end)
+    failure               VARCHAR,           -- run.end's 'delegation' | 'agent'
+    error_code            VARCHAR,
+    error_message         VARCHAR,
+    has_start             BOOLEAN NOT NULL,  -- false: the root was inferred
+    has_end               BOOLEAN NOT NULL,
+    invocations           INTEGER NOT NULL DEFAULT 0,
+    failed_invocations    INTEGER NOT NULL DEFAULT 0,
+    max_depth             INTEGER NOT NULL DEFAULT 0,
+    -- Filled by the fleet classification (tracekit.failures):
+    outcome               VARCHAR,  -- ok | degraded | failed:recursion | failed:child | failed:refused | cancelled | incomplete
+    circle                VARCHAR,  -- canonical recursion circle, 'a -> b -> a'
+    origin_invocation_id  VARCHAR,  -- where the failure began
+    origin_agent          VARCHAR,
+    origin_code           VARCHAR,
+    classified_at         TIMESTAMP
+);
+
+-- Lines that could not be read; they never stop the rest.
+CREATE TABLE rejects (
+    ingest_id  BIGINT NOT NULL,
+    source     VARCHAR NOT NULL,
+    line       BIGINT NOT NULL,
+    raw        VARCHAR NOT NULL,
+    reason     VARCHAR NOT NULL
+);
+"""
+
+SCHEMA_VERSION: Final = 1
+
+#: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
+MIGRATIONS: Final[tuple[str, ...]] = (_V1,)
