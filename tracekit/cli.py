@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+import click
 import typer
 
 from tracekit.errors import TracekitError
@@ -44,7 +45,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(130)
-    except _click_exception() as exc:  # usage errors: click's own one-line message
+    except click.ClickException as exc:  # usage errors: click's own one-line message
         exc.show()
         sys.exit(exc.exit_code)
 
@@ -55,9 +56,3 @@ def _fail(exc: TracekitError) -> None:
         message += f"\n{exc.hint}"
     print(message, file=sys.stderr)
     sys.exit(2)
-
-
-def _click_exception() -> type[Exception]:
-    import click
-
-    return click.ClickException

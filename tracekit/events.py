@@ -178,7 +178,7 @@ def _wire(cls: type[_Record]) -> type:
     ]
     return msgspec.defstruct(
         f"_Wire{cls.__name__}",
-        fields,  # type: ignore[arg-type]
+        fields,
         tag_field="type",
         tag=cls.__struct_config__.tag,
         kw_only=True,
@@ -186,9 +186,9 @@ def _wire(cls: type[_Record]) -> type:
 
 
 _CLASSES: Final[tuple[type[_Record], ...]] = (Enter, Exit, Node, RunStart, RunEnd)
-_DECODER: Final = msgspec.json.Decoder(Event)  # type: ignore[arg-type]
+_DECODER: Final = msgspec.json.Decoder(Event)
 _WIRE_DECODER: Final = msgspec.json.Decoder(
-    _wire(Enter) | _wire(Exit) | _wire(Node) | _wire(RunStart) | _wire(RunEnd)  # type: ignore[operator]
+    _wire(Enter) | _wire(Exit) | _wire(Node) | _wire(RunStart) | _wire(RunEnd)
 )
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -220,7 +220,8 @@ def _from_wire(wire: Any) -> Event:
     except ValueError as exc:
         raise msgspec.ValidationError(f"{exc} - at `$.ts`") from None
     cls = _BY_TAG[wire.__struct_config__.tag]
-    return msgspec.convert(values, cls)
+    event: Event = msgspec.convert(values, cls)  # type: ignore[assignment]
+    return event
 
 
 _BY_TAG: Final[dict[str, type[_Record]]] = {c.__struct_config__.tag: c for c in _CLASSES}  # type: ignore[misc]
@@ -235,7 +236,7 @@ def event_from_dict(obj: dict[str, Any]) -> Event:
     """
     if isinstance(obj.get("ts"), str):
         obj = {**obj, "ts": parse_ts(obj["ts"])}
-    return msgspec.convert(obj, Event)  # type: ignore[arg-type]
+    return msgspec.convert(obj, Event)
 
 
 def encode_event(event: Event) -> bytes:
