@@ -14,7 +14,7 @@ def test_all_names_exist_and_are_public() -> None:
 
 
 def test_every_public_attribute_is_exported() -> None:
-    modules = {"cli", "errors", "events"}
+    modules = {"cli", "describe", "errors", "events", "readers", "tree"}
     public = {
         name
         for name in vars(tracekit)

@@ -6,6 +6,7 @@ change. ``tests/test_exported_members.py`` keeps this list honest.
 
 from __future__ import annotations
 
+from tracekit.describe import describe_agent_tree, describe_forest
 from tracekit.errors import (
     AgentError,
     AgentFailedError,
@@ -27,6 +28,18 @@ from tracekit.events import (
     decode_event,
     encode_event,
 )
+from tracekit.readers import ReadResult, read_trace
+from tracekit.tree import (
+    AgentStep,
+    AgentTree,
+    Forest,
+    Integrity,
+    NodeStep,
+    RunTree,
+    agent_tree,
+    agents_in,
+    build_forest,
+)
 
 __version__ = "0.1.0"
 
@@ -34,19 +47,32 @@ __all__ = [
     "AgentError",
     "AgentFailedError",
     "AgentRecursionError",
+    "AgentStep",
+    "AgentTree",
     "Enter",
     "ErrorInfo",
     "Event",
     "Exit",
+    "Forest",
+    "Integrity",
     "Node",
+    "NodeStep",
+    "ReadResult",
     "RunEnd",
     "RunStart",
+    "RunTree",
     "StoreError",
     "StoreLockedError",
     "TraceFileError",
     "TraceReadError",
     "TracekitError",
     "__version__",
+    "agent_tree",
+    "agents_in",
+    "build_forest",
     "decode_event",
+    "describe_agent_tree",
+    "describe_forest",
     "encode_event",
+    "read_trace",
 ]

@@ -1,0 +1,60 @@
+"""Golden tests: every sample trace prints its expected tree, text and JSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _tree_helpers import SAMPLES, run_cli
+
+from tracekit import agent_tree, describe_agent_tree, read_trace
+
+CASES = sorted(p.stem for p in SAMPLES.glob("*.jsonl"))
+JSON_CASES = sorted(p.name.removesuffix(".tree.json") for p in SAMPLES.glob("*.tree.json"))
+
+
+def test_the_seven_scenarios_are_there() -> None:
+    assert CASES == [
+        "agent_orchestrator",
+        "background_subagents",
+        "child_failure",
+        "crashed_run",
+        "escalation_desk",
+        "handoff_chain",
+        "recursion_circle",
+    ]
+    assert JSON_CASES
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_library_prints_the_expected_tree(case: str) -> None:
+    expected = (SAMPLES / f"{case}.tree.txt").read_text()
+    events = read_trace(SAMPLES / f"{case}.jsonl").events
+    assert describe_agent_tree(agent_tree(events)) + "\n" == expected
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_command_prints_the_expected_tree(case: str) -> None:
+    result = run_cli("tree", str(SAMPLES / f"{case}.jsonl"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (SAMPLES / f"{case}.tree.txt").read_text()
+
+
+@pytest.mark.parametrize("case", JSON_CASES)
+def test_command_json_matches_the_expected_json(case: str) -> None:
+    result = run_cli("tree", str(SAMPLES / f"{case}.jsonl"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == json.loads((SAMPLES / f"{case}.tree.json").read_text())
+
+
+def test_the_seed_lines_print_exactly() -> None:
+    text = "".join((SAMPLES / f"{case}.tree.txt").read_text() for case in CASES)
+    rows = {row.strip() for row in text.splitlines()}
+    for line in (
+        "delegate -> sql (ok, 11ms)",
+        "escalate -> refunds (error AGENT_FAILED, 5ms)",
+        "delegate -> orders (refused AGENT_RECURSION: orders -> billing -> orders)",
+        "transfer -> billing (handoff, ok, 30ms)",
+        "delegate -> sql (running)",
+    ):
+        assert line in rows, line

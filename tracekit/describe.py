@@ -1,0 +1,410 @@
+"""Trees as text: the seed's ``describeAgentTree`` format, and the forest around it.
+
+Two spaces for each level. A node step prints its own name; an agent step
+prints ``<node> -> <agent> (<details>)``::
+
+    list_desks
+    decide
+    delegate -> sql (ok, 11ms)
+      write_query
+    escalate -> refunds (error AGENT_FAILED, 5ms)
+    delegate -> orders (refused AGENT_RECURSION: orders -> billing -> orders)
+    transfer -> billing (handoff, ok, 30ms)
+    delegate -> sql (running)
+
+Names in traces are data: control characters and ANSI escapes are printed
+escaped (``\\x1b``), so a trace cannot write to the user's terminal. The full
+wording is in ``docs/trace-format.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, NamedTuple
+
+from tracekit.errors import TracekitError, TraceReadError
+from tracekit.events import ErrorInfo
+from tracekit.readers import read_trace
+from tracekit.tree import (
+    AgentStep,
+    Forest,
+    Integrity,
+    NodeStep,
+    RunTree,
+    Step,
+    build_forest,
+    forest_to_json,
+)
+
+__all__ = [
+    "TreeView",
+    "describe_agent_tree",
+    "describe_bad_lines",
+    "describe_forest",
+    "describe_integrity",
+    "describe_run_header",
+    "escape",
+    "format_ms",
+    "render_forest",
+    "tree_view",
+]
+
+_COLORS: Final = {
+    "ok": "32",
+    "error": "31",
+    "refused": "35",
+    "cancelled": "33",
+    "pending": "33",
+    "running": "36",
+}
+_NO_DURATION: Final = frozenset({"refused", "running", "pending"})
+_FAILED: Final = frozenset({"error", "refused", "cancelled"})
+_SHOWN: Final = 3  # examples named per line of a report
+
+
+def escape(text: str) -> str:
+    r"""Make a name from a trace safe to print: control characters become escapes.
+
+    Example:
+        >>> escape("sql\x1b[31m")
+        'sql\\x1b[31m'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escape_char(c) for c in text)
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _paint(text: str, code: str | None, color: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
+
+
+def format_ms(ms: float) -> str:
+    """Format a duration: ``11ms``, ``0.4ms``, ``12.5s`` from ten seconds on.
+
+    Example:
+        >>> format_ms(11), format_ms(0.4), format_ms(12500)
+        ('11ms', '0.4ms', '12.5s')
+    """
+    if ms >= 10_000:
+        return f"{ms / 1000:.1f}s"
+    if ms >= 1 or ms == 0:
+        return f"{ms:.0f}ms"
+    return f"{ms:.1f}ms"
+
+
+def _error_text(status: str, error: ErrorInfo | None) -> str:
+    if error is None or status == "ok":
+        return status
+    text = f"{status} {escape(error.code)}"
+    if error.chain:
+        text += ": " + " -> ".join(escape(name) for name in error.chain)
+    return text
+
+
+def _agent_line(step: AgentStep, color: bool) -> str:
+    details: list[str] = [] if step.kind == "delegate" else [step.kind]
+    details.append(_paint(_error_text(step.status, step.error), _COLORS.get(step.status), color))
+    if step.durationMs is not None and step.status not in _NO_DURATION:
+        details.append(format_ms(step.durationMs))
+    node = escape(step.node.rpartition("/")[2]) + " " if step.node else ""
+    line = f"{node}-> {escape(step.agent)} ({', '.join(details)})"
+    if step.mark:
+        line += " " + _paint(f"[{escape(step.mark)}]", "33", color)
+    return line
+
+
+def _node_line(step: NodeStep, color: bool) -> str:
+    name = escape(step.id)
+    if step.ok is False:
+        name += " (" + _paint("error", "31", color) + ")"
+    return name
+
+
+def _is_failure(step: Step) -> bool:
+    if type(step) is NodeStep:
+        return step.ok is False
+    return step.status in _FAILED  # type: ignore[union-attr]
+
+
+def _failure_paths(tree: Sequence[Step]) -> set[int]:
+    """Ids of the steps that fail or lead to a failure (post-order, no recursion)."""
+    order: list[tuple[Step, AgentStep | None]] = []
+    stack: list[tuple[Step, AgentStep | None]] = [(s, None) for s in reversed(tree)]
+    while stack:
+        step, parent = stack.pop()
+        order.append((step, parent))
+        if type(step) is AgentStep:
+            stack.extend((child, step) for child in reversed(step.steps))
+    keep: set[int] = set()
+    for step, parent in reversed(order):  # children before their parent
+        if id(step) in keep or _is_failure(step):
+            keep.add(id(step))
+            if parent is not None:
+                keep.add(id(parent))
+    return keep
+
+
+def _count(steps: Sequence[Step]) -> int:
+    total, stack = 0, [steps]
+    while stack:
+        level = stack.pop()
+        total += len(level)
+        stack.extend(s.steps for s in level if type(s) is AgentStep and s.steps)
+    return total
+
+
+def describe_agent_tree(
+    tree: Sequence[Step],
+    *,
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    indent: int = 0,
+) -> str:
+    """Print a tree as the seed's ``describeAgentTree`` does; never raises on odd data.
+
+    Args:
+        tree: the steps, as :func:`tracekit.agent_tree` returns them.
+        max_depth: show steps down to this depth (0 is the top level); a cut
+            invocation says how many steps it hides.
+        errors_only: show only the paths that lead to a failure.
+        color: colour the status words with ANSI escapes.
+        indent: levels to indent everything by (a forest's trees sit under headers).
+
+    Example:
+        >>> from tracekit.tree import NodeStep
+        >>> describe_agent_tree([NodeStep(id="decide"), NodeStep(id="reply")])
+        'decide\\nreply'
+    """
+    keep = _failure_paths(tree) if errors_only else None
+    pads = ["  " * (indent + level) for level in range(64)]
+    out: list[str] = []
+    stack = [iter(tree)]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            continue
+        if keep is not None and id(step) not in keep:
+            continue
+        depth = len(stack) - 1
+        pad = pads[depth] if depth < 64 else "  " * (indent + depth)
+        if type(step) is NodeStep:
+            out.append(pad + _node_line(step, color))
+            continue
+        line = pad + _agent_line(step, color)  # type: ignore[arg-type]
+        children = step.steps  # type: ignore[union-attr]
+        if children and max_depth is not None and depth >= max_depth:
+            line += f" [{_count(children)} steps hidden]"
+        elif children:
+            stack.append(iter(children))
+        out.append(line)
+    return "\n".join(out)
+
+
+def describe_run_header(run: RunTree, color: bool = False) -> str:
+    """The header line of one tree of a forest: run, agent, status, duration.
+
+    Example:
+        >>> from tracekit.tree import AgentTree
+        >>> run = RunTree(runId="r1", kind="root", agent="front", status="ok", durationMs=40, steps=AgentTree())
+        >>> describe_run_header(run)
+        'run r1: front (ok, 40ms)'
+    """
+    run_id = escape(run.runId or "")
+    if run.kind == "orphan":
+        return (
+            f"orphans: run {run_id} is not in this trace, but these invocations name it as parent"
+        )
+    if run.kind == "parentless":
+        return "invocations without a parent run"
+    agent = escape(run.agent) if run.agent else "agent unknown"
+    if run.status is None:
+        details = ["no run.start/run.end"]
+    else:
+        status = _error_text(run.status, run.error)
+        details = [_paint(status, _COLORS.get(run.status), color)]
+        if run.durationMs is not None:
+            details.append(format_ms(run.durationMs))
+        if run.failure:
+            details.append(f"failure: {escape(run.failure)}")
+    header = f"run {run_id}: {agent} ({', '.join(details)})"
+    if run.kind == "cycle" and run.cycle:
+        header += " [cycle in parent links: " + " -> ".join(map(escape, run.cycle)) + "]"
+    return header
+
+
+def describe_forest(
+    forest: Forest,
+    *,
+    run_id: str | None = None,
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+) -> str:
+    """Print every tree of a forest; headers appear when there is more than one.
+
+    A single root run prints exactly as :func:`describe_agent_tree`; with
+    several trees (or an orphan or a cycle), each gets a header line and its
+    steps are indented under it.
+
+    Raises:
+        KeyError: ``run_id`` names no run of the forest.
+    """
+    if run_id is not None:
+        found = forest.find(run_id)
+        if found is None:
+            raise KeyError(run_id)
+        runs = [found]
+    else:
+        runs = forest.runs
+    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color}
+    if len(runs) == 1 and runs[0].kind in ("root", "subtree"):
+        return describe_agent_tree(runs[0].steps, **options)  # type: ignore[arg-type]
+    blocks = []
+    for run in runs:
+        body = describe_agent_tree(run.steps, indent=1, **options)  # type: ignore[arg-type]
+        header = _paint(describe_run_header(run, color), "1", color)
+        blocks.append(header + ("\n" + body if body else ""))
+    return "\n\n".join(blocks)
+
+
+def _examples(items: Sequence[str]) -> str:
+    shown = ", ".join(escape(item) for item in items[:_SHOWN])
+    more = len(items) - _SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def describe_integrity(integrity: Integrity) -> list[str]:
+    """A short report of what was odd in a trace, one line per kind; empty if clean.
+
+    Example:
+        >>> describe_integrity(Integrity(duplicates=2))
+        ['integrity: 2 duplicate records, counted once']
+    """
+    i = integrity
+    lines = []
+    if i.orphanRuns:
+        lines.append(
+            f"{_plural(len(i.orphanRuns), 'missing parent run', 'missing parent runs')}"
+            f" (orphans shown under their own header): {_examples(i.orphanRuns)}"
+        )
+    if i.exitsWithoutEnter:
+        what = _plural(len(i.exitsWithoutEnter), "exit without enter", "exits without enter")
+        lines.append(f"{what} (kept, marked): {_examples(i.exitsWithoutEnter)}")
+    if i.entersWithoutExit:
+        what = _plural(len(i.entersWithoutExit), "enter without exit", "enters without exit")
+        lines.append(f"{what} (running, or the writer crashed): {_examples(i.entersWithoutExit)}")
+    if i.duplicates:
+        lines.append(
+            f"{_plural(i.duplicates, 'duplicate record', 'duplicate records')}, counted once"
+        )
+    if i.conflicts:
+        what = _plural(len(i.conflicts), "id given twice", "ids given twice")
+        lines.append(f"{what} with different content (first kept): {_examples(i.conflicts)}")
+    for circle in i.cycles:
+        lines.append("cycle in parent links (cut open): " + " -> ".join(map(escape, circle)))
+    if i.sharedRuns:
+        what = _plural(len(i.sharedRuns), "child run", "child runs")
+        lines.append(f"{what} claimed by two invocations: {_examples(i.sharedRuns)}")
+    return [f"integrity: {line}" for line in lines]
+
+
+def describe_bad_lines(bad_lines: Sequence[TraceReadError], lines_read: int) -> list[str]:
+    """Say how many lines were skipped and name the first few as ``file:line: reason``.
+
+    Example:
+        >>> describe_bad_lines([TraceReadError("t.jsonl", 3, "{", "not JSON")], 10)
+        ['skipped 1 bad line of 10 (the tree shows every good line):', '  t.jsonl:3: not JSON']
+    """
+    if not bad_lines:
+        return []
+    head = f"skipped {_plural(len(bad_lines), 'bad line', 'bad lines')} of {lines_read}"
+    lines = [f"{head} (the tree shows every good line):"]
+    lines.extend(f"  {escape(str(error))}" for error in bad_lines[:_SHOWN])
+    if len(bad_lines) > _SHOWN:
+        lines.append(f"  ... and {len(bad_lines) - _SHOWN} more")
+    return lines
+
+
+class TreeView(NamedTuple):
+    """What ``tracekit tree`` prints: the output, and the notes for stderr."""
+
+    stdout: str
+    stderr: list[str]
+
+
+def render_forest(
+    forest: Forest,
+    *,
+    run_id: str | None = None,
+    fmt: str = "text",
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    source: str = "the trace",
+) -> TreeView:
+    """Render a forest as text or JSON, with its integrity report for stderr.
+
+    Raises:
+        TracekitError: ``run_id`` is not a run of the forest.
+    """
+    runs = forest.runs
+    if run_id is not None:
+        found = forest.find(run_id)
+        if found is None:
+            known = _examples([r.runId for r in forest.runs if r.runId and r.kind != "orphan"])
+            raise TracekitError(
+                f"run {escape(run_id)} is not in {source}",
+                hint=f"Runs in it: {known}." if known else "",
+            )
+        runs = [found]
+    if fmt == "json":
+        text = forest_to_json(forest, runs).decode()
+    else:
+        text = describe_forest(
+            forest, run_id=run_id, max_depth=max_depth, errors_only=errors_only, color=color
+        )
+    return TreeView(text, describe_integrity(forest.integrity))
+
+
+def tree_view(
+    source: str,
+    *,
+    run_id: str | None = None,
+    fmt: str = "text",
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    strict: bool = False,
+) -> TreeView:
+    """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
+
+    Bad lines are skipped and summed up for stderr unless ``strict``.
+
+    Raises:
+        TraceFileError: the file is missing, unreadable or not a trace.
+        TraceReadError: with ``strict``, the first bad line.
+    """
+    result = read_trace(source, strict=strict)
+    forest = build_forest(result.events)
+    view = render_forest(
+        forest,
+        run_id=run_id,
+        fmt=fmt,
+        max_depth=max_depth,
+        errors_only=errors_only,
+        color=color,
+        source=source,
+    )
+    notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
+    return TreeView(view.stdout, notes)
