@@ -1,0 +1,105 @@
+"""Benchmark: `tracekit tree` on a 1,000,000-event single-run trace vs a bare parse.
+
+The baseline is the least any tree command must do: read every line and parse
+it with orjson, in a fresh Python process, over the same file. Both run as
+child processes, a few times each, alternating; the script reports medians,
+the ratio, and each child's peak RSS (from ``os.wait4``).
+
+Run: ``.venv/bin/python bench/bench_tree.py`` (``--events N``, ``--repeat K``).
+Aim (issue 2): the tree within 2x of parse-only, peak memory under 1.5 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+PARSE_ONLY = (
+    "import sys, orjson\n"
+    "loads = orjson.loads\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    for line in f:\n"
+    "        loads(line)\n"
+)
+T0 = 1_767_225_600_000
+
+
+def make_trace(path: Path, events: int) -> int:
+    """One root run of blocks of 8 records: a step, a delegation, a nested one."""
+    run = "run-bench"
+    lines = [f'{{"type":"run.start","ts":{T0},"runId":"{run}","agent":"orchestrator"}}']
+    ts = T0
+    for b in range((events - 2) // 8):
+        child, grand = f"{run}/c{b}", f"{run}/c{b}/g"
+        ts += 10
+        lines += [
+            f'{{"type":"node","ts":{ts},"runId":"{run}","id":"decide"}}',
+            f'{{"type":"enter","ts":{ts + 1},"invocationId":"i{b}","runId":"{child}",'
+            f'"parentRunId":"{run}","agent":"sql","node":"delegate"}}',
+            f'{{"type":"node","ts":{ts + 2},"runId":"{child}","id":"delegate/sql/write_query"}}',
+            f'{{"type":"enter","ts":{ts + 3},"invocationId":"j{b}","runId":"{grand}",'
+            f'"parentRunId":"{child}","agent":"checker","node":"delegate/sql/check"}}',
+            f'{{"type":"node","ts":{ts + 4},"runId":"{grand}","id":"delegate/sql/check/checker/lint"}}',
+            f'{{"type":"exit","ts":{ts + 5},"invocationId":"j{b}","runId":"{grand}",'
+            f'"parentRunId":"{child}","agent":"checker","ok":true,"durationMs":2,"status":"ok"}}',
+            f'{{"type":"node","ts":{ts + 6},"runId":"{child}","id":"delegate/sql/say"}}',
+            f'{{"type":"exit","ts":{ts + 7},"invocationId":"i{b}","runId":"{child}",'
+            f'"parentRunId":"{run}","agent":"sql","ok":true,"durationMs":6,"status":"ok"}}',
+        ]
+    lines.append(
+        f'{{"type":"run.end","ts":{ts + 10},"runId":"{run}","ok":true,"durationMs":{ts + 10 - T0}}}'
+    )
+    path.write_text("\n".join(lines) + "\n")
+    return len(lines)
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one child process; output to /dev/null."""
+    with open(os.devnull, "wb") as sink:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv[0]} failed: {stderr}")
+    return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "bench.jsonl"
+        count = make_trace(trace, args.events)
+        size = trace.stat().st_size / 1e6
+        print(f"trace: {count:,} events, {size:.0f} MB")
+        commands = {
+            "parse-only (orjson loop)": [str(BIN / "python"), "-c", PARSE_ONLY, str(trace)],
+            "tracekit tree": [str(BIN / "tracekit"), "tree", str(trace), "--color", "never"],
+        }
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+        for _ in range(args.repeat):
+            for name, argv in commands.items():
+                results[name].append(timed(argv))
+    medians = {}
+    for name, runs in results.items():
+        medians[name] = statistics.median(t for t, _ in runs)
+        peak = max(m for _, m in runs)
+        times = ", ".join(f"{t:.2f}" for t, _ in runs)
+        print(f"{name:26} median {medians[name]:.2f} s  (runs: {times})  peak RSS {peak:.0f} MB")
+    ratio = medians["tracekit tree"] / medians["parse-only (orjson loop)"]
+    print(f"ratio tree / parse-only: {ratio:.2f}x (aim: within 2x)")
+
+
+if __name__ == "__main__":
+    main()
