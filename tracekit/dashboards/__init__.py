@@ -1,0 +1,1 @@
+"""Figure builders (plotly): the only package of tracekit that imports plotly."""

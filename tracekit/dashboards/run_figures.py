@@ -1,0 +1,209 @@
+"""One run as plotly figures: its timeline, and its invocations as an icicle or sunburst.
+
+Every builder takes an invocations DataFrame with the columns of
+``Store.invocations()`` (``tracekit.notebook.invocations_frame`` builds the
+same from a trace file) and returns a ``plotly.graph_objects.Figure``, so
+the caller can restyle it. Colours follow the status, as in the HTML tree.
+
+Example:
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame([
+    ...     dict(invocation_id="i1", parent_invocation_id=None, agent="sql", node="delegate",
+    ...          kind="delegate", status="ok", start_ms=0.0, end_ms=11.0, duration_ms=11.0,
+    ...          depth=1, error_code=None),
+    ... ])
+    >>> len(timeline_figure(frame).data[0].x)
+    1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from typing import Any, Final
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
+
+__all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
+
+_ROOT_ID: Final = "__run__"
+_ROW_HEIGHT: Final = 22
+_HOVER: Final = (
+    "<b>%{customdata[0]}</b><br>node: %{customdata[1]}<br>kind: %{customdata[2]}"
+    "<br>status: %{customdata[3]}<br>start: %{base:.1f} ms<br>duration: %{customdata[4]}"
+    "<br>error: %{customdata[5]}<extra></extra>"
+)
+
+
+def tree_order(invocations: pd.DataFrame) -> pd.DataFrame:
+    """Return the invocations in tree order: each caller followed by its callees.
+
+    Callees are ordered by start time; an invocation whose caller is not in
+    the frame starts a branch of its own. Adds a ``row`` column (0, 1, ...).
+
+    Example:
+        >>> frame = pd.DataFrame({"invocation_id": ["b", "a"], "parent_invocation_id": ["a", None],
+        ...                       "start_ms": [2.0, 1.0]})
+        >>> list(tree_order(frame)["invocation_id"])
+        ['a', 'b']
+    """
+    frame = invocations.reset_index(drop=True)
+    ids = set(frame["invocation_id"])
+    children: dict[Hashable, list[int]] = {}
+    starts = frame["start_ms"].fillna(math.inf)
+    for pos in starts.sort_values(kind="stable").index:
+        parent = frame.at[pos, "parent_invocation_id"]
+        key = parent if isinstance(parent, str) and parent in ids else _ROOT_ID
+        children.setdefault(key, []).append(int(pos))
+    order: list[int] = []
+    stack = [iter(children.get(_ROOT_ID, []))]
+    while stack:  # iterative: a delegation chain may be very deep
+        pos = next(stack[-1], None)
+        if pos is None:
+            stack.pop()
+            continue
+        order.append(pos)
+        stack.append(iter(children.get(frame.at[pos, "invocation_id"], [])))
+    ordered = frame.iloc[order].reset_index(drop=True)
+    ordered["row"] = range(len(ordered))
+    return ordered
+
+
+def timeline_figure(invocations: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """A Gantt-style timeline: one bar for each invocation, one row each.
+
+    Rows are in tree order and labels are indented by depth, so a caller sits
+    above its callees; the x axis is milliseconds since the first start, so
+    background subagents that ran at once show as overlapping bars. Bars are
+    coloured by status (one legend entry each); an invocation still running
+    is drawn to the last time seen. Hover shows node, kind, duration, error.
+
+    Example:
+        >>> frame = pd.DataFrame([dict(invocation_id="i", parent_invocation_id=None,
+        ...     agent="a", node=None, kind="delegate", status="running", start_ms=5.0,
+        ...     end_ms=None, duration_ms=None, depth=1, error_code=None)])
+        >>> timeline_figure(frame).data[0].name
+        'running'
+    """
+    rows = _timeline_rows(invocations)
+    fig = go.Figure()
+    for status, group in rows.groupby("status", sort=False):
+        fig.add_trace(
+            go.Bar(
+                name=str(status),
+                orientation="h",
+                y=group["row"],
+                base=group["offset"].astype(float).tolist(),
+                x=group["width"].astype(float).tolist(),
+                marker_color=_status_color(str(status)),
+                marker_line_width=0,
+                customdata=group[["agent", "node", "kind", "status", "shown", "error"]].to_numpy(),
+                hovertemplate=_HOVER,
+            )
+        )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=list(rows["row"]),
+        ticktext=list(rows["label"]),
+        autorange="reversed",
+        title=None,
+    )
+    fig.update_xaxes(title="ms since the run's first invocation", zeroline=True)
+    fig.update_layout(
+        title=title,
+        barmode="overlay",
+        bargap=0.25,
+        height=max(220, 90 + _ROW_HEIGHT * len(rows)),
+        legend_title_text="status",
+        template="plotly_white",
+    )
+    return fig
+
+
+def _timeline_rows(invocations: pd.DataFrame) -> pd.DataFrame:
+    rows = tree_order(invocations)
+    origin = rows["start_ms"].min()
+    last = pd.concat([rows["end_ms"], rows["start_ms"]]).max()
+    origin = 0.0 if pd.isna(origin) else float(origin)
+    last = origin if pd.isna(last) else float(last)
+    start = rows["start_ms"].fillna(origin)
+    end = rows["end_ms"].where(rows["end_ms"].notna(), last)
+    rows["offset"] = start - origin
+    rows["width"] = (end - start).clip(lower=0.0)
+    rows["label"] = [_label(r) for r in rows.itertuples()]
+    rows["shown"] = [_duration_text(v) for v in rows["duration_ms"]]
+    rows["node"] = rows["node"].fillna("")
+    rows["error"] = rows["error_code"].fillna("")
+    return rows
+
+
+def _label(row: Any) -> str:
+    depth = int(row.depth) if pd.notna(row.depth) else 1
+    indent = "\u2002\u2002" * max(depth - 1, 0)
+    return f"{indent}{row.agent}"
+
+
+def _duration_text(value: Any) -> str:
+    return "-" if pd.isna(value) else f"{float(value):.1f} ms"
+
+
+def _status_color(status: str) -> str:
+    return STATUS_COLORS.get(status, "#57606a")
+
+
+def icicle_figure(
+    invocations: pd.DataFrame, *, title: str | None = None, root_label: str = "run"
+) -> go.Figure:
+    """The run as an icicle: each invocation a block under its caller.
+
+    A block's size counts the invocations below it (durations do not nest:
+    background subagents may outlive their caller). Colours follow the
+    status; a recursion refusal has its own colour.
+
+    Example:
+        >>> frame = pd.DataFrame([dict(invocation_id="i", parent_invocation_id=None,
+        ...     agent="a", node=None, kind="delegate", status="ok", start_ms=0.0,
+        ...     end_ms=1.0, duration_ms=1.0, depth=1, error_code=None)])
+        >>> list(icicle_figure(frame).data[0].ids)
+        ['__run__', 'i']
+    """
+    return _hierarchy(go.Icicle, invocations, title, root_label)
+
+
+def sunburst_figure(
+    invocations: pd.DataFrame, *, title: str | None = None, root_label: str = "run"
+) -> go.Figure:
+    """The run as a sunburst; the same data and colours as :func:`icicle_figure`."""
+    return _hierarchy(go.Sunburst, invocations, title, root_label)
+
+
+def _hierarchy(kind: Any, invocations: pd.DataFrame, title: str | None, root: str) -> go.Figure:
+    rows = tree_order(invocations)
+    ids = set(rows["invocation_id"])
+    parents = [p if isinstance(p, str) and p in ids else _ROOT_ID for p in rows["parent_invocation_id"]]
+    colors = [
+        RECURSION_COLOR if code == "AGENT_RECURSION" else _status_color(str(status))
+        for status, code in zip(rows["status"], rows["error_code"], strict=True)
+    ]
+    hover = [
+        f"{status}, {_duration_text(ms)}" + (f", {code}" if isinstance(code, str) else "")
+        for status, ms, code in zip(
+            rows["status"], rows["duration_ms"], rows["error_code"], strict=True
+        )
+    ]
+    trace = kind(
+        ids=[_ROOT_ID, *rows["invocation_id"]],
+        parents=["", *parents],
+        labels=[root, *rows["agent"]],
+        values=[0] + [1] * len(rows),
+        branchvalues="remainder",
+        marker={"colors": ["#d0d7de", *colors]},
+        customdata=["", *hover],
+        hovertemplate="<b>%{label}</b><br>%{customdata}<extra></extra>",
+    )
+    fig = go.Figure(trace)
+    fig.update_layout(title=title, margin={"t": 40 if title else 10, "l": 10, "r": 10, "b": 10})
+    return fig

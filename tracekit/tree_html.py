@@ -1,0 +1,252 @@
+"""Trees as HTML: a nested, collapsible view for Jupyter and static pages.
+
+Each invocation with steps of its own is a ``<details>``/``<summary>`` pair,
+so the view folds and unfolds without JavaScript, in Jupyter as in any
+browser. Statuses are coloured with inline styles (notebook front ends may
+drop ``<style>`` blocks); a failing invocation shows its error code, the
+origin of a wrapped failure (``caused by ...``) and, for a recursion
+refusal, the circle. Branches that lead to a failure start unfolded.
+
+Names in traces are data: every name is HTML-escaped, and control
+characters are shown as escapes, exactly as the terminal tree shows them.
+
+Example:
+    >>> from tracekit.tree import AgentStep, NodeStep
+    >>> step = AgentStep(agent="<b>sql</b>", node="delegate", kind="delegate", runId="c",
+    ...                  parentRunId="r", invocationId="i", ok=True, status="ok",
+    ...                  durationMs=11, steps=[NodeStep(id="say")])
+    >>> html = tree_to_html([NodeStep(id="decide"), step])
+    >>> "&lt;b&gt;sql&lt;/b&gt;" in html and "<details" in html
+    True
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from tracekit.describe import escape, format_ms
+from tracekit.events import ErrorInfo
+from tracekit.tree import AgentStep, Step
+
+__all__ = ["RECURSION_COLOR", "STATUS_COLORS", "tree_to_html"]
+
+#: One colour for each invocation status, shared with the run figures.
+STATUS_COLORS: Final[dict[str, str]] = {
+    "ok": "#1a7f37",
+    "error": "#cf222e",
+    "refused": "#bc4c00",
+    "cancelled": "#6e7781",
+    "pending": "#9a6700",
+    "running": "#0969da",
+}
+#: A recursion circle gets its own colour: it is wrong by construction.
+RECURSION_COLOR: Final = "#8250df"
+
+_FAILED: Final = frozenset({"error", "refused", "cancelled"})
+_ROOT_STYLE: Final = (
+    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+    "font-size:13px;line-height:1.55;color:#1f2328"
+)
+_UL_TOP: Final = '<ul class="tk-steps" style="list-style:none;margin:0;padding-left:0">'
+_UL_NESTED: Final = (
+    '<ul class="tk-steps" style="list-style:none;margin:0 0 0 0.45em;'
+    'padding-left:1.1em;border-left:1px solid #d0d7de">'
+)
+_LEAF_PAD: Final = "padding-left:1.1em"  # lines a leaf up with a summary's marker
+_MAX_MESSAGE: Final = 160
+
+
+def tree_to_html(
+    tree: Sequence[Step],
+    *,
+    title: str | None = None,
+    open_depth: int = 2,
+    max_steps: int = 5000,
+    max_depth: int = 200,
+) -> str:
+    """Render one run's tree as a nested, collapsible HTML fragment.
+
+    Args:
+        tree: the run's steps (an ``AgentTree`` or any list of steps).
+        title: an optional header line (escaped like every name).
+        open_depth: invocations shallower than this start unfolded; those on
+            the way to a failure always do.
+        max_steps: at most this many steps are drawn; a last line says how
+            many were left out (a notebook cell should stay light).
+        max_depth: nesting stops here, with a note; browsers flatten HTML
+            nested much deeper.
+
+    Returns:
+        A ``<div class="tracekit-tree">`` fragment, with no script.
+
+    Example:
+        >>> from tracekit.tree import NodeStep
+        >>> tree_to_html([NodeStep(id="a<b")]).count("a&lt;b")
+        1
+    """
+    failing = _failing_branches(tree)
+    parts = [f'<div class="tracekit-tree" style="{_ROOT_STYLE}">']
+    if title is not None:
+        parts.append(f'<div class="tk-title" style="font-weight:600">{_text(title)}</div>')
+    if not tree:
+        parts.append('<div class="tk-empty" style="color:#6e7781">(no steps)</div>')
+    else:
+        parts.append(_UL_TOP)
+        _render(tree, parts, failing, open_depth, max_steps, max_depth)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _render(
+    tree: Sequence[Step],
+    parts: list[str],
+    failing: set[int],
+    open_depth: int,
+    max_steps: int,
+    max_depth: int,
+) -> None:
+    """Append the ``<li>`` items of ``tree`` without recursion (chains may be deep)."""
+    stack: list[Iterator[Step]] = [iter(tree)]
+    shown = 0
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            parts.append("</ul></details></li>" if stack else "</ul>")
+            continue
+        if shown == max_steps:
+            left = _count(tree) - shown
+            parts.append(_note(f"... {left} more steps not shown"))
+            parts.append("</ul></details></li>" * (len(stack) - 1) + "</ul>")
+            return
+        shown += 1
+        if not isinstance(step, AgentStep):
+            parts.append(_node_item(step))
+        elif not step.steps:
+            parts.append(_leaf_item(step))
+        elif len(stack) > max_depth:
+            parts.append(_leaf_item(step, note=f"{len(step.steps)} deeper steps not shown"))
+        else:
+            unfolded = len(stack) <= open_depth or id(step) in failing or step.status in _FAILED
+            parts.append(_branch_open(step, unfolded))
+            stack.append(iter(step.steps))
+
+
+def _walk(tree: Sequence[Step]) -> Iterator[tuple[Step, list[AgentStep]]]:
+    """Yield each step with its ancestors (the list is shared: read it at once)."""
+    stack: list[Iterator[Step]] = [iter(tree)]
+    owners: list[AgentStep] = []
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            if owners:  # stack[i + 1] walks the steps of owners[i]
+                owners.pop()
+            continue
+        yield step, owners
+        if isinstance(step, AgentStep) and step.steps:
+            owners.append(step)
+            stack.append(iter(step.steps))
+
+
+def _failing_branches(tree: Sequence[Step]) -> set[int]:
+    """Ids of the invocations with a failure somewhere below them."""
+    marked: set[int] = set()
+    for step, owners in _walk(tree):
+        if isinstance(step, AgentStep) and step.status in _FAILED:
+            # Stop at the first marked owner: all above it are marked already.
+            for owner in reversed(owners):
+                if id(owner) in marked:
+                    break
+                marked.add(id(owner))
+    return marked
+
+
+def _count(tree: Sequence[Step]) -> int:
+    return sum(1 for _ in _walk(tree))
+
+
+def _text(value: object) -> str:
+    return html.escape(escape(str(value)), quote=True)
+
+
+def _note(text: str) -> str:
+    return f'<li class="tk-more" style="color:#6e7781;font-style:italic;{_LEAF_PAD}">{_text(text)}</li>'
+
+
+def _node_item(step: Step) -> str:
+    name = _text(step.id)  # type: ignore[union-attr]
+    failed = getattr(step, "ok", None) is False
+    mark = f' <span style="color:{STATUS_COLORS["error"]}">(failed)</span>' if failed else ""
+    return f'<li class="tk-node" style="color:#57606a;{_LEAF_PAD}">{name}{mark}</li>'
+
+
+def _leaf_item(step: AgentStep, note: str | None = None) -> str:
+    extra = f' <i style="color:#6e7781">({_text(note)})</i>' if note else ""
+    return (
+        f'<li class="tk-agent tk-{step.status}" style="{_LEAF_PAD}">'
+        f"{_summary(step)}{extra}</li>"
+    )
+
+
+def _branch_open(step: AgentStep, unfolded: bool) -> str:
+    attr = " open" if unfolded else ""
+    return (
+        f'<li class="tk-agent tk-{step.status}"><details{attr}>'
+        f'<summary style="cursor:pointer">{_summary(step)}</summary>{_UL_NESTED}'
+    )
+
+
+def _summary(step: AgentStep) -> str:
+    """``delegate -> sql`` then the status badge, kind, duration and error."""
+    head = f'<b class="tk-agent-name">{_text(step.agent)}</b>'
+    if step.node:
+        head = f'<span class="tk-node-name">{_text(step.node)}</span> &rarr; {head}'
+    bits = [head]
+    if step.kind != "delegate":
+        bits.append(f'<span class="tk-kind" style="color:#57606a">[{_text(step.kind)}]</span>')
+    bits.append(_badge(step.status))
+    if step.durationMs is not None:
+        bits.append(f'<span class="tk-duration">{_text(format_ms(step.durationMs))}</span>')
+    if step.error is not None:
+        bits.append(_error(step.error))
+    if step.mark:
+        bits.append(f'<i class="tk-mark" style="color:#9a6700">({_text(step.mark)})</i>')
+    return " ".join(bits)
+
+
+def _badge(status: str) -> str:
+    color = STATUS_COLORS.get(status, "#57606a")
+    return (
+        f'<span class="tk-status tk-status-{_text(status)}" style="color:#fff;'
+        f'background:{color};border-radius:3px;padding:0 0.35em">{_text(status)}</span>'
+    )
+
+
+def _error(error: ErrorInfo) -> str:
+    """The code, the circle if any, and where a wrapped failure began."""
+    color = RECURSION_COLOR if error.chain else STATUS_COLORS["error"]
+    parts = [f'<span class="tk-code" style="color:{color};font-weight:600">{_text(error.code)}</span>']
+    if error.chain:
+        circle = " &rarr; ".join(_text(name) for name in error.chain)
+        parts.append(
+            f'<span class="tk-circle" style="color:{RECURSION_COLOR};'
+            f'border:1px solid {RECURSION_COLOR};border-radius:3px;padding:0 0.3em">'
+            f"circle: {circle}</span>"
+        )
+    origin = _origin(error)
+    if origin is not error:
+        parts.append(f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b></span>')
+    message = origin.message or error.message
+    if message:
+        short = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
+        parts.append(f'<span class="tk-message" style="color:#57606a">{_text(short)}</span>')
+    return " ".join(parts)
+
+
+def _origin(error: ErrorInfo) -> ErrorInfo:
+    while error.cause is not None:
+        error = error.cause
+    return error
