@@ -21,4 +21,6 @@ def test_every_public_attribute_is_exported() -> None:
         if not name.startswith("_") and name not in modules and name != "annotations"
     }
     public -= {m for m in public if type(getattr(tracekit, m)).__name__ == "module"}
-    assert public == set(tracekit.__all__) - {"__version__"}
+    lazy = set(tracekit._LAZY)  # loaded on first use, so not in vars() until then
+    assert public - lazy == set(tracekit.__all__) - {"__version__"} - lazy
+    assert lazy <= set(tracekit.__all__)

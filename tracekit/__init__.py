@@ -6,6 +6,9 @@ change. ``tests/test_exported_members.py`` keeps this list honest.
 
 from __future__ import annotations
 
+import importlib as _importlib
+from typing import Any as _Any
+
 from tracekit.describe import describe_agent_tree, describe_forest
 from tracekit.errors import (
     AgentError,
@@ -40,8 +43,27 @@ from tracekit.tree import (
     agents_in,
     build_forest,
 )
+from tracekit.tree_html import tree_to_html
 
 __version__ = "0.1.0"
+
+# Public names whose modules import pandas or plotly: loaded on first use, so
+# that ``import tracekit`` (and so every CLI call) does not pay half a second.
+_LAZY: dict[str, str] = {
+    "RootCause": "tracekit.notebook",
+    "RunView": "tracekit.notebook",
+    "invocations_frame": "tracekit.notebook",
+    "open_run": "tracekit.notebook",
+    "read_invocations": "tracekit.notebook",
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracekit' has no attribute {name!r}")
+    return getattr(_importlib.import_module(module), name)
+
 
 __all__ = [
     "AgentError",
@@ -58,9 +80,11 @@ __all__ = [
     "Node",
     "NodeStep",
     "ReadResult",
+    "RootCause",
     "RunEnd",
     "RunStart",
     "RunTree",
+    "RunView",
     "StoreError",
     "StoreLockedError",
     "TraceFileError",
@@ -74,5 +98,9 @@ __all__ = [
     "describe_agent_tree",
     "describe_forest",
     "encode_event",
+    "invocations_frame",
+    "open_run",
+    "read_invocations",
     "read_trace",
+    "tree_to_html",
 ]

@@ -138,7 +138,11 @@ def _invocations(tree: Sequence[Step]) -> Iterator[tuple[AgentStep, AgentStep | 
 
 
 def _row(
-    step: AgentStep, parent: AgentStep | None, depth: int, root: str | None, services: dict[str, str]
+    step: AgentStep,
+    parent: AgentStep | None,
+    depth: int,
+    root: str | None,
+    services: dict[str, str],
 ) -> dict[str, Any]:
     error = step.error
     return {
@@ -170,9 +174,9 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         frame[column] = frame[column].astype("float64")
     frame["depth"] = frame["depth"].astype("int64")
     frame["ok"] = frame["ok"].astype("boolean")
-    frame.insert(10, "start_at", pd.to_datetime(frame["start_ms"], unit="ms"))
-    frame.insert(11, "end_at", pd.to_datetime(frame["end_ms"], unit="ms"))
-    return frame
+    frame["start_at"] = pd.to_datetime(frame["start_ms"], unit="ms")
+    frame["end_at"] = pd.to_datetime(frame["end_ms"], unit="ms")
+    return frame[list(INVOCATION_COLUMNS)]
 
 
 @dataclass(frozen=True)
@@ -331,9 +335,9 @@ class RunView:
         """The run's timeline (see ``tracekit.dashboards.run_figures.timeline_figure``)."""
         from tracekit.dashboards.run_figures import timeline_figure
 
-        return timeline_figure(self.invocations, title=layout.pop("title", self.header)).update_layout(
-            **layout
-        )
+        return timeline_figure(
+            self.invocations, title=layout.pop("title", self.header)
+        ).update_layout(**layout)
 
     def icicle(self, **layout: Any) -> go.Figure:
         """The run as an icicle of its invocations (``run_figures.icicle_figure``)."""
@@ -375,7 +379,7 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
     """
     if isinstance(source, (str, Path)):
         return _open_file(Path(source), run_id)
-    return _open_store(source, run_id)
+    raise TypeError(f"open_run takes a trace file path, not {type(source).__name__}")
 
 
 def _open_file(path: Path, run_id: str | None) -> RunView:
@@ -404,7 +408,3 @@ def _choose(runs: list[RunTree], run_id: str | None, where: str) -> RunTree:
             return run
     known = ", ".join(str(r.runId) for r in runs[:5]) + (", ..." if len(runs) > 5 else "")
     raise TracekitError(f"no run {run_id!r} in {where}", hint=f"Runs there: {known}")
-
-
-def _open_store(store: Any, run_id: str | None) -> RunView:
-    raise NotImplementedError  # filled in once the store lands

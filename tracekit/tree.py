@@ -130,6 +130,16 @@ class AgentTree(list[Step]):
 
         return describe_agent_tree(self)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's rich view: the collapsible tree of :func:`tracekit.tree_html.tree_to_html`."""
+        from tracekit.tree_html import tree_to_html  # tree_html imports this module
+
+        return tree_to_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain view (text/plain) is the describe text, as ``str``."""
+        printer.text(str(self))
+
 
 class RunTree(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One tree of a forest and what its header says.

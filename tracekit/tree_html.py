@@ -185,10 +185,7 @@ def _node_item(step: Step) -> str:
 
 def _leaf_item(step: AgentStep, note: str | None = None) -> str:
     extra = f' <i style="color:#6e7781">({_text(note)})</i>' if note else ""
-    return (
-        f'<li class="tk-agent tk-{step.status}" style="{_LEAF_PAD}">'
-        f"{_summary(step)}{extra}</li>"
-    )
+    return f'<li class="tk-agent tk-{step.status}" style="{_LEAF_PAD}">{_summary(step)}{extra}</li>'
 
 
 def _branch_open(step: AgentStep, unfolded: bool) -> str:
@@ -228,7 +225,9 @@ def _badge(status: str) -> str:
 def _error(error: ErrorInfo) -> str:
     """The code, the circle if any, and where a wrapped failure began."""
     color = RECURSION_COLOR if error.chain else STATUS_COLORS["error"]
-    parts = [f'<span class="tk-code" style="color:{color};font-weight:600">{_text(error.code)}</span>']
+    parts = [
+        f'<span class="tk-code" style="color:{color};font-weight:600">{_text(error.code)}</span>'
+    ]
     if error.chain:
         circle = " &rarr; ".join(_text(name) for name in error.chain)
         parts.append(

@@ -183,7 +183,9 @@ def sunburst_figure(
 def _hierarchy(kind: Any, invocations: pd.DataFrame, title: str | None, root: str) -> go.Figure:
     rows = tree_order(invocations)
     ids = set(rows["invocation_id"])
-    parents = [p if isinstance(p, str) and p in ids else _ROOT_ID for p in rows["parent_invocation_id"]]
+    parents = [
+        p if isinstance(p, str) and p in ids else _ROOT_ID for p in rows["parent_invocation_id"]
+    ]
     colors = [
         RECURSION_COLOR if code == "AGENT_RECURSION" else _status_color(str(status))
         for status, code in zip(rows["status"], rows["error_code"], strict=True)

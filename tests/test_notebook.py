@@ -1,0 +1,154 @@
+"""The notebook helpers: open_run, invocations frames, root causes, rich views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from tracekit.errors import TracekitError
+from tracekit.events import Enter, ErrorInfo, Exit
+from tracekit.notebook import (
+    INVOCATION_COLUMNS,
+    invocations_frame,
+    open_run,
+    read_invocations,
+    root_cause,
+)
+from tracekit.readers import read_trace
+from tracekit.tree import agent_tree, agents_in, build_forest
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+
+
+def test_frame_has_the_documented_columns_and_one_row_per_invocation() -> None:
+    for path in sorted(SAMPLES.glob("*.jsonl")):
+        events = read_trace(str(path)).events
+        frame = invocations_frame(events)
+        assert tuple(frame.columns) == INVOCATION_COLUMNS, path.name
+        assert sorted(frame["invocation_id"]) == sorted(
+            step.invocationId for run in build_forest(events).runs for step in agents_in(run.steps)
+        )
+        assert frame["invocation_id"].is_unique
+
+
+def test_frame_rows_carry_times_depth_parent_and_error() -> None:
+    frame = read_invocations(SAMPLES / "child_failure.jsonl").set_index("invocation_id")
+    refunds = frame.loc["inv-r"]
+    assert refunds["agent"] == "refunds" and refunds["depth"] == 2
+    assert refunds["parent_invocation_id"] == "inv-b"
+    assert refunds["root_run_id"] == "run-fail"
+    assert refunds["status"] == "error" and refunds["error_code"] == "AGENT_FAILED"
+    assert refunds["end_ms"] - refunds["start_ms"] == refunds["duration_ms"] == 5
+    assert refunds["service"] == "front-desk"
+    assert refunds["start_at"] == pd.Timestamp(refunds["start_ms"], unit="ms")
+    assert '"REFUND_API_TIMEOUT"' in refunds["error"]
+
+
+def test_frame_keeps_running_invocations() -> None:
+    frame = read_invocations(SAMPLES / "crashed_run.jsonl")
+    assert list(frame["status"]) == ["running"]
+    assert frame["end_ms"].isna().all() and frame["ok"].isna().all()
+
+
+def test_root_cause_of_a_wrapped_failure_is_the_deepest_origin() -> None:
+    cause = open_run(SAMPLES / "child_failure.jsonl").root_cause()
+    assert cause is not None
+    assert (cause.agent, cause.code, cause.reported) == (
+        "refunds",
+        "REFUND_API_TIMEOUT",
+        "AGENT_FAILED",
+    )
+    assert cause.path == ["billing", "refunds"] and cause.wrapped == 1 and cause.depth == 2
+    assert not cause.is_recursion
+
+
+def test_root_cause_of_a_recursion_is_the_refused_call_with_its_circle() -> None:
+    cause = open_run(SAMPLES / "recursion_circle.jsonl").root_cause()
+    assert cause is not None and cause.is_recursion
+    assert cause.invocation_id == "inv-o2" and cause.chain == ["orders", "billing", "orders"]
+    assert str(cause) == (
+        "orders -> billing -> orders (AGENT_RECURSION: orders -> billing -> orders) at depth 3"
+    )
+
+
+def test_root_cause_is_none_for_a_healthy_run_and_a_refusal_for_a_degraded_one() -> None:
+    assert open_run(SAMPLES / "agent_orchestrator.jsonl").root_cause() is None
+    handled = open_run(SAMPLES / "escalation_desk.jsonl").root_cause()
+    assert handled is not None and handled.code == "AGENT_NOT_ALLOWED"
+
+
+def test_root_cause_follows_the_callee_its_caller_gave_up_on() -> None:
+    def call(inv: str, run: str, parent: str, agent: str, t0: float, t1: float, code: str) -> list:
+        error = ErrorInfo(code=code, cause=ErrorInfo(code=f"{agent.upper()}_DOWN"))
+        return [
+            Enter(ts=t0, invocationId=inv, runId=run, parentRunId=parent, agent=agent),
+            Exit(ts=t1, invocationId=inv, runId=run, parentRunId=parent, agent=agent, error=error),
+        ]
+
+    events = [
+        *call("top", "c", "r", "billing", 0, 10, "AGENT_FAILED"),
+        *call("early", "c/1", "c", "ledger", 1, 2, "AGENT_FAILED"),  # handled, then retried
+        *call("late", "c/2", "c", "refunds", 3, 9, "AGENT_FAILED"),
+    ]
+    cause = root_cause(invocations_frame(events))
+    assert cause is not None and cause.agent == "refunds" and cause.code == "REFUNDS_DOWN"
+
+
+def test_open_run_picks_a_run_by_id_and_says_what_is_there(tmp_path: Path) -> None:
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(
+        (SAMPLES / "agent_orchestrator.jsonl").read_bytes()
+        + (SAMPLES / "child_failure.jsonl").read_bytes()
+    )
+    first = open_run(path)
+    assert first.root_cause() is None  # the first root run: the healthy orchestrator
+    second = open_run(str(path), "run-fail")
+    assert second.run_id == "run-fail" and second.agent == "front_desk"
+    assert set(second.invocations["root_run_id"]) == {"run-fail"}
+    assert len(second.invocations) == 2
+    with pytest.raises(TracekitError, match="no run 'nope'") as info:
+        open_run(path, "nope")
+    assert first.run_id in info.value.hint and "run-fail" in info.value.hint
+
+
+def test_run_view_shows_as_html_tree_and_as_text() -> None:
+    run = open_run(SAMPLES / "recursion_circle.jsonl")
+    html = run._repr_html_()
+    assert html.startswith('<div class="tracekit-tree"') and "circle: orders" in html
+    assert run.header in html
+    expected = (SAMPLES / "recursion_circle.tree.txt").read_text().rstrip("\n")
+    assert run.header == "run run-circ · front_desk · error, 10ms"
+    assert str(run) == f"{run.header}\n{expected}"
+
+
+def test_agent_tree_has_rich_and_plain_views_in_jupyter() -> None:
+    tree = agent_tree(read_trace(str(SAMPLES / "agent_orchestrator.jsonl")).events)
+    assert "<details" in tree._repr_html_()
+
+    class Printer:
+        def __init__(self) -> None:
+            self.out = ""
+
+        def text(self, value: str) -> None:
+            self.out += value
+
+    printer = Printer()
+    tree._repr_pretty_(printer, False)
+    assert (
+        printer.out
+        == str(tree)
+        == (SAMPLES / "agent_orchestrator.tree.txt").read_text().rstrip("\n")
+    )
+
+
+def test_run_view_figures_are_plotly_figures_of_its_invocations() -> None:
+    run = open_run(SAMPLES / "background_subagents.jsonl")
+    timeline = run.timeline(height=400)
+    assert isinstance(timeline, go.Figure) and timeline.layout.height == 400
+    assert timeline.layout.title.text == run.header
+    assert sum(len(t.x) for t in timeline.data) == len(run.invocations) == 3
+    assert run.icicle().data[0].labels[0] == "lead"
+    assert len(run.sunburst().data[0].ids) == 4
