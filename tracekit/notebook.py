@@ -293,7 +293,7 @@ def _value(value: Any) -> Any:
     return None if value is None or (not isinstance(value, list) and pd.isna(value)) else value
 
 
-@dataclass
+@dataclass(repr=False)
 class RunView:
     """One run, ready to look at in a notebook.
 
@@ -355,6 +355,12 @@ class RunView:
 
     def __str__(self) -> str:
         return f"{self.header}\n{describe_agent_tree(self.tree)}"
+
+    def __repr__(self) -> str:
+        return f"<RunView {self.header}: {len(self.invocations)} invocations>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
 
     def _repr_html_(self) -> str:
         return tree_to_html(self.tree, title=self.header)
