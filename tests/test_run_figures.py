@@ -94,3 +94,31 @@ def test_icicle_and_sunburst_nest_invocations_under_their_callers() -> None:
         assert colors["inv-o2"] == RECURSION_COLOR
     child = icicle_figure(read_invocations(SAMPLES / "child_failure.jsonl")).data[0]
     assert set(child.marker.colors[1:]) == {STATUS_COLORS["error"]}
+
+
+def test_hostile_names_are_escaped_in_every_figure() -> None:
+    hostile = "<script>alert(1)</script>"
+    frame = read_invocations(SAMPLES / "recursion_circle.jsonl")
+    frame["agent"] = hostile
+    frame["error_code"] = hostile
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for fig in (timeline_figure(frame), icicle_figure(frame, root_label=hostile)):
+        text = fig.to_json().replace("\\u003c", "<").replace("\\u002f", "/")
+        assert "<script" not in text.lower()
+        assert escaped in text
+    timeline = timeline_figure(frame)
+    assert all(escaped in a.text for a in timeline.layout.annotations)
+
+
+def test_an_instant_refusal_still_shows_as_a_sliver() -> None:
+    fig = timeline_figure(read_invocations(SAMPLES / "recursion_circle.jsonl"))
+    refused = next(trace for trace in fig.data if trace.name == "refused")
+    assert refused.x[0] > 0 and refused.marker.color == STATUS_COLORS["refused"]
+    assert refused.customdata[0][4] == "0.0 ms"  # hover keeps the real duration
+
+
+def test_labels_are_indented_by_depth_in_the_margin() -> None:
+    fig = timeline_figure(read_invocations(SAMPLES / "child_failure.jsonl"))
+    shifts = [a.xshift for a in sorted(fig.layout.annotations, key=lambda a: a.y)]
+    assert len(shifts) == 2 and shifts[1] > shifts[0]
+    assert fig.layout.yaxis.showticklabels is False

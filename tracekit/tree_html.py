@@ -45,6 +45,7 @@ STATUS_COLORS: Final[dict[str, str]] = {
 RECURSION_COLOR: Final = "#8250df"
 
 _FAILED: Final = frozenset({"error", "refused", "cancelled"})
+_NO_DURATION: Final = frozenset({"refused", "running", "pending"})  # as the text tree
 _ROOT_STYLE: Final = (
     "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
     "font-size:13px;line-height:1.55;color:#1f2328"
@@ -199,13 +200,14 @@ def _branch_open(step: AgentStep, unfolded: bool) -> str:
 def _summary(step: AgentStep) -> str:
     """``delegate -> sql`` then the status badge, kind, duration and error."""
     head = f'<b class="tk-agent-name">{_text(step.agent)}</b>'
-    if step.node:
-        head = f'<span class="tk-node-name">{_text(step.node)}</span> &rarr; {head}'
+    if step.node:  # a path such as delegate/sql/say shows its own name, as in the text tree
+        node = step.node.rpartition("/")[2]
+        head = f'<span class="tk-node-name" title="{_text(step.node)}">{_text(node)}</span> &rarr; {head}'
     bits = [head]
     if step.kind != "delegate":
         bits.append(f'<span class="tk-kind" style="color:#57606a">[{_text(step.kind)}]</span>')
     bits.append(_badge(step.status))
-    if step.durationMs is not None:
+    if step.durationMs is not None and step.status not in _NO_DURATION:
         bits.append(f'<span class="tk-duration">{_text(format_ms(step.durationMs))}</span>')
     if step.error is not None:
         bits.append(_error(step.error))
@@ -225,8 +227,9 @@ def _badge(status: str) -> str:
 def _error(error: ErrorInfo) -> str:
     """The code, the circle if any, and where a wrapped failure began."""
     color = RECURSION_COLOR if error.chain else STATUS_COLORS["error"]
+    tip = f' title="{_text(error.message)}"' if error.message else ""
     parts = [
-        f'<span class="tk-code" style="color:{color};font-weight:600">{_text(error.code)}</span>'
+        f'<span class="tk-code"{tip} style="color:{color};font-weight:600">{_text(error.code)}</span>'
     ]
     if error.chain:
         circle = " &rarr; ".join(_text(name) for name in error.chain)
@@ -239,7 +242,7 @@ def _error(error: ErrorInfo) -> str:
     if origin is not error:
         parts.append(f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b></span>')
     message = origin.message or error.message
-    if message:
+    if message and not error.chain:  # a recursion message only repeats the circle
         short = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
         parts.append(f'<span class="tk-message" style="color:#57606a">{_text(short)}</span>')
     return " ".join(parts)

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Hashable
 from typing import Any, Final
@@ -30,7 +31,11 @@ from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
 __all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
 
 _ROOT_ID: Final = "__run__"
-_ROW_HEIGHT: Final = 22
+_ROW_HEIGHT: Final = 28
+_INDENT_PX: Final = 14
+_MAX_MARGIN_PX: Final = 320
+_SLIVER: Final = 0.006
+_MAX_ANNOTATED: Final = 300  # past this many rows, plain tick labels keep the figure light
 _HOVER: Final = (
     "<b>%{customdata[0]}</b><br>node: %{customdata[1]}<br>kind: %{customdata[2]}"
     "<br>status: %{customdata[3]}<br>start: %{base:.1f} ms<br>duration: %{customdata[4]}"
@@ -116,11 +121,38 @@ def timeline_figure(invocations: pd.DataFrame, *, title: str | None = None) -> g
         title=title,
         barmode="overlay",
         bargap=0.25,
-        height=max(220, 90 + _ROW_HEIGHT * len(rows)),
+        height=max(300, 140 + _ROW_HEIGHT * len(rows)),
         legend_title_text="status",
         template="plotly_white",
     )
+    if len(rows) <= _MAX_ANNOTATED:
+        _indent_labels(fig, rows)
     return fig
+
+
+def _indent_labels(fig: go.Figure, rows: pd.DataFrame) -> None:
+    """Write the row labels left-aligned in the margin, indented by depth.
+
+    Tick labels are right-aligned against the axis, which hides indentation;
+    annotations placed in the margin (pixel offsets) show the nesting.
+    """
+    depth = rows["depth"].fillna(1).astype(int).clip(lower=1) - 1
+    needed = depth * _INDENT_PX + rows["agent"].astype(str).str.len() * 7
+    margin = int(min(_MAX_MARGIN_PX, 24 + needed.max()))
+    for row, level, agent in zip(rows["row"], depth, rows["agent"], strict=True):
+        fig.add_annotation(
+            xref="paper",
+            yref="y",
+            x=0,
+            y=row,
+            xanchor="left",
+            xshift=-margin + 6 + level * _INDENT_PX,
+            text=("\u2514 " if level else "") + str(agent),
+            showarrow=False,
+            align="left",
+        )
+    fig.update_yaxes(showticklabels=False)
+    fig.update_layout(margin={"l": margin})
 
 
 def _timeline_rows(invocations: pd.DataFrame) -> pd.DataFrame:
@@ -132,18 +164,21 @@ def _timeline_rows(invocations: pd.DataFrame) -> pd.DataFrame:
     start = rows["start_ms"].fillna(origin)
     end = rows["end_ms"].where(rows["end_ms"].notna(), last)
     rows["offset"] = start - origin
-    rows["width"] = (end - start).clip(lower=0.0)
+    # An instant invocation (a refusal) gets a sliver of the axis, so that it shows.
+    sliver = max(last - origin, 1.0) * _SLIVER
+    rows["width"] = (end - start).clip(lower=sliver)
     rows["label"] = [_label(r) for r in rows.itertuples()]
     rows["shown"] = [_duration_text(v) for v in rows["duration_ms"]]
-    rows["node"] = rows["node"].fillna("")
-    rows["error"] = rows["error_code"].fillna("")
+    # Plotly reads tags in hover text: names from traces are escaped to show as written.
+    for name, column in (("agent", "agent"), ("node", "node"), ("error", "error_code")):
+        rows[name] = [html.escape(str(v)) if isinstance(v, str) else "" for v in rows[column]]
     return rows
 
 
 def _label(row: Any) -> str:
     depth = int(row.depth) if pd.notna(row.depth) else 1
     indent = "\u2002\u2002" * max(depth - 1, 0)
-    return f"{indent}{row.agent}"
+    return f"{indent}{html.escape(str(row.agent))}"
 
 
 def _duration_text(value: Any) -> str:
@@ -191,7 +226,8 @@ def _hierarchy(kind: Any, invocations: pd.DataFrame, title: str | None, root: st
         for status, code in zip(rows["status"], rows["error_code"], strict=True)
     ]
     hover = [
-        f"{status}, {_duration_text(ms)}" + (f", {code}" if isinstance(code, str) else "")
+        f"{status}, {_duration_text(ms)}"
+        + (f", {html.escape(code)}" if isinstance(code, str) else "")
         for status, ms, code in zip(
             rows["status"], rows["duration_ms"], rows["error_code"], strict=True
         )
@@ -199,12 +235,14 @@ def _hierarchy(kind: Any, invocations: pd.DataFrame, title: str | None, root: st
     trace = kind(
         ids=[_ROOT_ID, *rows["invocation_id"]],
         parents=["", *parents],
-        labels=[root, *rows["agent"]],
+        labels=[html.escape(root), *(html.escape(str(a)) for a in rows["agent"])],
         values=[0] + [1] * len(rows),
         branchvalues="remainder",
         marker={"colors": ["#d0d7de", *colors]},
         customdata=["", *hover],
         hovertemplate="<b>%{label}</b><br>%{customdata}<extra></extra>",
+        texttemplate="<b>%{label}</b><br>%{customdata}",
+        leaf={"opacity": 1.0},
     )
     fig = go.Figure(trace)
     fig.update_layout(title=title, margin={"t": 40 if title else 10, "l": 10, "r": 10, "b": 10})
