@@ -125,7 +125,7 @@ def test_running_invocation_is_marked_running() -> None:
 def test_recursion_circle_is_shown_on_the_failing_invocation() -> None:
     result = read_trace(str(SAMPLES / "recursion_circle.jsonl"))
     html = tree_to_html(agent_tree(result.events))
-    items = re.findall(r'<li class="tk-agent tk-refused".*?</li>', html)
+    items = re.findall(r'<li class="tk-agent tk-leaf tk-refused".*?</li>', html)
     assert len(items) == 1
     assert "AGENT_RECURSION" in items[0] and RECURSION_COLOR in items[0]
     assert "circle: orders &rarr; billing &rarr; orders" in items[0]

@@ -2,8 +2,9 @@
 
 Each invocation with steps of its own is a ``<details>``/``<summary>`` pair,
 so the view folds and unfolds without JavaScript, in Jupyter as in any
-browser. Statuses are coloured with inline styles (notebook front ends may
-drop ``<style>`` blocks); a failing invocation shows its error code, the
+browser. Layout comes from one scoped ``<style>`` block; the colours that
+carry meaning are inline styles, so they survive a front end that drops
+``<style>``. A failing invocation shows its error code, the
 origin of a wrapped failure (``caused by ...``) and, for a recursion
 refusal, the circle. Branches that lead to a failure start unfolded.
 
@@ -46,16 +47,25 @@ RECURSION_COLOR: Final = "#8250df"
 
 _FAILED: Final = frozenset({"error", "refused", "cancelled"})
 _NO_DURATION: Final = frozenset({"refused", "running", "pending"})  # as the text tree
-_ROOT_STYLE: Final = (
-    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
-    "font-size:13px;line-height:1.55;color:#1f2328"
+_STYLE: Final = (
+    "<style>"
+    ".tracekit-tree{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+    "font-size:13px;line-height:1.55;color:#1f2328}"
+    ".tracekit-tree ul{list-style:none;margin:0;padding-left:0}"
+    ".tracekit-tree ul ul{margin-left:0.45em;padding-left:1.1em;border-left:1px solid #d0d7de}"
+    ".tracekit-tree li{margin:0}"
+    ".tracekit-tree li.tk-node,.tracekit-tree li.tk-leaf,.tracekit-tree li.tk-more"
+    "{padding-left:1.1em}"  # lines a leaf up with a summary's marker
+    ".tracekit-tree .tk-node,.tracekit-tree .tk-kind,.tracekit-tree .tk-message{color:#57606a}"
+    ".tracekit-tree .tk-more,.tracekit-tree .tk-empty{color:#6e7781;font-style:italic}"
+    ".tracekit-tree summary{cursor:pointer}"
+    ".tracekit-tree .tk-title{font-weight:600}"
+    ".tracekit-tree .tk-status{color:#fff;border-radius:3px;padding:0 0.35em}"
+    ".tracekit-tree .tk-code{font-weight:600}"
+    ".tracekit-tree .tk-circle{border:1px solid;border-radius:3px;padding:0 0.3em}"
+    "</style>"
 )
-_UL_TOP: Final = '<ul class="tk-steps" style="list-style:none;margin:0;padding-left:0">'
-_UL_NESTED: Final = (
-    '<ul class="tk-steps" style="list-style:none;margin:0 0 0 0.45em;'
-    'padding-left:1.1em;border-left:1px solid #d0d7de">'
-)
-_LEAF_PAD: Final = "padding-left:1.1em"  # lines a leaf up with a summary's marker
+_UL: Final = '<ul class="tk-steps">'
 _MAX_MESSAGE: Final = 160
 
 
@@ -88,13 +98,13 @@ def tree_to_html(
         1
     """
     failing = _failing_branches(tree)
-    parts = [f'<div class="tracekit-tree" style="{_ROOT_STYLE}">']
+    parts = ['<div class="tracekit-tree">', _STYLE]
     if title is not None:
-        parts.append(f'<div class="tk-title" style="font-weight:600">{_text(title)}</div>')
+        parts.append(f'<div class="tk-title">{_text(title)}</div>')
     if not tree:
-        parts.append('<div class="tk-empty" style="color:#6e7781">(no steps)</div>')
+        parts.append('<div class="tk-empty">(no steps)</div>')
     else:
-        parts.append(_UL_TOP)
+        parts.append(_UL)
         _render(tree, parts, failing, open_depth, max_steps, max_depth)
     parts.append("</div>")
     return "".join(parts)
@@ -174,26 +184,26 @@ def _text(value: object) -> str:
 
 
 def _note(text: str) -> str:
-    return f'<li class="tk-more" style="color:#6e7781;font-style:italic;{_LEAF_PAD}">{_text(text)}</li>'
+    return f'<li class="tk-more">{_text(text)}</li>'
 
 
 def _node_item(step: Step) -> str:
     name = _text(step.id)  # type: ignore[union-attr]
     failed = getattr(step, "ok", None) is False
     mark = f' <span style="color:{STATUS_COLORS["error"]}">(failed)</span>' if failed else ""
-    return f'<li class="tk-node" style="color:#57606a;{_LEAF_PAD}">{name}{mark}</li>'
+    return f'<li class="tk-node">{name}{mark}</li>'
 
 
 def _leaf_item(step: AgentStep, note: str | None = None) -> str:
-    extra = f' <i style="color:#6e7781">({_text(note)})</i>' if note else ""
-    return f'<li class="tk-agent tk-{step.status}" style="{_LEAF_PAD}">{_summary(step)}{extra}</li>'
+    extra = f' <i class="tk-more">({_text(note)})</i>' if note else ""
+    return f'<li class="tk-agent tk-leaf tk-{step.status}">{_summary(step)}{extra}</li>'
 
 
 def _branch_open(step: AgentStep, unfolded: bool) -> str:
     attr = " open" if unfolded else ""
     return (
         f'<li class="tk-agent tk-{step.status}"><details{attr}>'
-        f'<summary style="cursor:pointer">{_summary(step)}</summary>{_UL_NESTED}'
+        f"<summary>{_summary(step)}</summary>{_UL}"
     )
 
 
@@ -205,7 +215,7 @@ def _summary(step: AgentStep) -> str:
         head = f'<span class="tk-node-name" title="{_text(step.node)}">{_text(node)}</span> &rarr; {head}'
     bits = [head]
     if step.kind != "delegate":
-        bits.append(f'<span class="tk-kind" style="color:#57606a">[{_text(step.kind)}]</span>')
+        bits.append(f'<span class="tk-kind">[{_text(step.kind)}]</span>')
     bits.append(_badge(step.status))
     if step.durationMs is not None and step.status not in _NO_DURATION:
         bits.append(f'<span class="tk-duration">{_text(format_ms(step.durationMs))}</span>')
@@ -219,8 +229,8 @@ def _summary(step: AgentStep) -> str:
 def _badge(status: str) -> str:
     color = STATUS_COLORS.get(status, "#57606a")
     return (
-        f'<span class="tk-status tk-status-{_text(status)}" style="color:#fff;'
-        f'background:{color};border-radius:3px;padding:0 0.35em">{_text(status)}</span>'
+        f'<span class="tk-status tk-status-{_text(status)}" style="background:{color}">'
+        f"{_text(status)}</span>"
     )
 
 
@@ -228,15 +238,11 @@ def _error(error: ErrorInfo) -> str:
     """The code, the circle if any, and where a wrapped failure began."""
     color = RECURSION_COLOR if error.chain else STATUS_COLORS["error"]
     tip = f' title="{_text(error.message)}"' if error.message else ""
-    parts = [
-        f'<span class="tk-code"{tip} style="color:{color};font-weight:600">{_text(error.code)}</span>'
-    ]
+    parts = [f'<span class="tk-code"{tip} style="color:{color}">{_text(error.code)}</span>']
     if error.chain:
         circle = " &rarr; ".join(_text(name) for name in error.chain)
         parts.append(
-            f'<span class="tk-circle" style="color:{RECURSION_COLOR};'
-            f'border:1px solid {RECURSION_COLOR};border-radius:3px;padding:0 0.3em">'
-            f"circle: {circle}</span>"
+            f'<span class="tk-circle" style="color:{RECURSION_COLOR}">circle: {circle}</span>'
         )
     origin = _origin(error)
     if origin is not error:
@@ -244,7 +250,7 @@ def _error(error: ErrorInfo) -> str:
     message = origin.message or error.message
     if message and not error.chain:  # a recursion message only repeats the circle
         short = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
-        parts.append(f'<span class="tk-message" style="color:#57606a">{_text(short)}</span>')
+        parts.append(f'<span class="tk-message">{_text(short)}</span>')
     return " ".join(parts)
 
 
