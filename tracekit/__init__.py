@@ -7,12 +7,18 @@ change. ``tests/test_exported_members.py`` keeps this list honest.
 from __future__ import annotations
 
 import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 from tracekit.describe import describe_agent_tree, describe_forest
 from tracekit.errors import (
+    AgentDepthExceededError,
     AgentError,
     AgentFailedError,
+    AgentInvalidNameError,
+    AgentNotAllowedError,
+    AgentNotRegisteredError,
+    AgentPendingError,
     AgentRecursionError,
     StoreError,
     StoreLockedError,
@@ -45,11 +51,21 @@ from tracekit.tree import (
 )
 from tracekit.tree_html import tree_to_html
 
+if _TYPE_CHECKING:  # the lazy names below, for type checkers
+    from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
+
 __version__ = "0.1.0"
 
 # Public names whose modules import pandas or plotly: loaded on first use, so
 # that ``import tracekit`` (and so every CLI call) does not pay half a second.
 _LAZY: dict[str, str] = {
+    # The SDK imports opentelemetry-sdk (~90 ms), which the CLI never needs.
+    "AgentTracer": "tracekit.sdk",
+    "Guards": "tracekit.sdk",
+    "JsonlSink": "tracekit.sdk",
+    "MemorySink": "tracekit.sdk",
+    "Sink": "tracekit.sdk",
+    "propagate_context": "tracekit.sdk",
     "RootCause": "tracekit.notebook",
     "RunView": "tracekit.notebook",
     "invocations_frame": "tracekit.notebook",
@@ -66,17 +82,26 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ = [
+    "AgentDepthExceededError",
     "AgentError",
     "AgentFailedError",
+    "AgentInvalidNameError",
+    "AgentNotAllowedError",
+    "AgentNotRegisteredError",
+    "AgentPendingError",
     "AgentRecursionError",
     "AgentStep",
+    "AgentTracer",
     "AgentTree",
     "Enter",
     "ErrorInfo",
     "Event",
     "Exit",
     "Forest",
+    "Guards",
     "Integrity",
+    "JsonlSink",
+    "MemorySink",
     "Node",
     "NodeStep",
     "ReadResult",
@@ -85,6 +110,7 @@ __all__ = [
     "RunStart",
     "RunTree",
     "RunView",
+    "Sink",
     "StoreError",
     "StoreLockedError",
     "TraceFileError",
@@ -100,6 +126,7 @@ __all__ = [
     "encode_event",
     "invocations_frame",
     "open_run",
+    "propagate_context",
     "read_invocations",
     "read_trace",
     "tree_to_html",

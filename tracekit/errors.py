@@ -8,8 +8,13 @@ other exception is a bug and keeps its traceback.
 from __future__ import annotations
 
 __all__ = [
+    "AgentDepthExceededError",
     "AgentError",
     "AgentFailedError",
+    "AgentInvalidNameError",
+    "AgentNotAllowedError",
+    "AgentNotRegisteredError",
+    "AgentPendingError",
     "AgentRecursionError",
     "StoreError",
     "StoreLockedError",
@@ -105,3 +110,37 @@ class AgentFailedError(AgentError):
     """A delegated agent raised; the child's error is ``__cause__``."""
 
     code = "AGENT_FAILED"
+
+
+class AgentDepthExceededError(AgentError):
+    """A call would run deeper than the runtime's depth limit."""
+
+    code = "AGENT_DEPTH_EXCEEDED"
+
+
+class AgentNotAllowedError(AgentError):
+    """The caller's allow-list does not name the agent (registered or not)."""
+
+    code = "AGENT_NOT_ALLOWED"
+
+
+class AgentNotRegisteredError(AgentError):
+    """The agent is allowed but no agent of that name is registered."""
+
+    code = "AGENT_NOT_REGISTERED"
+
+
+class AgentInvalidNameError(AgentError):
+    """The name is not letters, digits, ``-`` and ``_``: never an address."""
+
+    code = "AGENT_INVALID_NAME"
+
+
+class AgentPendingError(AgentError):
+    """An invocation stops to wait for a person's approval.
+
+    Raised inside an invocation, it ends that invocation and every caller
+    above it as ``pending`` and travels up unchanged, never wrapped.
+    """
+
+    code = "AGENT_PENDING"

@@ -1,0 +1,31 @@
+"""Instrument Python agents: runs, steps and invocations as OTel spans and v1 records.
+
+Example:
+    >>> from tracekit.sdk import AgentTracer, MemorySink
+    >>> tk = AgentTracer(MemorySink())
+    >>> with tk.run("front_desk"):
+    ...     with tk.delegate("billing", node="hand_over"):
+    ...         pass
+"""
+
+from __future__ import annotations
+
+from tracekit.sdk.context import propagate_context
+from tracekit.sdk.guards import Guards
+from tracekit.sdk.processor import TracekitSpanProcessor
+from tracekit.sdk.scopes import Invocation, Run, Step
+from tracekit.sdk.sinks import JsonlSink, MemorySink, Sink
+from tracekit.sdk.tracer import AgentTracer
+
+__all__ = [
+    "AgentTracer",
+    "Guards",
+    "Invocation",
+    "JsonlSink",
+    "MemorySink",
+    "Run",
+    "Sink",
+    "Step",
+    "TracekitSpanProcessor",
+    "propagate_context",
+]

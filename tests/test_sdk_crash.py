@@ -1,0 +1,49 @@
+"""A process killed mid-run leaves a readable file with its open invocations."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _sdk_helpers import paired, read_jsonl
+
+from tracekit.events import Node, RunEnd
+
+_CRASHER = """
+import sys, time
+from tracekit.sdk import AgentTracer, JsonlSink
+tk = AgentTracer(JsonlSink(sys.argv[1]))
+with tk.run("front_desk"):
+    with tk.step("sort"):
+        pass
+    with tk.handoff("billing", node="hand_over"):
+        with tk.delegate("invoices", node="escalate"):
+            pass
+        with tk.delegate("refunds", node="escalate"):
+            print("inside", flush=True)
+            time.sleep(60)
+"""
+
+
+def test_sigkill_leaves_unfinished_invocations_running(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CRASHER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "inside"
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+    proc.stdout.close()
+    time.sleep(0.01)
+    events = read_jsonl(path)  # every line parses: nothing half-written
+    pairs = paired(events)
+    running = sorted(enter.agent for enter, exit_ in pairs.values() if exit_ is None)
+    finished = sorted(enter.agent for enter, exit_ in pairs.values() if exit_ is not None)
+    assert running == ["billing", "refunds"] and finished == ["invoices"]
+    assert not any(isinstance(e, RunEnd) for e in events)
+    assert [e.id for e in events if isinstance(e, Node)] == ["sort"]

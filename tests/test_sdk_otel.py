@@ -1,0 +1,92 @@
+"""tracekit's invocations are real OpenTelemetry spans, on the user's provider."""
+
+from __future__ import annotations
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+from tracekit.errors import AgentRecursionError
+from tracekit.events import Enter, Exit
+from tracekit.sdk import AgentTracer, Guards, MemorySink
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def test_spans_carry_genai_and_tracekit_attributes() -> None:
+    provider, exporter = _provider()
+    sink = MemorySink()
+    tk = AgentTracer(sink, tracer_provider=provider)
+    with tk.run("orchestrator"), tk.delegate("sql", node="delegate") as inv:
+        user_span = provider.get_tracer("mine").start_span("llm call")
+        user_span.end()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {"invoke_agent orchestrator", "invoke_agent sql", "llm call"}
+    sql = spans["invoke_agent sql"]
+    attrs = dict(sql.attributes or {})
+    assert attrs["gen_ai.operation.name"] == "invoke_agent"
+    assert attrs["gen_ai.agent.name"] == "sql"
+    assert attrs["tracekit.run_id"] == inv.run_id
+    assert attrs["tracekit.invocation_id"] == inv.invocation_id
+    assert attrs["tracekit.parent_run_id"] == inv.parent_run_id
+    assert (attrs["tracekit.node"], attrs["tracekit.kind"]) == ("delegate", "delegate")
+    # the user's own span nests under the invocation, the invocation under the run
+    assert spans["llm call"].parent is not None
+    assert spans["llm call"].parent.span_id == sql.context.span_id
+    assert sql.parent is not None
+    assert sql.parent.span_id == spans["invoke_agent orchestrator"].context.span_id
+    # the user's span is not turned into a tracekit record
+    assert len(sink.events) == 4
+    enter = next(e for e in sink.events if isinstance(e, Enter))
+    assert enter.traceId == format(sql.context.trace_id, "032x")
+
+
+def test_error_spans_have_error_status_and_type() -> None:
+    provider, exporter = _provider()
+    tk = AgentTracer(MemorySink(), tracer_provider=provider, guards=Guards())
+    try:
+        with tk.run("orders"), tk.delegate("billing"), tk.delegate("orders"):
+            pass
+    except AgentRecursionError:
+        pass
+    for span in exporter.get_finished_spans():
+        assert span.status.status_code == trace.StatusCode.ERROR
+        assert (span.attributes or {})["error.type"] == "AGENT_RECURSION"
+
+
+def test_global_provider_is_left_alone() -> None:
+    before = trace.get_tracer_provider()
+    AgentTracer(MemorySink())
+    assert trace.get_tracer_provider() is before
+
+
+def test_sampled_out_spans_still_write_records() -> None:
+    provider = TracerProvider(sampler=ALWAYS_OFF)
+    sink = MemorySink()
+    tk = AgentTracer(sink, tracer_provider=provider)
+    with tk.run("desk"), tk.delegate("billing") as inv:
+        inv.mark_pending()
+    assert [type(e).__name__ for e in sink.events] == ["RunStart", "Enter", "Exit", "RunEnd"]
+    exit_ = sink.events[2]
+    assert isinstance(exit_, Exit) and exit_.status == "pending"
+    assert [e.seq for e in sink.events] == [1, 2, 3, 4]
+
+
+def test_two_tracers_on_one_provider_keep_their_records_apart() -> None:
+    provider, _ = _provider()
+    one, two = MemorySink(), MemorySink()
+    tk1 = AgentTracer(one, tracer_provider=provider)
+    tk2 = AgentTracer(two, tracer_provider=provider)
+    with tk1.run("a"):
+        pass
+    with tk2.run("b"):
+        pass
+    assert [e.agent for e in one.events if hasattr(e, "agent")] == ["a"]
+    assert [e.agent for e in two.events if hasattr(e, "agent")] == ["b"]

@@ -1,0 +1,187 @@
+"""``AgentTracer``: the one object an agent runtime holds to be observed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Coroutine, Iterable
+from types import TracebackType
+from typing import Any, TypeVar
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
+from tracekit.events import Kind
+from tracekit.sdk.guards import Guards
+from tracekit.sdk.processor import TracekitSpanProcessor
+from tracekit.sdk.scopes import Invocation, Run, Step
+from tracekit.sdk.sinks import Sink
+
+__all__ = ["AgentTracer"]
+
+T = TypeVar("T")
+
+
+class AgentTracer:
+    """Record agent runs, steps and invocations as OpenTelemetry spans and v1 records.
+
+    Args:
+        *sinks: where records go (:class:`~tracekit.sdk.JsonlSink`,
+            :class:`~tracekit.sdk.MemorySink`, the store's ``StoreSink``...).
+        tracer_provider: an OpenTelemetry SDK ``TracerProvider`` you already
+            have; tracekit adds its span processor to it, so your exporters
+            see the invocations too. Without one, tracekit makes a private
+            provider and leaves the global one alone.
+        set_global: also install the provider as OpenTelemetry's global one.
+        guards: the checks to enforce on every invocation (none by default:
+            an agent's own exceptions then pass through unchanged).
+        service: written as ``service`` on every record.
+
+    Example:
+        >>> from tracekit.sdk import AgentTracer, MemorySink
+        >>> sink = MemorySink()
+        >>> tk = AgentTracer(sink)
+        >>> with tk.run("orchestrator"):
+        ...     with tk.step("decide"):
+        ...         pass
+        ...     with tk.invoke("sql", node="delegate"):
+        ...         pass
+        >>> [type(e).__name__ for e in sink.events]
+        ['RunStart', 'Node', 'Enter', 'Exit', 'RunEnd']
+    """
+
+    def __init__(
+        self,
+        *sinks: Sink,
+        tracer_provider: Any = None,
+        set_global: bool = False,
+        guards: Guards | None = None,
+        service: str | None = None,
+    ) -> None:
+        provider = tracer_provider if tracer_provider is not None else TracerProvider()
+        if set_global:
+            trace.set_tracer_provider(provider)
+        from tracekit import __version__
+
+        self._otel = provider.get_tracer("tracekit", __version__)
+        self.guards = guards
+        self.processor = TracekitSpanProcessor(sinks, service=service)
+        if hasattr(provider, "add_span_processor"):
+            provider.add_span_processor(self.processor)
+
+    # -- scopes ----------------------------------------------------------------
+    def run(self, agent: str) -> Run:
+        """Open a root run of ``agent`` (``run.start`` ... ``run.end``)."""
+        return Run(self, agent)
+
+    def step(self, name: str) -> Step:
+        """Open a step of the current run (a ``node`` record)."""
+        return Step(self, name)
+
+    def invoke(
+        self,
+        agent: str,
+        *,
+        kind: Kind = "delegate",
+        node: str | None = None,
+        allowed: Iterable[str] | None = None,
+    ) -> Invocation:
+        """Invoke ``agent`` from the current run: a child run, ``enter``/``exit``.
+
+        Args:
+            agent: the agent's name.
+            kind: ``delegate`` (the caller waits), ``handoff`` or ``subagent``.
+            node: the caller's step that delegates; defaults to the open step.
+            allowed: the caller's allow-list; a name outside it is refused
+                with ``AGENT_NOT_ALLOWED``.
+        """
+        return Invocation(self, agent, kind=kind, node=node, allowed=allowed)
+
+    def delegate(
+        self, agent: str, *, node: str | None = None, allowed: Iterable[str] | None = None
+    ) -> Invocation:
+        """Invoke ``agent`` as a delegation (agent-as-tool): the caller waits for it."""
+        return Invocation(self, agent, kind="delegate", node=node, allowed=allowed)
+
+    def handoff(
+        self, agent: str, *, node: str | None = None, allowed: Iterable[str] | None = None
+    ) -> Invocation:
+        """Invoke ``agent`` as a handoff: it takes over the conversation."""
+        return Invocation(self, agent, kind="handoff", node=node, allowed=allowed)
+
+    def subagent(
+        self, agent: str, *, node: str | None = None, allowed: Iterable[str] | None = None
+    ) -> Invocation:
+        """Invoke ``agent`` as a background subagent (see also :meth:`spawn`)."""
+        return Invocation(self, agent, kind="subagent", node=node, allowed=allowed)
+
+    def spawn(
+        self,
+        agent: str,
+        coro: Coroutine[Any, Any, T],
+        *,
+        node: str | None = None,
+        allowed: Iterable[str] | None = None,
+    ) -> asyncio.Task[T]:
+        """Run ``coro`` as a background subagent in a new task, and return the task.
+
+        The ``enter`` is written now, with the current run as parent; the
+        ``exit`` when the task ends, however long after the caller's step.
+        Cancelling the task ends the invocation as ``cancelled``. A refusal
+        by the guards raises here, before any task exists.
+
+        Example:
+            >>> async def main(tk):  # doctest: +SKIP
+            ...     task = tk.spawn("researcher", research("X"), node="fan_out")
+            ...     return await task
+        """
+        inv = self.subagent(agent, node=node, allowed=allowed)
+        ctx = contextvars.copy_context()
+        try:
+            ctx.run(inv.__enter__)
+        except BaseException:
+            coro.close()
+            raise
+        started = False
+
+        async def body() -> T:
+            nonlocal started
+            started = True
+            try:
+                result = await coro
+            except BaseException as exc:
+                inv.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+            inv.__exit__(None, None, None)
+            return result
+
+        def never_started(task: asyncio.Task[T]) -> None:
+            if not started:  # cancelled before its first step
+                coro.close()
+                gone = asyncio.CancelledError()
+                ctx.run(inv.__exit__, type(gone), gone, None)
+
+        task = asyncio.get_running_loop().create_task(body(), context=ctx)
+        task.add_done_callback(never_started)
+        return task
+
+    # -- lifecycle -------------------------------------------------------------
+    def flush(self) -> None:
+        """Flush every sink (never raises)."""
+        self.processor.flush()
+
+    def close(self) -> None:
+        """Flush and close every sink (never raises); later records are dropped."""
+        self.processor.close()
+        self.processor.sinks = ()
+
+    def __enter__(self) -> AgentTracer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
