@@ -117,6 +117,54 @@ def tree_command(
 # --- ingest, runs, rejects, sql, simulate (issue 4) ----------------------------
 
 
+@app.command()
+def simulate(
+    out: str = typer.Option("fleet.jsonl", "--out", "-o", help="File to write ('-': stdout; .gz: gzipped)."),
+    runs: int | None = typer.Option(None, "--runs", help="How many root runs [default: 1000]."),
+    events: int | None = typer.Option(None, "--events", help="Write runs until this many v1 records."),
+    seed: int = typer.Option(0, "--seed", help="Same seed and options, same bytes."),
+    format: str = typer.Option("tracekit", "--format", help="tracekit (v1 JSONL) or otlp (OTLP JSON)."),
+    start: str = typer.Option("2026-01-05T00:00:00Z", "--start", help="Window start (RFC 3339 or ms)."),
+    window: str = typer.Option("24h", "--window", help="Window length: 90s, 30m, 24h, 7d."),
+    truth: str | None = typer.Option(None, "--truth", help="Also write each run's expected class (JSONL)."),
+    gzip: bool | None = typer.Option(None, "--gzip/--no-gzip", help="Compress [default: by .gz name]."),
+    failure_rate: float = typer.Option(0.06, help="Share of runs where a child fails (failed:child)."),
+    recursion_rate: float = typer.Option(0.02, help="Share of runs with a recursion circle."),
+    refusal_rate: float = typer.Option(0.03, help="Share of runs failed by a refused call."),
+    handled_rate: float = typer.Option(0.08, help="Share of runs with a failure caught (degraded)."),
+    cancel_rate: float = typer.Option(0.02, help="Share of runs cancelled part-way."),
+    crash_rate: float = typer.Option(0.01, help="Share of runs that crash (no end)."),
+) -> None:
+    """Write a seeded, reproducible fleet of simulated runs (and its ground truth)."""
+    from tracekit import simulate as sim
+
+    rates = sim.SimulationRates(
+        failure=failure_rate,
+        recursion=recursion_rate,
+        refusal=refusal_rate,
+        handled=handled_rate,
+        cancel=cancel_rate,
+        crash=crash_rate,
+    )
+    if format not in ("tracekit", "otlp"):
+        raise typer.BadParameter("must be tracekit or otlp", param_hint="--format")
+    report = sim.simulate(
+        out,
+        runs=runs,
+        events=events,
+        seed=seed,
+        format=format,  # type: ignore[arg-type]
+        start=start,
+        window_ms=sim.parse_duration_ms(window),
+        rates=rates,
+        truth=truth,
+        compress=gzip,
+    )
+    shares = ", ".join(f"{name} {count}" for name, count in sorted(report.outcomes.items()))
+    where = "stdout" if out == "-" else out
+    print(f"wrote {report.runs:,} runs, {report.events:,} events to {where} ({shares})", file=sys.stderr)
+
+
 # --- fleet, dashboard (issue 5) ------------------------------------------------
 
 

@@ -1,0 +1,254 @@
+"""Map OTLP JSON traces of agents to tracekit v1 records (see ``docs/otlp.md``).
+
+An agent invocation is a span with ``gen_ai.operation.name = "invoke_agent"``
+(or ``openinference.span.kind = "AGENT"``, or the older shape: a
+``gen_ai.agent.name`` with no operation). Its run's parent is the nearest
+agent span above it, and the node that delegated is the tool span between
+the two. The agent span with no agent above it is the root run; every other
+span below an agent is a step of that agent's run. tracekit's own attributes
+(``tracekit.run_id`` ...), written by :mod:`tracekit.sdk`, win when present.
+
+A trace's spans may be spread over many lines (a collector's file exporter
+writes each batch as it goes), so :class:`OtlpConverter` takes every document
+of a file first and resolves parents once at the end.
+
+Example:
+    >>> doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+    ...     "traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+    ...     "name": "invoke_agent triage", "startTimeUnixNano": "1000000",
+    ...     "endTimeUnixNano": "5000000", "attributes": [
+    ...         {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+    ...         {"key": "gen_ai.agent.name", "value": {"stringValue": "triage"}}]}]}]}]}
+    >>> [type(e).__name__ for e in otlp_to_events(doc)]
+    ['RunStart', 'RunEnd']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
+from tracekit.readers.otlp_json import Span, decode_spans
+from tracekit.readers.otlp_spans import SpanIndex
+
+__all__ = ["OtlpConverter", "event_sort_key", "failure_of", "otlp_to_events"]
+
+REFUSALS: Final = frozenset(
+    {
+        "AGENT_RECURSION",
+        "AGENT_DEPTH_EXCEEDED",
+        "AGENT_NOT_ALLOWED",
+        "AGENT_NOT_REGISTERED",
+        "AGENT_INVALID_NAME",
+        "AGENT_INPUT_INVALID",
+    }
+)
+_CANCELLED: Final = frozenset({"CANCELLED", "CANCELED", "cancelled", "canceled"})
+_STATUSES: Final = frozenset({"ok", "error", "refused", "cancelled", "pending"})
+_KINDS: Final = frozenset({"delegate", "handoff", "subagent"})
+_NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
+_RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
+_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
+
+
+def event_sort_key(event: Event) -> tuple[float, int, str, str]:
+    """Order records by time; at one moment a start before a step before an end.
+
+    Ties between records of different runs fall back to their ids, so one set
+    of records always sorts to one order.
+    """
+    if isinstance(event, (Enter, Exit)):
+        return (event.ts, _RANK[type(event)], event.invocationId, "")
+    if isinstance(event, Node):
+        return (event.ts, 2, event.runId, event.id)
+    return (event.ts, _RANK[type(event)], event.runId, "")
+
+
+def failure_of(error: ErrorInfo | None) -> str | None:
+    """The ``run.end`` failure an error means: ``delegation`` for a circle, else ``agent``."""
+    if error is None or error.code in _CANCELLED:
+        return None
+    return "delegation" if error.code == "AGENT_RECURSION" else "agent"
+
+
+def otlp_to_events(doc: dict[str, Any]) -> list[Event]:
+    """The v1 records of one OTLP JSON document, sorted by time.
+
+    Raises:
+        ValueError: the document is not OTLP traces or a span is malformed.
+    """
+    converter = OtlpConverter()
+    converter.feed(doc)
+    return converter.finish()
+
+
+class OtlpConverter:
+    """Collect the spans of many OTLP documents, then map them all at once.
+
+    Example:
+        >>> converter = OtlpConverter()
+        >>> converter.feed({"resourceSpans": []})
+        0
+        >>> converter.finish()
+        []
+    """
+
+    def __init__(self) -> None:
+        self._spans: dict[tuple[str, str], Span] = {}
+        self.skipped = 0  # spans outside any agent run, after finish()
+
+    def feed(self, doc: dict[str, Any]) -> int:
+        """Take one document's spans; returns how many.
+
+        Raises:
+            ValueError: the document is not OTLP traces, or a span in it is
+                malformed; then nothing of it is kept.
+        """
+        try:
+            spans = decode_spans(doc)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+        for span in spans:
+            key = (span.trace, span.id)
+            seen = self._spans.get(key)
+            if seen is None or (seen.end is None and span.end is not None):
+                self._spans[key] = span
+        return len(spans)
+
+    def finish(self) -> list[Event]:
+        """Every record of the spans fed so far, sorted by :func:`event_sort_key`."""
+        index = SpanIndex(self._spans)
+        events: list[Event] = []
+        errors = _errors(index)
+        for key in index.agents:
+            events.extend(_agent_records(index, key, errors.get(key)))
+        for key, span in self._spans.items():
+            if key in index.agent_set or key in index.consumed:
+                continue
+            run = index.run_of(key)
+            if run is None or span.attrs.get("tracekit.delegated"):
+                self.skipped += run is None
+                continue
+            events.append(_node(span, run, index.step_name(span)))
+        events.sort(key=event_sort_key)
+        return events
+
+
+def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
+    """Each failed agent span's error, children first so a wrapper finds its cause."""
+    out: dict[tuple[str, str], ErrorInfo] = {}
+    for key in reversed(index.agents):
+        span = index.spans[key]
+        error = _own_error(span)
+        if error is None:
+            continue
+        if error.code == "AGENT_FAILED" and error.cause is None:
+            error.cause = _cause(index, key, out)
+        out[key] = error
+    return out
+
+
+def _own_error(span: Span) -> ErrorInfo | None:
+    written = span.attrs.get("tracekit.error")
+    if isinstance(written, str) and written:
+        try:
+            return _ERROR_DECODER.decode(written)
+        except msgspec.DecodeError:
+            return ErrorInfo(code=_code(span), message=written)
+    if not span.error and span.attrs.get("tracekit.status") in (None, "ok"):
+        return None
+    return ErrorInfo(code=_code(span), message=span.message)
+
+
+def _code(span: Span) -> str:
+    code = span.attrs.get("error.type") or span.exception or span.message or "ERROR"
+    return str(code)
+
+
+def _cause(
+    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
+) -> ErrorInfo | None:
+    """The error of the agent child that failed last: what an ``AGENT_FAILED`` wraps."""
+    failed = [
+        c for c in index.children_agents.get(key, ()) if c in errors and errors[c].code not in _CANCELLED
+    ]
+    if not failed:
+        return None
+    last = max(failed, key=lambda c: (index.spans[c].end or 0, index.spans[c].start))
+    return errors[last]
+
+
+def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> str:
+    written = index.spans[key].attrs.get("tracekit.status")
+    if written in _STATUSES:
+        return str(written)
+    if error is None:
+        return "ok"
+    if error.code in _CANCELLED:
+        return "cancelled"
+    if error.code in REFUSALS and key not in index.has_children:
+        return "refused"  # a refused call never ran: its span has nothing under it
+    return "error"
+
+
+def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> list[Event]:
+    span = index.spans[key]
+    attrs = span.attrs
+    common: dict[str, Any] = {"service": span.service, "traceId": span.trace or None}
+    run_id = index.run_id(key)
+    agent = index.agent_name(span)
+    status = _status(index, key, error)
+    start = span.start / _NS_PER_MS
+    duration = (span.end - span.start) / _NS_PER_MS if span.end is not None else None
+    if index.is_root(key):
+        records: list[Event] = [RunStart(ts=start, runId=run_id, agent=agent, **common)]
+        if span.end is not None:
+            failure = attrs.get("tracekit.failure")
+            failure = failure if failure in ("delegation", "agent") else failure_of(error)
+            records.append(
+                RunEnd(ts=span.end / _NS_PER_MS, runId=run_id, ok=status == "ok", durationMs=duration,
+                       failure=failure, error=error, **common)
+            )
+        return records
+    node = index.node_of(key)
+    kind = attrs.get("tracekit.kind")
+    kind = kind if kind in _KINDS else _kind_of(node)
+    ids: dict[str, Any] = {
+        "invocationId": str(attrs.get("tracekit.invocation_id") or span.id),
+        "runId": run_id,
+        "parentRunId": index.parent_run_id(key),
+        "agent": agent,
+        "node": node,
+    }
+    records = [Enter(ts=start, kind=kind, **ids, **common)]
+    if span.end is not None:
+        records.append(
+            Exit(ts=span.end / _NS_PER_MS, ok=status == "ok", durationMs=duration, status=status,
+                 error=error, **ids, **common)
+        )
+    return records
+
+
+def _kind_of(node: str | None) -> str:
+    """lovia's tool names tell a handoff (``transfer_to_*``) and a spawn from a delegation."""
+    if node is None:
+        return "delegate"
+    if node.startswith(("transfer_to_", "handoff")):
+        return "handoff"
+    if node.startswith("spawn"):
+        return "subagent"
+    return "delegate"
+
+
+def _node(span: Span, run: str, name: str) -> Node:
+    return Node(
+        ts=span.start / _NS_PER_MS,
+        service=span.service,
+        traceId=span.trace or None,
+        runId=run,
+        id=name,
+        ok=(not span.error) if span.end is not None else None,
+        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
+    )

@@ -1,0 +1,166 @@
+"""Decode OTLP JSON (``TracesData`` / ``ExportTraceServiceRequest``) into flat spans.
+
+The OTLP/JSON encoding differs from protobuf's own JSON mapping in two ways
+that matter here: trace and span ids are hex strings (some exporters still
+write protobuf's base64, so both are read), and enums are integers (the
+``STATUS_CODE_*`` names are read too). 64-bit integers (times, ``intValue``)
+may be strings or numbers. Keys are lowerCamelCase; protobuf's snake_case
+names are accepted as well. A document is decoded whole before anything is
+kept, so a malformed line is refused as one bad line and never half-read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["Span", "decode_spans", "hex_id"]
+
+_HEX: Final = frozenset("0123456789abcdefABCDEF")
+_ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
+
+
+@dataclass(slots=True)
+class Span:
+    """One span, its attributes decoded to plain values; times in nanoseconds."""
+
+    trace: str
+    id: str
+    parent: str
+    name: str
+    start: int
+    end: int | None
+    attrs: dict[str, Any]
+    error: bool
+    message: str
+    service: str | None
+    exception: str | None = None  # the ``exception.type`` of an exception event
+
+
+def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def hex_id(value: Any) -> str:
+    """A trace or span id as lowercase hex, whether written as hex or base64.
+
+    Example:
+        >>> hex_id("AAECAwQFBgc="), hex_id("00010203A4050607")
+        ('0001020304050607', '00010203a4050607')
+    """
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"an id must be a string, got {value!r:.40}")
+    if len(value) in (16, 32) and _HEX.issuperset(value):
+        return value.lower()
+    try:
+        return base64.b64decode(value, validate=True).hex()
+    except (binascii.Error, ValueError):
+        raise ValueError(f"id {value!r:.40} is neither hex nor base64") from None
+
+
+def any_value(value: Any) -> Any:
+    """The plain value of an OTLP ``AnyValue`` (``{"intValue": "3"}`` is 3)."""
+    if not isinstance(value, dict) or not value:
+        return None
+    key, inner = next(iter(value.items()))
+    if key in ("stringValue", "string_value", "bytesValue", "bytes_value"):
+        return inner
+    if key in ("intValue", "int_value"):
+        return int(inner)
+    if key in ("boolValue", "bool_value"):
+        return bool(inner)
+    if key in ("doubleValue", "double_value"):
+        return float(inner)
+    if key in ("arrayValue", "array_value"):
+        return [any_value(v) for v in (inner or {}).get("values") or ()]
+    if key in ("kvlistValue", "kvlist_value"):
+        return attributes((inner or {}).get("values"))
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """A ``KeyValue`` list as a dict."""
+    if not items:
+        return {}
+    if not isinstance(items, list):
+        raise ValueError("attributes must be a list of key/value objects")
+    return {kv["key"]: any_value(kv.get("value")) for kv in items}
+
+
+def _nanos(value: Any, field: str) -> int | None:
+    if value is None or value in ("", "0", 0):
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field} {value!r:.40} is not a number of nanoseconds") from None
+
+
+def _scope_lists(resource_spans: dict[str, Any]) -> list[Any]:
+    for camel, snake in (
+        ("scopeSpans", "scope_spans"),
+        ("instrumentationLibrarySpans", "instrumentation_library_spans"),
+    ):
+        found = _get(resource_spans, camel, snake)
+        if found:
+            return list(found)
+    return []
+
+
+def decode_spans(doc: dict[str, Any]) -> list[Span]:
+    """Every span of one document, with its resource's ``service.name``.
+
+    Raises:
+        ValueError: the document is not OTLP traces, or a span is malformed;
+            the message names the span and field.
+    """
+    resources = _get(doc, "resourceSpans", "resource_spans")
+    if resources is None:
+        raise ValueError("no resourceSpans")
+    if not isinstance(resources, list):
+        raise ValueError("resourceSpans is not a list")
+    out: list[Span] = []
+    for resource_spans in resources:
+        resource = resource_spans.get("resource") or {}
+        service = attributes(resource.get("attributes")).get("service.name")
+        for scope in _scope_lists(resource_spans):
+            for raw in scope.get("spans") or ():
+                out.append(_span(raw, service))
+    return out
+
+
+def _span(raw: dict[str, Any], service: Any) -> Span:
+    span_id = hex_id(_get(raw, "spanId", "span_id"))
+    if not span_id:
+        raise ValueError(f"span {raw.get('name', '?')!r:.60} has no spanId")
+    start = _nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano")
+    if start is None:
+        raise ValueError(f"span {span_id} has no startTimeUnixNano")
+    status = raw.get("status") or {}
+    return Span(
+        trace=hex_id(_get(raw, "traceId", "trace_id")),
+        id=span_id,
+        parent=hex_id(_get(raw, "parentSpanId", "parent_span_id")),
+        name=str(raw.get("name") or ""),
+        start=start,
+        end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
+        attrs=attributes(raw.get("attributes")),
+        error=status.get("code") in _ERROR_CODES,
+        message=str(status.get("message") or ""),
+        service=service if isinstance(service, str) else None,
+        exception=_exception_type(raw.get("events")),
+    )
+
+
+def _exception_type(events: Any) -> str | None:
+    for event in events or ():
+        if event.get("name") == "exception":
+            found = attributes(event.get("attributes")).get("exception.type")
+            if found:
+                return str(found)
+    return None

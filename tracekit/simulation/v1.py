@@ -1,0 +1,82 @@
+"""Write a grown run as tracekit v1 records, in the order the OTLP reader gives."""
+
+from __future__ import annotations
+
+from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart
+from tracekit.readers.otlp import event_sort_key, failure_of
+from tracekit.simulation.model import Inv, Step
+
+__all__ = ["v1_events"]
+
+
+def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = None) -> list[Event]:
+    """The records of one run: run.start, steps, enters and exits, run.end.
+
+    ``invs`` is ``root.walk()`` when the caller has it already.
+    """
+    events: list[Event] = [
+        RunStart(ts=float(root.start), service=service, traceId=trace_id, runId=root.id, agent=root.agent)
+    ]
+    for inv in invs if invs is not None else root.walk():
+        for item in inv.items:
+            if isinstance(item, Step):
+                assert item.end is not None
+                events.append(
+                    Node(
+                        ts=float(item.start),
+                        service=service,
+                        traceId=trace_id,
+                        runId=inv.id,
+                        id=item.name,
+                        ok=item.ok,
+                        durationMs=float(item.end - item.start),
+                    )
+                )
+            else:
+                events.extend(_invocation(item, inv.id, service, trace_id))
+    if root.end is not None:
+        events.append(
+            RunEnd(
+                ts=float(root.end),
+                service=service,
+                traceId=trace_id,
+                runId=root.id,
+                ok=root.status == "ok",
+                durationMs=float(root.end - root.start),
+                failure=failure_of(root.error),
+                error=root.error,
+            )
+        )
+    events.sort(key=event_sort_key)
+    return events
+
+
+def _invocation(inv: Inv, parent_run: str, service: str, trace_id: str) -> list[Event]:
+    enter = Enter(
+        ts=float(inv.start),
+        service=service,
+        traceId=trace_id,
+        invocationId=inv.id,
+        runId=inv.id,
+        parentRunId=parent_run,
+        agent=inv.agent,
+        node=inv.node,
+        kind=inv.kind,  # type: ignore[arg-type]
+    )
+    if inv.end is None:
+        return [enter]
+    exit_ = Exit(
+        ts=float(inv.end),
+        service=service,
+        traceId=trace_id,
+        invocationId=inv.id,
+        runId=inv.id,
+        parentRunId=parent_run,
+        agent=inv.agent,
+        node=inv.node,
+        ok=inv.status == "ok",
+        durationMs=float(inv.end - inv.start),
+        status=inv.status,  # type: ignore[arg-type]
+        error=inv.error,
+    )
+    return [enter, exit_]
