@@ -38,6 +38,8 @@ from tracekit.events import (
     encode_event,
 )
 from tracekit.readers import ReadResult, read_trace
+from tracekit.readers.otlp import OtlpConverter, otlp_to_events
+from tracekit.simulate import SimulationRates, SimulationReport, simulate
 from tracekit.tree import (
     AgentStep,
     AgentTree,
@@ -104,12 +106,15 @@ __all__ = [
     "MemorySink",
     "Node",
     "NodeStep",
+    "OtlpConverter",
     "ReadResult",
     "RootCause",
     "RunEnd",
     "RunStart",
     "RunTree",
     "RunView",
+    "SimulationRates",
+    "SimulationReport",
     "Sink",
     "StoreError",
     "StoreLockedError",
@@ -126,8 +131,10 @@ __all__ = [
     "encode_event",
     "invocations_frame",
     "open_run",
+    "otlp_to_events",
     "propagate_context",
     "read_invocations",
     "read_trace",
+    "simulate",
     "tree_to_html",
 ]

@@ -16,6 +16,7 @@ import typer
 
 from tracekit.describe import tree_view
 from tracekit.errors import TracekitError
+from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
 
 app = typer.Typer(
     name="tracekit",
@@ -117,28 +118,57 @@ def tree_command(
 # --- ingest, runs, rejects, sql, simulate (issue 4) ----------------------------
 
 
-@app.command()
-def simulate(
-    out: str = typer.Option("fleet.jsonl", "--out", "-o", help="File to write ('-': stdout; .gz: gzipped)."),
-    runs: int | None = typer.Option(None, "--runs", help="How many root runs [default: 1000]."),
-    events: int | None = typer.Option(None, "--events", help="Write runs until this many v1 records."),
-    seed: int = typer.Option(0, "--seed", help="Same seed and options, same bytes."),
-    format: str = typer.Option("tracekit", "--format", help="tracekit (v1 JSONL) or otlp (OTLP JSON)."),
-    start: str = typer.Option("2026-01-05T00:00:00Z", "--start", help="Window start (RFC 3339 or ms)."),
-    window: str = typer.Option("24h", "--window", help="Window length: 90s, 30m, 24h, 7d."),
-    truth: str | None = typer.Option(None, "--truth", help="Also write each run's expected class (JSONL)."),
-    gzip: bool | None = typer.Option(None, "--gzip/--no-gzip", help="Compress [default: by .gz name]."),
-    failure_rate: float = typer.Option(0.06, help="Share of runs where a child fails (failed:child)."),
-    recursion_rate: float = typer.Option(0.02, help="Share of runs with a recursion circle."),
-    refusal_rate: float = typer.Option(0.03, help="Share of runs failed by a refused call."),
-    handled_rate: float = typer.Option(0.08, help="Share of runs with a failure caught (degraded)."),
-    cancel_rate: float = typer.Option(0.02, help="Share of runs cancelled part-way."),
-    crash_rate: float = typer.Option(0.01, help="Share of runs that crash (no end)."),
-) -> None:
-    """Write a seeded, reproducible fleet of simulated runs (and its ground truth)."""
-    from tracekit import simulate as sim
+class SimFormat(enum.StrEnum):
+    """Output formats of ``tracekit simulate``."""
 
-    rates = sim.SimulationRates(
+    tracekit = "tracekit"
+    otlp = "otlp"
+
+
+@app.command("simulate")
+def simulate_command(
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="File to write; - is stdout, a .gz name is gzipped.")
+    ] = "fleet.jsonl",
+    runs: Annotated[int | None, typer.Option(min=0, help="Root runs [default: 1000].")] = None,
+    events: Annotated[
+        int | None, typer.Option(min=0, help="Instead of --runs: write at least this many records.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The same seed and options give the same bytes.")] = 0,
+    format: Annotated[
+        SimFormat, typer.Option("--format", help="tracekit (v1 JSONL) or otlp (OTLP JSON lines).")
+    ] = SimFormat.tracekit,
+    start: Annotated[
+        str, typer.Option(help="When the window opens: RFC 3339 or milliseconds.")
+    ] = "2026-01-05T00:00:00Z",
+    window: Annotated[str, typer.Option(help="How long the window is: 90s, 30m, 24h, 7d.")] = "24h",
+    truth: Annotated[
+        str | None, typer.Option(help="Also write each run's expected class here (JSONL).")
+    ] = None,
+    gzip: Annotated[
+        bool | None, typer.Option("--gzip/--no-gzip", help="Compress [default: by the .gz name].")
+    ] = None,
+    failure_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs where a child fails (failed:child).")
+    ] = 0.06,
+    recursion_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs that delegate round a circle.")
+    ] = 0.02,
+    refusal_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs failed by a refused call.")
+    ] = 0.03,
+    handled_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs where a failure is caught (degraded).")
+    ] = 0.08,
+    cancel_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs cancelled part-way.")
+    ] = 0.02,
+    crash_rate: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Runs that crash: no exits, no end.")
+    ] = 0.01,
+) -> None:
+    """Write a seeded fleet of simulated runs, and optionally its ground truth."""
+    rates = SimulationRates(
         failure=failure_rate,
         recursion=recursion_rate,
         refusal=refusal_rate,
@@ -146,23 +176,19 @@ def simulate(
         cancel=cancel_rate,
         crash=crash_rate,
     )
-    if format not in ("tracekit", "otlp"):
-        raise typer.BadParameter("must be tracekit or otlp", param_hint="--format")
-    report = sim.simulate(
+    report = simulate(
         out,
         runs=runs,
         events=events,
         seed=seed,
-        format=format,  # type: ignore[arg-type]
+        format=format.value,
         start=start,
-        window_ms=sim.parse_duration_ms(window),
+        window_ms=parse_duration_ms(window),
         rates=rates,
         truth=truth,
         compress=gzip,
     )
-    shares = ", ".join(f"{name} {count}" for name, count in sorted(report.outcomes.items()))
-    where = "stdout" if out == "-" else out
-    print(f"wrote {report.runs:,} runs, {report.events:,} events to {where} ({shares})", file=sys.stderr)
+    print(describe_report(report), file=sys.stderr)
 
 
 # --- fleet, dashboard (issue 5) ------------------------------------------------

@@ -48,7 +48,14 @@ from tracekit.simulation.scenario import (
 )
 from tracekit.simulation.v1 import v1_events
 
-__all__ = ["SimulationRates", "SimulationReport", "canonical_circle", "parse_duration_ms", "simulate"]
+__all__ = [
+    "SimulationRates",
+    "SimulationReport",
+    "canonical_circle",
+    "describe_report",
+    "parse_duration_ms",
+    "simulate",
+]
 
 DEFAULT_START: Final = "2026-01-05T00:00:00Z"
 DEFAULT_WINDOW_MS: Final = 24 * 3_600_000
@@ -103,6 +110,17 @@ class SimulationReport:
     spans: int = 0
     outcomes: Counter[str] = field(default_factory=Counter)
     truth: str | None = None
+
+
+def describe_report(report: SimulationReport) -> str:
+    """One line: what was written where, and how many runs of each class."""
+    where = "standard output" if report.path == "-" else report.path
+    shares = ", ".join(f"{name} {count:,}" for name, count in sorted(report.outcomes.items()))
+    line = f"wrote {report.runs:,} runs, {report.events:,} events to {where}"
+    if report.format == "otlp":
+        line += f" as {report.spans:,} OTLP spans"
+    line += f" ({shares})" if shares else ""
+    return line + (f"; truth in {report.truth}" if report.truth else "")
 
 
 def canonical_circle(chain: list[str] | tuple[str, ...]) -> str:
@@ -202,7 +220,9 @@ def _start_ms(start: float | str) -> float:
     try:
         return parse_ts(start)
     except ValueError as exc:
-        raise TracekitError(str(exc), hint="give --start as milliseconds or an RFC 3339 time") from None
+        raise TracekitError(
+            str(exc), hint="give --start as milliseconds or an RFC 3339 time"
+        ) from None
 
 
 @dataclass(slots=True)
@@ -236,11 +256,17 @@ class _Fleet:
         root = grower.run(t0, scenario)
         if outcome in ("cancelled", "incomplete"):
             assert root.end is not None
-            cut(root, rng.randint(root.start + 1, max(root.start + 1, root.end - 1)), cancel=outcome == "cancelled")
+            cut(
+                root,
+                rng.randint(root.start + 1, max(root.start + 1, root.end - 1)),
+                cancel=outcome == "cancelled",
+            )
         trace_id = f"{rng.getrandbits(128):032x}"
         invs = root.walk()
         truth = _truth(invs, service.name, outcome, scenario, grower.origin)
-        return _Run(root, service.name, trace_id, v1_events(root, service.name, trace_id, invs), truth)
+        return _Run(
+            root, service.name, trace_id, v1_events(root, service.name, trace_id, invs), truth
+        )
 
     def _draw(self, service: Any) -> tuple[str, Scenario]:
         rng, rates = self.rng, self.rates
@@ -261,7 +287,9 @@ class _Fleet:
         return "ok", Scenario()
 
 
-def _truth(invs: list[Inv], service: str, outcome: str, sc: Scenario, origin: Inv | None) -> dict[str, Any]:
+def _truth(
+    invs: list[Inv], service: str, outcome: str, sc: Scenario, origin: Inv | None
+) -> dict[str, Any]:
     root, invocations = invs[0], invs[1:]
     truth: dict[str, Any] = {
         "run_id": root.id,

@@ -15,25 +15,23 @@ Example:
 from __future__ import annotations
 
 import gzip
-import importlib
 import itertools
 import os
 import sys
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, Literal
+from collections.abc import Iterable, Iterator
+from typing import IO, Literal
 
 import msgspec
 
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
-from tracekit.events import Event
 from tracekit.readers.jsonl import ReadResult, read_jsonl_lines
+from tracekit.readers.otlp import OtlpConverter
 
 __all__ = ["ReadResult", "read_trace"]
 
 Format = Literal["auto", "jsonl", "otlp"]
 _GZIP_MAGIC = b"\x1f\x8b"
-_OTLP_HINT = "Convert it to v1 JSON lines, or use a tracekit with OTLP support."
 
 
 def read_trace(
@@ -71,16 +69,19 @@ def read_trace(
 class _Source:
     """A context manager over a binary stream that closes only what it opened."""
 
-    def __init__(self, stream: IO[bytes], owned: bool) -> None:
+    def __init__(self, stream: IO[bytes], owned: bool, raw: IO[bytes] | None = None) -> None:
         self.stream = stream
         self.owned = owned
+        self.raw = raw  # the file under a gzip stream: closing GzipFile leaves it open
 
     def __enter__(self) -> IO[bytes]:
         return self.stream
 
     def __exit__(self, *exc: object) -> None:
-        if self.owned:
+        if self.raw is not None:
             self.stream.close()
+        if self.owned:
+            (self.raw or self.stream).close()
 
 
 def _open(path: str) -> _Source:
@@ -101,7 +102,7 @@ def _open(path: str) -> _Source:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
         owned = True
     if head == _GZIP_MAGIC:
-        return _Source(gzip.GzipFile(fileobj=raw, mode="rb"), owned)  # type: ignore[arg-type]
+        return _Source(gzip.GzipFile(fileobj=raw, mode="rb"), owned, raw)  # type: ignore[arg-type]
     return _Source(raw, owned)
 
 
@@ -143,46 +144,35 @@ def _detect(first: list[bytes]) -> str:
     return "otlp" if any(b'"resourceSpans"' in line for line in first) else "jsonl"
 
 
-def _otlp_converter(path: str) -> Callable[[dict[str, Any]], list[Event]]:
-    try:
-        module = importlib.import_module("tracekit.readers.otlp")
-    except ImportError:
-        raise TraceFileError(
-            path, "is OTLP JSON, which this tracekit cannot read yet", hint=_OTLP_HINT
-        ) from None
-    converter: Callable[[dict[str, Any]], list[Event]] = module.otlp_to_events
-    return converter
-
-
 def _read_otlp(first: list[bytes], rest: Iterable[bytes], path: str, *, strict: bool) -> ReadResult:
-    """Read OTLP JSON: one ``TracesData`` object per line, or one whole document."""
-    convert = _otlp_converter(path)
+    """Read OTLP JSON: one ``TracesData`` object per line, or one whole document.
+
+    A trace's spans may be spread over many lines, so every line is fed to
+    one converter and the records are made once all lines are in.
+    """
+    converter = OtlpConverter()
     result = ReadResult(path=path, format="otlp")
     if _opens_document(first):  # one pretty-printed document over many lines
         body = b"".join(itertools.chain(first, rest))
-        _convert(result, convert, body, 1, strict=strict)
+        _feed(result, converter, body, 1, strict=strict)
         result.lines_read = body.count(b"\n") + (not body.endswith(b"\n"))
-        return result
-    for number, line in enumerate(itertools.chain(first, rest), 1):
-        if line.strip():
-            result.lines_read += 1
-            _convert(result, convert, line, number, strict=strict)
+    else:
+        for number, line in enumerate(itertools.chain(first, rest), 1):
+            if line.strip():
+                result.lines_read += 1
+                _feed(result, converter, line, number, strict=strict)
+    result.events.extend(converter.finish())
     return result
 
 
-def _convert(
-    result: ReadResult,
-    convert: Callable[[dict[str, Any]], list[Event]],
-    data: bytes,
-    number: int,
-    *,
-    strict: bool,
+def _feed(
+    result: ReadResult, converter: OtlpConverter, data: bytes, number: int, *, strict: bool
 ) -> None:
     try:
         doc = msgspec.json.decode(data)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        result.events.extend(convert(doc))
+        converter.feed(doc)
     except (msgspec.MsgspecError, ValueError, TracekitError) as exc:
         text = data[:200].decode("utf-8", "replace").rstrip("\r\n")
         error = TraceReadError(result.path, number, text, f"not OTLP JSON: {exc}")

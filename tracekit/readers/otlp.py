@@ -25,11 +25,11 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal, cast
 
 import msgspec
 
-from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
+from tracekit.events import Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart, Status
 from tracekit.readers.otlp_json import Span, decode_spans
 from tracekit.readers.otlp_spans import SpanIndex
 
@@ -48,6 +48,8 @@ REFUSALS: Final = frozenset(
 _CANCELLED: Final = frozenset({"CANCELLED", "CANCELED", "cancelled", "canceled"})
 _STATUSES: Final = frozenset({"ok", "error", "refused", "cancelled", "pending"})
 _KINDS: Final = frozenset({"delegate", "handoff", "subagent"})
+_FAILURES: Final = frozenset({"delegation", "agent"})
+_Failure = Literal["delegation", "agent"]
 _NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
 _RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
@@ -66,7 +68,7 @@ def event_sort_key(event: Event) -> tuple[float, int, str, str]:
     return (event.ts, _RANK[type(event)], event.runId, "")
 
 
-def failure_of(error: ErrorInfo | None) -> str | None:
+def failure_of(error: ErrorInfo | None) -> _Failure | None:
     """The ``run.end`` failure an error means: ``delegation`` for a circle, else ``agent``."""
     if error is None or error.code in _CANCELLED:
         return None
@@ -172,7 +174,9 @@ def _cause(
 ) -> ErrorInfo | None:
     """The error of the agent child that failed last: what an ``AGENT_FAILED`` wraps."""
     failed = [
-        c for c in index.children_agents.get(key, ()) if c in errors and errors[c].code not in _CANCELLED
+        c
+        for c in index.children_agents.get(key, ())
+        if c in errors and errors[c].code not in _CANCELLED
     ]
     if not failed:
         return None
@@ -180,10 +184,10 @@ def _cause(
     return errors[last]
 
 
-def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> str:
+def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> Status:
     written = index.spans[key].attrs.get("tracekit.status")
     if written in _STATUSES:
-        return str(written)
+        return cast(Status, written)
     if error is None:
         return "ok"
     if error.code in _CANCELLED:
@@ -205,16 +209,23 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
     if index.is_root(key):
         records: list[Event] = [RunStart(ts=start, runId=run_id, agent=agent, **common)]
         if span.end is not None:
-            failure = attrs.get("tracekit.failure")
-            failure = failure if failure in ("delegation", "agent") else failure_of(error)
+            written = attrs.get("tracekit.failure")
+            failure = cast(_Failure, written) if written in _FAILURES else failure_of(error)
             records.append(
-                RunEnd(ts=span.end / _NS_PER_MS, runId=run_id, ok=status == "ok", durationMs=duration,
-                       failure=failure, error=error, **common)
+                RunEnd(
+                    ts=span.end / _NS_PER_MS,
+                    runId=run_id,
+                    ok=status == "ok",
+                    durationMs=duration,
+                    failure=failure,
+                    error=error,
+                    **common,
+                )
             )
         return records
     node = index.node_of(key)
-    kind = attrs.get("tracekit.kind")
-    kind = kind if kind in _KINDS else _kind_of(node)
+    written_kind = attrs.get("tracekit.kind")
+    kind = cast(Kind, written_kind) if written_kind in _KINDS else _kind_of(node)
     ids: dict[str, Any] = {
         "invocationId": str(attrs.get("tracekit.invocation_id") or span.id),
         "runId": run_id,
@@ -225,13 +236,20 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
     records = [Enter(ts=start, kind=kind, **ids, **common)]
     if span.end is not None:
         records.append(
-            Exit(ts=span.end / _NS_PER_MS, ok=status == "ok", durationMs=duration, status=status,
-                 error=error, **ids, **common)
+            Exit(
+                ts=span.end / _NS_PER_MS,
+                ok=status == "ok",
+                durationMs=duration,
+                status=status,
+                error=error,
+                **ids,
+                **common,
+            )
         )
     return records
 
 
-def _kind_of(node: str | None) -> str:
+def _kind_of(node: str | None) -> Kind:
     """lovia's tool names tell a handoff (``transfer_to_*``) and a spawn from a delegation."""
     if node is None:
         return "delegate"

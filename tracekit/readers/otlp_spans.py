@@ -28,7 +28,10 @@ def is_agent(span: Span) -> bool:
     operation = attrs.get("gen_ai.operation.name")
     if operation == "invoke_agent":
         return True
-    if attrs.get("openinference.span.kind") == "AGENT" or attrs.get("traceloop.span.kind") == "agent":
+    if (
+        attrs.get("openinference.span.kind") == "AGENT"
+        or attrs.get("traceloop.span.kind") == "agent"
+    ):
         return True
     # The shape before invoke_agent: an agent name on a span that is no model call.
     return "gen_ai.agent.name" in attrs and operation in _OLD_OPERATIONS
@@ -73,7 +76,12 @@ class SpanIndex:
             path = [key]
             seen = {key}
             cur = self._parent(key)
-            while cur is not None and cur not in memo and cur not in self.agent_set and cur not in seen:
+            while (
+                cur is not None
+                and cur not in memo
+                and cur not in self.agent_set
+                and cur not in seen
+            ):
                 path.append(cur)
                 seen.add(cur)
                 cur = self._parent(cur)

@@ -50,18 +50,34 @@ SERVICES: Final[tuple[Service, ...]] = (
     _service(
         "support-desk",
         3.0,
-        AgentSpec("triage", ("classify", "lookup_customer", "reply"), ("billing", "tech-support", "knowledge-base")),
-        AgentSpec("billing", ("fetch_invoice", "check_payment", "summarise"), ("refunds", "invoices", "knowledge-base"), 1.5),
+        AgentSpec(
+            "triage",
+            ("classify", "lookup_customer", "reply"),
+            ("billing", "tech-support", "knowledge-base"),
+        ),
+        AgentSpec(
+            "billing",
+            ("fetch_invoice", "check_payment", "summarise"),
+            ("refunds", "invoices", "knowledge-base"),
+            1.5,
+        ),
         AgentSpec("refunds", ("decide_refund", "issue_refund"), ("billing", "invoices"), 2.0),
         AgentSpec("invoices", ("render_invoice", "send_email"), ("billing", "knowledge-base")),
-        AgentSpec("tech-support", ("diagnose", "search_tickets", "answer"), ("knowledge-base", "triage"), 1.2),
+        AgentSpec(
+            "tech-support",
+            ("diagnose", "search_tickets", "answer"),
+            ("knowledge-base", "triage"),
+            1.2,
+        ),
         AgentSpec("knowledge-base", ("embed_query", "retrieve", "rerank"), (), 0.6),
     ),
     _service(
         "research-hub",
         2.0,
         AgentSpec("planner", ("plan", "decide", "compose"), ("researcher", "writer", "critic")),
-        AgentSpec("researcher", ("search_web", "read_page", "take_notes"), ("web-search", "summarizer")),
+        AgentSpec(
+            "researcher", ("search_web", "read_page", "take_notes"), ("web-search", "summarizer")
+        ),
         AgentSpec("web-search", ("query_engine", "fetch_results"), (), 2.5),
         AgentSpec("summarizer", ("chunk", "summarise"), (), 0.8),
         AgentSpec("writer", ("outline", "draft", "polish"), ("critic", "summarizer")),
@@ -70,7 +86,9 @@ SERVICES: Final[tuple[Service, ...]] = (
     _service(
         "data-desk",
         2.0,
-        AgentSpec("orchestrator", ("list_desks", "decide", "reply"), ("sql", "documents", "general")),
+        AgentSpec(
+            "orchestrator", ("list_desks", "decide", "reply"), ("sql", "documents", "general")
+        ),
         AgentSpec("sql", ("write_query", "run_query", "say"), ("charts", "documents"), 2.0),
         AgentSpec("documents", ("search_docs", "quote"), ("general",)),
         AgentSpec("general", ("think", "answer"), ("orchestrator",), 0.7),
@@ -80,9 +98,22 @@ SERVICES: Final[tuple[Service, ...]] = (
 
 #: Steps written as OTLP ``execute_tool`` spans (the rest are plain spans).
 TOOL_STEPS: Final = frozenset(
-    {"lookup_customer", "fetch_invoice", "check_payment", "issue_refund", "send_email",
-     "search_tickets", "retrieve", "search_web", "read_page", "query_engine",
-     "fetch_results", "run_query", "search_docs", "render_chart"}
+    {
+        "lookup_customer",
+        "fetch_invoice",
+        "check_payment",
+        "issue_refund",
+        "send_email",
+        "search_tickets",
+        "retrieve",
+        "search_web",
+        "read_page",
+        "query_engine",
+        "fetch_results",
+        "run_query",
+        "search_docs",
+        "render_chart",
+    }
 )
 
 #: Names an agent may ask for that no registry holds.

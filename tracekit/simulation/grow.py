@@ -120,7 +120,13 @@ class Grower:
         if not callees or inv.depth >= self.service.max_depth:
             return t
         roll = rng.random()
-        kind = "handoff" if last and roll < 0.2 and not pending else "subagent" if roll > 0.8 else "delegate"
+        kind = (
+            "handoff"
+            if last and roll < 0.2 and not pending
+            else "subagent"
+            if roll > 0.8
+            else "delegate"
+        )
         child = self._child(inv, callees[int(rng.random() * len(callees))], t, kind)
         self._fill(child, (*chain, child.agent), None, Scenario())
         assert child.end is not None
@@ -141,7 +147,9 @@ class Grower:
         last = hop == len(sc.path) - 1
         if last and sc.terminal.refused is None:
             t = self._step(inv, self.rng.choice(self.service.agents[inv.agent].steps), t, ok=False)
-            self._fail(inv, t, ErrorInfo(code=sc.terminal.code, message=sc.terminal.message), pending)
+            self._fail(
+                inv, t, ErrorInfo(code=sc.terminal.code, message=sc.terminal.message), pending
+            )
             self.origin = inv
             return t, True
         if last:
@@ -166,8 +174,8 @@ class Grower:
         return t, True
 
     def _refused(self, inv: Inv, t: int, sc: Scenario) -> Inv:
-        assert sc.terminal is not None and sc.terminal.refused is not None
         terminal = sc.terminal
+        assert terminal is not None and terminal.refused is not None
         child = self._child(inv, terminal.refused, t, "delegate")
         chain = list(terminal.chain) if terminal.chain else None
         child.end, child.status = t, "refused"

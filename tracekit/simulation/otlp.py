@@ -86,7 +86,10 @@ def _tool_span(child: Inv, caller: str, trace_id: str, span_id: str) -> dict[str
         "kind": 1,
     }
     _times(span, child.start, child.tool_end)
-    span["attributes"] = [_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", node)]
+    span["attributes"] = [
+        _kv("gen_ai.operation.name", "execute_tool"),
+        _kv("gen_ai.tool.name", node),
+    ]
     return span
 
 
@@ -101,13 +104,17 @@ def _step_span(step: Step, run: str, trace_id: str, span_id: str) -> dict[str, A
     }
     _times(span, step.start, step.end)
     span["attributes"] = (
-        [_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", step.name)] if tool else []
+        [_kv("gen_ai.operation.name", "execute_tool"), _kv("gen_ai.tool.name", step.name)]
+        if tool
+        else []
     )
     span["status"] = {} if step.ok else {"code": 2, "message": "step failed"}
     return span
 
 
-def resource_spans(batch: list[tuple[str, dict[str, Any]]], scope: dict[str, str]) -> dict[str, Any]:
+def resource_spans(
+    batch: list[tuple[str, dict[str, Any]]], scope: dict[str, str]
+) -> dict[str, Any]:
     """One exported batch as a ``TracesData`` object, spans grouped by service."""
     by_service: dict[str, list[dict[str, Any]]] = {}
     for service, span in batch:

@@ -138,5 +138,7 @@ def draw_refusal(rng: random.Random, service: Service) -> Scenario:
 def draw_handled(rng: random.Random, service: Service) -> Scenario:
     """A failure (sometimes a refusal) caught by an agent above it: a degraded run."""
     inner = draw_failure(rng, service) if rng.random() < 0.75 else draw_refusal(rng, service)
-    failing_depth = len(inner.path) - 1 if inner.terminal and not inner.terminal.refused else len(inner.path)
+    failing_depth = (
+        len(inner.path) - 1 if inner.terminal and not inner.terminal.refused else len(inner.path)
+    )
     return Scenario(inner.path, inner.terminal, rng.randrange(0, max(1, failing_depth)))

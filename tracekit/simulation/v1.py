@@ -15,7 +15,9 @@ def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = N
     ``invs`` is ``root.walk()`` when the caller has it already.
     """
     events: list[Event] = [
-        RunStart(ts=float(root.start), service=service, traceId=trace_id, runId=root.id, agent=root.agent)
+        RunStart(
+            ts=float(root.start), service=service, traceId=trace_id, runId=root.id, agent=root.agent
+        )
     ]
     for inv in invs if invs is not None else root.walk():
         for item in inv.items:

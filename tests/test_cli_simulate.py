@@ -1,0 +1,65 @@
+"""``tracekit simulate`` through the installed script, and ``tracekit tree`` on OTLP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from tests._tree_helpers import run_cli
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_simulate_writes_the_fleet_and_its_truth(tmp_path: Path) -> None:
+    out, truth = tmp_path / "fleet.jsonl", tmp_path / "truth.jsonl"
+    result = run_cli(
+        "simulate", "--runs", "60", "--seed", "4", "-o", str(out), "--truth", str(truth)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    rows = [json.loads(line) for line in truth.read_text().splitlines()]
+    events = out.read_bytes().count(b"\n")
+    assert result.stderr.startswith(f"wrote 60 runs, {events:,} events to {out} (")
+    assert len(rows) == 60 and {"run_id", "outcome", "service", "agent"} <= set(rows[0])
+    again = tmp_path / "again.jsonl"
+    run_cli("simulate", "--runs", "60", "--seed", "4", "-o", str(again))
+    assert _sha(out) == _sha(again)
+
+
+def test_simulate_to_stdout_and_gzip(tmp_path: Path) -> None:
+    result = run_cli("simulate", "--runs", "5", "-o", "-")
+    assert result.returncode == 0
+    assert all(json.loads(line)["type"] for line in result.stdout.splitlines())
+    gz = tmp_path / "fleet.jsonl.gz"
+    assert run_cli("simulate", "--runs", "5", "-o", str(gz)).returncode == 0
+    assert gz.read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_tree_reads_the_otlp_fleet_as_the_v1_one(tmp_path: Path) -> None:
+    v1, otlp = tmp_path / "fleet.jsonl", tmp_path / "spans.otlp.jsonl"
+    args = ["--runs", "40", "--seed", "9", "--window", "1h"]
+    assert run_cli("simulate", *args, "-o", str(v1)).returncode == 0
+    made = run_cli("simulate", *args, "--format", "otlp", "-o", str(otlp))
+    assert made.returncode == 0 and "OTLP spans" in made.stderr
+    from_v1, from_otlp = run_cli("tree", str(v1)), run_cli("tree", str(otlp))
+    assert from_v1.returncode == 0 and from_otlp.returncode == 0
+    assert from_otlp.stdout == from_v1.stdout
+    assert from_v1.stdout.count("\nrun ") + 1 == 40
+
+
+def test_simulate_refuses_bad_options(tmp_path: Path) -> None:
+    cases = [
+        (["--format", "csv"], "Invalid value for '--format'"),
+        (["--window", "soon"], "Error: 'soon' is not a duration"),
+        (["--failure-rate", "0.9", "--recursion-rate", "0.5"], "add up to at most 1"),
+        (["--start", "yesterday"], "neither milliseconds nor an RFC 3339 time"),
+        (["-o", str(tmp_path / "no" / "dir.jsonl")], "cannot write"),
+    ]
+    for args, message in cases:
+        result = run_cli("simulate", "--runs", "1", *args)
+        assert result.returncode == 2, args
+        assert message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
