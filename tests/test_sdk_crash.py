@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,3 +48,29 @@ def test_sigkill_leaves_unfinished_invocations_running(tmp_path: Path) -> None:
     assert running == ["billing", "refunds"] and finished == ["invoices"]
     assert not any(isinstance(e, RunEnd) for e in events)
     assert [e.id for e in events if isinstance(e, Node)] == ["sort"]
+
+
+def test_tracekit_tree_shows_the_killed_run(tmp_path: Path) -> None:
+    path = tmp_path / "crash.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CRASHER, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "inside"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    tracekit = shutil.which("tracekit", path=str(Path(sys.executable).parent))
+    assert tracekit is not None
+    shown = subprocess.run(
+        [tracekit, "tree", "--color", "never", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "sort"
+    assert lines[1] == "hand_over -> billing (handoff, running)"
+    assert lines[2].startswith("  escalate -> invoices (ok, ")
+    assert lines[3] == "  escalate -> refunds (running)"
+    assert "2 enters without exit" in shown.stderr

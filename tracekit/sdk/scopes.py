@@ -129,10 +129,12 @@ class _Scope:
             self._tk.processor.record_end(self, time.time_ns())
 
     def _fail(self, status: Status, exc: BaseException) -> None:
-        info = error_info(exc)
-        self.status, self.error = status, info
         span = self._span
+        self.status = status
         span.set_attribute(A.STATUS, status)
+        if status == "cancelled":  # the status says it all; no error to look into
+            return
+        info = self.error = error_info(exc)
         span.set_attribute(A.ERROR, encode_error(info))
         span.set_attribute(A.ERROR_TYPE, info.code)
         span.set_status(StatusCode.ERROR, str(exc) or info.code)
