@@ -5,11 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracekit.errors import TracekitError
 from tracekit.events import ErrorInfo
@@ -208,3 +211,20 @@ def test_canonical_circle_is_one_name_for_one_circle() -> None:
     assert canonical_circle(["b", "c", "a", "b"]) == "a -> b -> c -> a"
     assert canonical_circle(["c", "a", "b", "c"]) == "a -> b -> c -> a"
     assert canonical_circle(["a", "c", "b", "a"]) == "a -> c -> b -> a"  # the other direction
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**63))
+def test_any_seed_gives_one_fleet_in_both_formats_and_a_true_truth(seed: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        truth = base / "truth.jsonl"
+        simulate(base / "f.jsonl", runs=60, seed=seed, rates=RATES, truth=truth)
+        simulate(base / "f.otlp.jsonl", runs=60, seed=seed, rates=RATES, format="otlp")
+        v1 = read_trace(base / "f.jsonl").events
+        otlp = read_trace(base / "f.otlp.jsonl").events
+        assert sorted(map(repr, v1)) == sorted(map(repr, otlp))
+        roots = {run.runId: run for run in build_forest(v1).runs if run.kind == "root"}
+        for line in truth.read_text().splitlines():
+            row = json.loads(line)
+            _check(row, roots[row["run_id"]])
