@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-from tracekit.errors import AgentRecursionError
+from tracekit.describe import describe_agent_tree
+from tracekit.errors import AgentError, AgentRecursionError
 from tracekit.events import Enter, Exit
+from tracekit.readers.otlp import otlp_to_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
+from tracekit.tree import agent_tree
 
 
 def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
@@ -90,3 +95,58 @@ def test_two_tracers_on_one_provider_keep_their_records_apart() -> None:
         pass
     assert [e.agent for e in one.events if hasattr(e, "agent")] == ["a"]
     assert [e.agent for e in two.events if hasattr(e, "agent")] == ["b"]
+
+
+def _otlp(spans: Any) -> dict[str, Any]:
+    """The spans as one OTLP JSON ``TracesData`` document, as a collector writes it."""
+
+    def value(v: object) -> dict[str, object]:
+        if isinstance(v, bool):
+            return {"boolValue": v}
+        if isinstance(v, int):
+            return {"intValue": str(v)}
+        return {"stringValue": str(v)}
+
+    def span(s: Any) -> dict[str, object]:
+        out: dict[str, object] = {
+            "traceId": format(s.context.trace_id, "032x"),
+            "spanId": format(s.context.span_id, "016x"),
+            "name": s.name,
+            "startTimeUnixNano": str(s.start_time),
+            "endTimeUnixNano": str(s.end_time),
+            "attributes": [{"key": k, "value": value(v)} for k, v in s.attributes.items()],
+            "status": {"code": s.status.status_code.value, "message": s.status.description or ""},
+        }
+        if s.parent is not None:
+            out["parentSpanId"] = format(s.parent.span_id, "016x")
+        return out
+
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span(s) for s in spans]}]}]}
+
+
+def test_an_otel_pipeline_sees_the_same_tree() -> None:
+    """Spans exported by the user's pipeline read back as the JSONL records' tree."""
+    provider, exporter = _provider()
+    sink = MemorySink()
+    tk = AgentTracer(sink, tracer_provider=provider, guards=Guards(registry={"a", "b", "c"}))
+    with tk.run("a"):
+        with tk.step("decide"):
+            pass
+        with tk.delegate("b", node="delegate"), tk.step("work"):
+            pass
+        try:
+            with tk.delegate("payments", node="delegate", allowed=["b", "c"]):
+                pass
+        except AgentError:
+            pass
+        try:
+            with tk.delegate("c", node="escalate"), tk.delegate("a"):
+                pass
+        except AgentRecursionError:
+            pass
+    from_records = describe_agent_tree(agent_tree(sink.events))
+    from_otlp = describe_agent_tree(
+        agent_tree(otlp_to_events(_otlp(exporter.get_finished_spans())))
+    )
+    assert from_otlp == from_records
+    assert "refused AGENT_NOT_ALLOWED" in from_records and "refused AGENT_RECURSION" in from_records

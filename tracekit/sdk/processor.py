@@ -83,14 +83,22 @@ class TracekitSpanProcessor(SpanProcessor):
         event = owner.start_event(start_ns, trace_id, self._service)
         if event is not None:
             event.seq = next(self._seq)
-            self.emit(event)
+            for sink in self.sinks:  # emit(), inlined: this is the hot path
+                try:
+                    sink.emit(event)
+                except Exception as exc:
+                    self._sink_failed(sink, exc)
 
     def record_end(self, owner: _Recorded, end_ns: int) -> None:
         """Write the record of a scope's end."""
         event = owner.end_event(end_ns, self._service)
         if event is not None:
             event.seq = next(self._seq)
-            self.emit(event)
+            for sink in self.sinks:
+                try:
+                    sink.emit(event)
+                except Exception as exc:
+                    self._sink_failed(sink, exc)
 
     def emit(self, event: Event) -> None:
         """Hand one record to every sink; a failing sink is logged once."""

@@ -240,7 +240,7 @@ class Run(_Scope):
         self._end()
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
-        super().start_event(start_ns, trace_id, service)
+        self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
         return RunStart(
             ts=start_ns / 1e6,
             service=service,
@@ -431,7 +431,7 @@ class Invocation(_Scope):
             raise wrapper from exc
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
-        super().start_event(start_ns, trace_id, service)
+        self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
         return Enter(
             ts=start_ns / 1e6,
             service=service,

@@ -109,18 +109,21 @@ class JsonlSink:
         self._write(data)
 
     def _emit_now(self, event: Event) -> None:
-        self._write(_ENCODER.encode(event) + b"\n")
+        data = _ENCODER.encode(event) + b"\n"
+        if self._fd is None:
+            raise OSError(f"{self.path}: sink is closed")
+        written = os.write(self._fd, data)
+        if written < len(data):
+            self._write(data, written)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes, done: int = 0) -> None:
         fd = self._fd
         if fd is None:
             raise OSError(f"{self.path}: sink is closed")
-        written = os.write(fd, data)
         # A short write only happens when the disk is full or a signal hits;
         # finish the line rather than leave half of it.
-        while written < len(data):
-            data = data[written:]
-            written = os.write(fd, data)
+        while done < len(data):
+            done += os.write(fd, data[done:])
 
     def flush(self) -> None:
         """Write any batched lines now."""
