@@ -7,7 +7,8 @@ the figures are medians of the per-repetition mean cost of one call.
   only processor is a ``SimpleSpanProcessor`` around a no-op exporter, inside
   an open parent span (as each invocation is inside its run);
 * tracekit: ``AgentTracer.invoke`` inside an open run, writing its ``enter``
-  and ``exit`` to a ``JsonlSink`` (one ``os.write`` per record, the default).
+  and ``exit`` to a ``JsonlSink`` (one ``os.write`` per record, the default);
+  also with ``batch=64``, and with a sink that only counts (no I/O at all).
 
 Run: ``.venv/bin/python bench/bench_sdk.py`` (``--calls``, ``--reps`` to change
 the size).
@@ -25,7 +26,24 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from tracekit.sdk import AgentTracer, JsonlSink
+from tracekit.events import Event
+from tracekit.sdk import AgentTracer, JsonlSink, Sink
+
+
+class _CountSink:
+    """Takes records and keeps only a count: the SDK's cost without I/O."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def emit(self, event: Event) -> None:
+        self.count += 1
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class _NoopExporter(SpanExporter):
@@ -48,8 +66,8 @@ def _bare(calls: int) -> Callable[[], None]:
     return loop
 
 
-def _tracekit(calls: int, path: Path, batch: int) -> Callable[[], None]:
-    tk = AgentTracer(JsonlSink(path, batch=batch))
+def _tracekit(calls: int, sink: Sink) -> Callable[[], None]:
+    tk = AgentTracer(sink)
 
     def loop() -> None:
         with tk.run("orchestrator"):
@@ -75,9 +93,12 @@ def main() -> None:
         sides = {
             "bare OTel span, no-op exporter": _bare(args.calls),
             "tracekit invoke, JSONL (flush per record)": _tracekit(
-                args.calls, Path(tmp) / "a.jsonl", 1
+                args.calls, JsonlSink(Path(tmp) / "a.jsonl")
             ),
-            "tracekit invoke, JSONL (batch=64)": _tracekit(args.calls, Path(tmp) / "b.jsonl", 64),
+            "tracekit invoke, JSONL (batch=64)": _tracekit(
+                args.calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
+            ),
+            "tracekit invoke, in-memory sink (no I/O)": _tracekit(args.calls, _CountSink()),
         }
         for loop in sides.values():  # warm up
             loop()
