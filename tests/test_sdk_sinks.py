@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,19 @@ def test_closed_file_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogCapt
 def test_unopenable_path_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TraceFileError, match="cannot open"):
         JsonlSink(tmp_path / "missing-dir" / "run.jsonl")
+
+
+_BATCHED_EXIT = """
+import sys
+from tracekit.sdk import AgentTracer, JsonlSink
+tk = AgentTracer(JsonlSink(sys.argv[1], batch=100))
+with tk.run("desk"), tk.delegate("billing"):
+    pass
+# no close(): the records are written at exit all the same
+"""
+
+
+def test_batched_records_are_written_at_exit(tmp_path: Path) -> None:
+    path = tmp_path / "exit.jsonl"
+    subprocess.run([sys.executable, "-c", _BATCHED_EXIT, str(path)], check=True, timeout=60)
+    assert [type(e).__name__ for e in read_jsonl(path)] == ["RunStart", "Enter", "Exit", "RunEnd"]

@@ -7,8 +7,10 @@ sink that raises: it logs the first failure and carries on.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
@@ -97,6 +99,8 @@ class JsonlSink:
         self._lock = threading.Lock()
         if batch == 1:
             self.emit = self._emit_now  # type: ignore[method-assign]
+        else:
+            _BATCHED.add(self)
 
     def emit(self, event: Event) -> None:
         """Encode ``event`` and write it (or queue it when batching)."""
@@ -141,3 +145,26 @@ class JsonlSink:
         finally:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+#: Batching sinks still open: flushed at exit, emptied in a forked child (the
+#: parent writes its own lines; the child must not write them a second time).
+_BATCHED: weakref.WeakSet[JsonlSink] = weakref.WeakSet()
+
+
+def _flush_batched() -> None:
+    for sink in list(_BATCHED):
+        try:
+            sink.flush()
+        except Exception:  # at exit there is no agent left to protect, only others' sinks
+            continue
+
+
+def _forget_batched() -> None:
+    for sink in list(_BATCHED):
+        sink._pending = []
+
+
+atexit.register(_flush_batched)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_batched)
