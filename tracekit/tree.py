@@ -1,20 +1,18 @@
 """The delegation tree: which agent called which, rebuilt from the records.
 
-A tree is a list of steps. A :class:`NodeStep` is a step of the run itself; an
-:class:`AgentStep` is an agent invocation, with the steps of the child run
-nested in ``steps``. :func:`build_forest` rebuilds every run of a trace (each
-root run, orphans whose parent is missing, cycles cut open) and reports what
-was odd; :func:`agent_tree` returns one run's tree, as the seed runtime's
-``agentTree`` does.
+:func:`build_forest` rebuilds every run of a trace (each root run, orphans
+whose parent is missing, invocations without a parent, cycles cut open) and
+reports what was odd; :func:`agent_tree` returns one run's tree, as the seed
+runtime's ``agentTree`` does; :func:`agents_in` flattens the invocations. The
+step models live in :mod:`tracekit.steps` and are re-exported here.
 
-The step models are msgspec structs rather than pydantic models because of a
-measurement: building one took 0.22 us with msgspec against 2.9 us (validated)
-or 4.9 us (``model_construct``) with pydantic, and a 1,000,000-event trace
-builds half a million of them. Their JSON is the seed's shape with camelCase
-keys (``msgspec.json.encode(step)``).
+Records are folded in one pass over the ordered list, without recursion, so a
+chain of any depth builds; the pass is a single tight loop because it runs
+once per record of traces with millions of them.
 
 Example:
-    >>> from tracekit.events import Enter, Exit, Node
+    >>> from tracekit._gcpause import gc_paused
+from tracekit.events import Enter, Exit, Node
     >>> tree = agent_tree([
     ...     Node(ts=1, runId="r", id="decide"),
     ...     Enter(ts=2, invocationId="i", runId="c", parentRunId="r", agent="sql", node="delegate"),
@@ -29,22 +27,25 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from operator import attrgetter
-from typing import Any, Final, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
+from operator import attrgetter, le
+from typing import Any, Final
 
-import msgspec
-
-from tracekit.events import (
-    Enter,
-    ErrorInfo,
-    Event,
-    Exit,
-    Kind,
-    Node,
-    RunEnd,
-    RunStart,
-    encode_event,
+from tracekit._gcpause import gc_paused
+from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
+from tracekit.steps import (
+    MARK_NO_ENTER,
+    AgentStep,
+    AgentTree,
+    Forest,
+    Integrity,
+    NodeStep,
+    RunTree,
+    Step,
+    StepStatus,
+    forest_to_json,
+    iter_steps,
+    steps_to_json,
 )
 
 __all__ = [
@@ -64,199 +65,9 @@ __all__ = [
     "steps_to_json",
 ]
 
-MARK_NO_ENTER: Final = "exit without enter"
 _DEDUPE_SCAN: Final = 64  # past this many records in one millisecond, compare encodings
-
-StepStatus: TypeAlias = Literal["ok", "error", "refused", "cancelled", "pending", "running"]
-RunKind: TypeAlias = Literal["root", "orphan", "cycle", "parentless", "subtree"]
-
-
-class NodeStep(msgspec.Struct, tag_field="type", tag="node", kw_only=True, omit_defaults=True):
-    """A step of a run: ``{"type": "node", "id": ...}``.
-
-    ``id`` is the step's own name: a path such as ``delegate/sql/say`` shows
-    its last part. ``ok`` and ``durationMs`` appear when the record had them.
-    """
-
-    id: str
-    ok: bool | None = None
-    durationMs: float | None = None
-
-    @property
-    def type(self) -> Literal["node"]:
-        """Always ``"node"``; the JSON tag."""
-        return "node"
-
-
-class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omit_defaults=True):
-    """An agent invocation and, in ``steps``, the child run's own steps.
-
-    ``status`` is ``running`` (and ``ok``/``durationMs`` are null) while no
-    exit was seen. ``error`` is left out when there is none. ``startTs`` and
-    ``endTs`` (milliseconds) are tracekit's additions, for timelines; ``mark``
-    says what was odd about this invocation, if anything (``"exit without
-    enter"``, a cycle cut here, a run claimed twice).
-    """
-
-    agent: str
-    node: str | None
-    kind: Kind
-    runId: str
-    parentRunId: str | None
-    invocationId: str
-    ok: bool | None
-    status: StepStatus
-    durationMs: float | None
-    error: ErrorInfo | None = None
-    startTs: float | None = None
-    endTs: float | None = None
-    mark: str | None = None
-    steps: list[Step]
-
-    @property
-    def type(self) -> Literal["agent"]:
-        """Always ``"agent"``; the JSON tag."""
-        return "agent"
-
-
-Step: TypeAlias = NodeStep | AgentStep
-
-
-class AgentTree(list[Step]):
-    """One run's steps; ``str(tree)`` is its :func:`describe_agent_tree` text."""
-
-    def __str__(self) -> str:
-        from tracekit.describe import describe_agent_tree  # describe imports this module
-
-        return describe_agent_tree(self)
-
-    def _repr_html_(self) -> str:
-        """Jupyter's rich view: the collapsible tree of :func:`tracekit.tree_html.tree_to_html`."""
-        from tracekit.tree_html import tree_to_html  # tree_html imports this module
-
-        return tree_to_html(self)
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        """IPython's plain view (text/plain) is the describe text, as ``str``."""
-        printer.text(str(self))
-
-
-class RunTree(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One tree of a forest and what its header says.
-
-    ``kind`` is ``root`` (a root run, inferred if it has no ``run.start``),
-    ``orphan`` (invocations whose parent run is not in the trace; ``runId``
-    is that missing run), ``cycle`` (runs whose parent links go round, shown
-    from ``runId``; ``cycle`` lists the circle), ``parentless`` (invocations
-    with no ``parentRunId``) or ``subtree`` (a child run asked for by id).
-    """
-
-    runId: str | None
-    kind: RunKind
-    agent: str | None = None
-    service: str | None = None
-    ok: bool | None = None
-    status: StepStatus | None = None
-    durationMs: float | None = None
-    failure: str | None = None
-    error: ErrorInfo | None = None
-    startTs: float | None = None
-    cycle: list[str] | None = None
-    steps: AgentTree
-
-
-class Integrity(msgspec.Struct, kw_only=True):
-    """What was odd in a trace; nothing here was dropped or silently re-rooted.
-
-    Attributes:
-        orphanRuns: parent run ids that invocations name but the trace lacks.
-        exitsWithoutEnter: invocation ids with an exit and no enter.
-        entersWithoutExit: invocation ids still running (live or crashed).
-        duplicates: records seen more than once, counted once.
-        conflicts: ids given twice with different content (the first is kept).
-        cycles: circles of run ids in parent links, each closed (``[a, b, a]``).
-        sharedRuns: child run ids claimed by more than one invocation.
-    """
-
-    orphanRuns: list[str] = msgspec.field(default_factory=list)
-    exitsWithoutEnter: list[str] = msgspec.field(default_factory=list)
-    entersWithoutExit: list[str] = msgspec.field(default_factory=list)
-    duplicates: int = 0
-    conflicts: list[str] = msgspec.field(default_factory=list)
-    cycles: list[list[str]] = msgspec.field(default_factory=list)
-    sharedRuns: list[str] = msgspec.field(default_factory=list)
-
-    @property
-    def clean(self) -> bool:
-        """True when nothing was odd (running invocations count as odd)."""
-        return not (
-            self.orphanRuns
-            or self.exitsWithoutEnter
-            or self.entersWithoutExit
-            or self.duplicates
-            or self.conflicts
-            or self.cycles
-            or self.sharedRuns
-        )
-
-
-class Forest(msgspec.Struct, kw_only=True):
-    """Every tree of a trace, in order of first appearance, and the integrity report."""
-
-    runs: list[RunTree]
-    integrity: Integrity
-
-    def find(self, run_id: str) -> RunTree | None:
-        """Return the tree of ``run_id``: a root's, or a child run's subtree.
-
-        Example:
-            >>> build_forest([Node(ts=1, runId="r", id="a")]).find("r").steps
-            [NodeStep(id='a', ok=None, durationMs=None)]
-        """
-        for run in self.runs:
-            if run.runId == run_id and run.kind != "orphan":
-                return run
-        for step in iter_steps(run.steps for run in self.runs):
-            if isinstance(step, AgentStep) and step.runId == run_id and _owns_run(step):
-                return _subtree(step)
-        return None
-
-
-def _owns_run(step: AgentStep) -> bool:
-    """False for a cycle's cut link or a second claim on a run: their steps are elsewhere."""
-    return step.mark is None or step.mark == MARK_NO_ENTER
-
-
-def _subtree(step: AgentStep) -> RunTree:
-    return RunTree(
-        runId=step.runId,
-        kind="subtree",
-        agent=step.agent,
-        ok=step.ok,
-        status=step.status,
-        durationMs=step.durationMs,
-        error=step.error,
-        startTs=step.startTs,
-        steps=AgentTree(step.steps),
-    )
-
-
-def iter_steps(trees: Iterable[Sequence[Step]]) -> Iterator[Step]:
-    """Yield every step of the trees in pre-order, without recursion.
-
-    Example:
-        >>> [s.id for s in iter_steps([[NodeStep(id="a"), NodeStep(id="b")]])]
-        ['a', 'b']
-    """
-    stack: list[Iterator[Step]] = [iter(tree) for tree in reversed(list(trees))]
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            continue
-        yield step
-        if type(step) is AgentStep and step.steps:
-            stack.append(iter(step.steps))
+_TS: Final = attrgetter("ts")
+_SEQ: Final = attrgetter("seq")
 
 
 def agents_in(tree: Sequence[Step]) -> list[AgentStep]:
@@ -299,38 +110,36 @@ def build_forest(events: Iterable[Event]) -> Forest:
 
     Root runs, orphans (invocations whose ``parentRunId`` is not in the
     trace), invocations without a parent and cycles in parent links each get
-    a tree; nothing is dropped. Iterative throughout: a chain of any depth
-    builds without recursion.
+    a tree; nothing is dropped. An exit without an enter is placed at its
+    start (``ts - durationMs``) and marked.
 
     Example:
         >>> forest = build_forest([Node(ts=1, runId="a", id="x"), Node(ts=1, runId="b", id="y")])
         >>> [run.runId for run in forest.runs]
         ['a', 'b']
     """
+    records = list(events)
+    with gc_paused():
+        return _build(records)
+
+
+def _build(records: list[Event]) -> Forest:
     builder = _Builder()
-    for event in _ordered(list(events), builder):
-        builder.add(event)
+    builder.fold(_ordered(records))
+    if builder.early:  # exits whose enter never came: give each a start and fold again
+        lone = {key: exit_ for key, exit_ in builder.early.items()}
+        builder = _Builder(lone)
+        builder.fold(_ordered(records + [_stand_in(e) for e in lone.values()]))
     return builder.finish()
 
 
-def _ordered(events: list[Event], builder: _Builder) -> list[Event]:
-    """Sort by ``ts``, ties by ``seq`` then position; give lone exits a start."""
-    entered = {e.invocationId for e in events if type(e) is Enter}
-    lone: dict[str, Exit] = {}
-    has_seq = False
-    for event in events:
-        if type(event) is Exit and event.invocationId not in entered:
-            lone.setdefault(event.invocationId, event)
-        if event.seq is not None:
-            has_seq = True
-    for exit_ in lone.values():
-        events.append(_stand_in(exit_))
-        builder.lone_exits.add(exit_.invocationId)
-    if has_seq:
-        events.sort(key=_seq_key)
-    else:
-        events.sort(key=attrgetter("ts"))  # stable: ties keep file order
-    return events
+def _ordered(events: list[Event]) -> list[Event]:
+    """Sort by ``ts``, ties by ``seq`` then position; an ordered list is kept as is."""
+    key: Any = _seq_key if any(map(_SEQ, events)) else _TS
+    keys = list(map(key, events))
+    if all(map(le, keys, keys[1:])):
+        return events
+    return sorted(events, key=key)  # stable: full ties keep file order
 
 
 def _seq_key(event: Event) -> tuple[float, int]:
@@ -339,9 +148,8 @@ def _seq_key(event: Event) -> tuple[float, int]:
 
 def _stand_in(exit_: Exit) -> Enter:
     """An enter standing in for one the trace lacks, at the exit's start time."""
-    start = exit_.ts - (exit_.durationMs or 0.0)
     return Enter(
-        ts=start,
+        ts=exit_.ts - (exit_.durationMs or 0.0),
         seq=exit_.seq,
         invocationId=exit_.invocationId,
         runId=exit_.runId,
@@ -352,57 +160,118 @@ def _stand_in(exit_: Exit) -> Enter:
 
 
 class _Builder:
-    """Folds ordered records into per-run step lists; one pass, no recursion."""
+    """Folds ordered records into per-run step lists."""
 
-    def __init__(self) -> None:
+    def __init__(self, lone: dict[str, Exit] | None = None) -> None:
         self.items: dict[str | None, list[Step]] = {}
-        self.present: set[str | None] = set()
         self.owner: dict[str, AgentStep] = {}
         self.steps: dict[str, AgentStep] = {}
-        self.enters: dict[str, Enter] = {}
-        self.exits: dict[str, Exit] = {}
         self.early: dict[str, Exit] = {}
         self.starts: dict[str, RunStart] = {}
         self.ends: dict[str, RunEnd] = {}
-        self.lone_exits: set[str] = set()
-        self.integrity = Integrity()
-        self._same_ts: list[Event] = []
-        self._same_keys: set[bytes] = set()
-        self._last_ts: float | None = None
+        self.lone = lone or {}
+        self.integrity = Integrity(exitsWithoutEnter=sorted(self.lone))
+        self._keys: set[bytes] = set()
+        self.maybe_cycles = False
+        # Node steps are frozen values, so one object serves every repeat of a name.
+        self._node_steps: dict[str, NodeStep] = {}
 
-    def add(self, event: Event) -> None:
-        if event.ts == self._last_ts:
-            if self._seen(event):
-                self.integrity.duplicates += 1
-                return
-        else:
-            self._last_ts = event.ts
-            self._same_ts = [event]
-        kind = type(event)
-        if kind is Node:
-            self._node(event)  # type: ignore[arg-type]
-        elif kind is Enter:
-            self._enter(event)  # type: ignore[arg-type]
-        elif kind is Exit:
-            self._exit(event)  # type: ignore[arg-type]
-        elif kind is RunStart:
-            self._run_record(event, self.starts)  # type: ignore[arg-type]
-        else:
-            self._run_record(event, self.ends)  # type: ignore[arg-type]
+    def fold(self, events: list[Event]) -> None:
+        """One pass over the ordered records.
 
-    def _seen(self, event: Event) -> bool:
+        Written as one loop with the common cases inline because it runs once
+        per record of traces with millions of them; the odd cases (copies,
+        conflicts, lone exits, shared runs) go to the methods below.
+        """
+        items, owner, by_id = self.items, self.owner, self.steps
+        get = items.get
+        shared = self._node_steps
+        last_ts: float | None = None
+        first: Event | None = None
+        same: list[Event] | None = None
+        for event in events:
+            if event.ts == last_ts:
+                if same is None or same[0] is not first:
+                    same = [first]  # type: ignore[list-item]
+                if self._seen(event, same):
+                    self.integrity.duplicates += 1
+                    continue
+            else:
+                last_ts, first = event.ts, event
+            if isinstance(event, Node):
+                steps = get(event.runId)
+                if steps is None:
+                    steps = items[event.runId] = []
+                if event.ok is None and event.durationMs is None:
+                    step = shared.get(event.id)
+                    if step is None:
+                        step = shared[event.id] = _node_step(event)
+                    steps.append(step)
+                else:
+                    steps.append(_node_step(event))
+            elif isinstance(event, Enter):
+                key = event.invocationId
+                if key in by_id or event.runId in owner or key in self.lone:
+                    self._enter(event)
+                    continue
+                agent = AgentStep(
+                    agent=event.agent,
+                    node=event.node,
+                    kind=event.kind,
+                    runId=event.runId,
+                    parentRunId=event.parentRunId,
+                    invocationId=key,
+                    ok=None,
+                    status="running",
+                    durationMs=None,
+                    startTs=event.ts,
+                    steps=self._child_steps(event),
+                )
+                owner[event.runId] = by_id[key] = agent
+                steps = get(event.parentRunId)
+                if steps is None:
+                    steps = items[event.parentRunId] = []
+                steps.append(agent)
+                if self.early and key in self.early:
+                    _finish(agent, self.early.pop(key))
+            elif isinstance(event, Exit):
+                done = by_id.get(event.invocationId)
+                if done is None or done.endTs is not None or event.durationMs is None:
+                    self._exit(event)
+                    continue
+                done.ok = event.ok
+                done.status = event.status or "ok"
+                done.error = event.error
+                done.endTs = event.ts
+                done.durationMs = event.durationMs
+            else:
+                self._run_record(event)
+
+    def _child_steps(self, event: Enter) -> list[Step]:
+        """The new child run's step list; one that exists already hints at a cycle."""
+        steps = self.items.get(event.runId)
+        if steps is None:
+            steps = self.items[event.runId] = []
+            if event.runId == event.parentRunId:
+                self.maybe_cycles = True
+        else:  # the run was named before its enter: out of order, or a circle
+            self.maybe_cycles = True
+        return steps
+
+    def _seen(self, event: Event, same: list[Event]) -> bool:
         """Is this an exact copy of a record with the same ``ts``? (Copies sort together.)"""
-        if len(self._same_ts) < _DEDUPE_SCAN:
-            if event in self._same_ts:
+        if len(same) < _DEDUPE_SCAN:
+            if event in same:
                 return True
-            self._same_ts.append(event)
-            if len(self._same_ts) == _DEDUPE_SCAN:
-                self._same_keys = {encode_event(e) for e in self._same_ts}
+            same.append(event)
+            if len(same) == _DEDUPE_SCAN:  # a crowded millisecond: switch to a set
+                self._keys = {encode_event(e) for e in same}
             return False
         key = encode_event(event)
-        if key in self._same_keys:
+        if key in self._keys:
             return True
-        self._same_keys.add(key)
+        self._keys.add(key)
+        same.append(event)
         return False
 
     def _list(self, run_id: str | None) -> list[Step]:
@@ -411,18 +280,15 @@ class _Builder:
             found = self.items[run_id] = []
         return found
 
-    def _node(self, event: Node) -> None:
-        self.present.add(event.runId)
-        self._list(event.runId).append(
-            NodeStep(id=event.id.rpartition("/")[2], ok=event.ok, durationMs=event.durationMs)
-        )
-
     def _enter(self, event: Enter) -> None:
         key = event.invocationId
-        if key in self.enters:
-            self._conflict(key)  # an exact copy was caught as a duplicate already
+        step = self.steps.get(key)
+        if step is not None:
+            if step.status == "pending":  # resumed after an approval: same call id
+                step.status, step.ok, step.endTs = "running", None, None
+            else:
+                self.integrity.conflicts.append(key)  # exact copies were dropped already
             return
-        self.enters[key] = event
         shared = event.runId in self.owner
         step = AgentStep(
             agent=event.agent,
@@ -435,8 +301,8 @@ class _Builder:
             status="running",
             durationMs=None,
             startTs=event.ts,
-            mark=MARK_NO_ENTER if key in self.lone_exits else None,
-            steps=[] if shared else self._list(event.runId),
+            mark=MARK_NO_ENTER if key in self.lone else None,
+            steps=[] if shared else self._child_steps(event),
         )
         if shared:  # two invocations claim one child run: its steps go to the first
             self.integrity.sharedRuns.append(event.runId)
@@ -445,49 +311,40 @@ class _Builder:
             self.owner[event.runId] = step
         self.steps[key] = step
         self._list(event.parentRunId).append(step)
-        if key in self.early:
-            self._finish(step, self.early.pop(key))
+        if self.early:
+            early = self.early.pop(key, None)
+            if early is not None:
+                _finish(step, early)
 
     def _exit(self, event: Exit) -> None:
         key = event.invocationId
-        if key in self.exits:
-            self._conflict(key)
-            return
-        self.exits[key] = event
         step = self.steps.get(key)
-        if step is None:  # its enter sorts later (clock skew): apply then
-            self.early[key] = event
-            return
-        self._finish(step, event)
+        if step is None:  # its enter sorts later (clock skew), or never comes
+            if key in self.early:
+                self.integrity.conflicts.append(key)
+            else:
+                self.early[key] = event
+        elif step.endTs is not None and step.status != "pending":
+            self.integrity.conflicts.append(key)  # a second, different exit: first kept
+        else:
+            _finish(step, event)
 
-    def _finish(self, step: AgentStep, event: Exit) -> None:
-        step.ok = event.ok
-        step.status = event.status or "ok"
-        step.error = event.error
-        step.endTs = event.ts
-        step.durationMs = event.durationMs
-        if step.durationMs is None and step.startTs is not None:
-            step.durationMs = max(event.ts - step.startTs, 0.0)
-
-    def _run_record(self, event: RunStart | RunEnd, seen: dict[str, Any]) -> None:
+    def _run_record(self, event: RunStart | RunEnd) -> None:
+        seen: dict[str, Any] = self.starts if type(event) is RunStart else self.ends
         if event.runId in seen:
-            self._conflict(event.runId)
+            self.integrity.conflicts.append(event.runId)
             return
         seen[event.runId] = event
-        self.present.add(event.runId)
         self._list(event.runId)
-
-    def _conflict(self, key: str) -> None:
-        self.integrity.conflicts.append(key)
 
     def finish(self) -> Forest:
         integrity = self.integrity
-        integrity.exitsWithoutEnter = sorted(self.lone_exits)
         integrity.entersWithoutExit = [
             key for key, step in self.steps.items() if step.status == "running"
         ]
         runs = [self._tree(run_id) for run_id in self.items if run_id not in self.owner]
-        runs.extend(self._cut_cycles())
+        if self.maybe_cycles:
+            runs.extend(self._cut_cycles())
         integrity.orphanRuns = [run.runId for run in runs if run.kind == "orphan" and run.runId]
         return Forest(runs=runs, integrity=integrity)
 
@@ -495,26 +352,35 @@ class _Builder:
         steps = AgentTree(self.items[run_id])
         if run_id is None:
             return RunTree(runId=None, kind="parentless", steps=steps)
-        if run_id not in self.present:
-            return RunTree(runId=run_id, kind="orphan", steps=steps)
-        return _root(run_id, self.starts.get(run_id), self.ends.get(run_id), steps)
+        if self._present(run_id):
+            return _root(run_id, self.starts.get(run_id), self.ends.get(run_id), steps)
+        return RunTree(runId=run_id, kind="orphan", steps=steps)
+
+    def _present(self, run_id: str) -> bool:
+        """Does the trace hold the run itself, not only invocations naming it as parent?"""
+        if run_id in self.starts or run_id in self.ends:
+            return True
+        return any(type(step) is NodeStep for step in self.items[run_id])
 
     def _cut_cycles(self) -> list[RunTree]:
-        """Find owned runs that never reach a root, and open each circle once."""
-        reaches: set[str | None] = {r for r in self.items if r not in self.owner}
+        """Find owned runs whose parent links never reach a root; open each circle once."""
+        owner = self.owner
+        done: set[str] = set()  # owned runs known to reach a root
         trees: list[RunTree] = []
-        for start in list(self.owner):
-            path: list[str] = []
-            on_path: set[str] = set()
-            run: str | None = start
-            while run not in reaches and run is not None:
+        for start, step in list(owner.items()):
+            parent = step.parentRunId
+            if parent not in owner or parent in done:  # the usual case: one look
+                continue
+            path, on_path = [start], {start}
+            run: str | None = parent
+            while run is not None and run in owner and run not in done:
                 if run in on_path:  # the path climbs parent links; a circle reads downwards
                     trees.append(self._open([run, *reversed(path[path.index(run) :])]))
                     break
                 path.append(run)
                 on_path.add(run)
-                run = self.owner[run].parentRunId
-            reaches.update(path)
+                run = owner[run].parentRunId
+            done.update(path)
         return trees
 
     def _open(self, circle: list[str]) -> RunTree:
@@ -530,6 +396,20 @@ class _Builder:
         return tree
 
 
+def _node_step(event: Node) -> NodeStep:
+    return NodeStep(event.id.rpartition("/")[2], event.ok, event.durationMs)
+
+
+def _finish(step: AgentStep, event: Exit) -> None:
+    step.ok = event.ok
+    step.status = event.status or "ok"
+    step.error = event.error
+    step.endTs = event.ts
+    step.durationMs = event.durationMs
+    if step.durationMs is None and step.startTs is not None:
+        step.durationMs = max(event.ts - step.startTs, 0.0)
+
+
 def _root(run_id: str, start: RunStart | None, end: RunEnd | None, steps: AgentTree) -> RunTree:
     tree = RunTree(runId=run_id, kind="root", steps=steps)
     if start is not None:
@@ -542,59 +422,3 @@ def _root(run_id: str, start: RunStart | None, end: RunEnd | None, steps: AgentT
         if tree.durationMs is None and start is not None:
             tree.durationMs = max(end.ts - start.ts, 0.0)
     return tree
-
-
-_ENCODER: Final = msgspec.json.Encoder()
-
-
-def steps_to_json(steps: Sequence[Step]) -> bytes:
-    """Encode steps as JSON, the seed's shape; any depth (no RecursionError).
-
-    Example:
-        >>> steps_to_json([NodeStep(id="decide")])
-        b'[{"type":"node","id":"decide"}]'
-    """
-    try:
-        return _ENCODER.encode(steps)
-    except RecursionError:  # deeper than msgspec's recursive encoder goes
-        return _encode_deep(steps)
-
-
-def _encode_deep(steps: Sequence[Step]) -> bytes:
-    """Write nested steps with an explicit stack; an agent's ``steps`` is its last key."""
-    out = bytearray(b"[")
-    stack: list[Iterator[Step]] = [iter(steps)]
-    first = [True]
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            first.pop()
-            out += b"]}" if stack else b"]"
-            continue
-        if not first[-1]:
-            out += b","
-        first[-1] = False
-        if type(step) is AgentStep and step.steps:
-            head = _ENCODER.encode(msgspec.structs.replace(step, steps=[]))
-            out += head[:-2]  # drop the empty list's "]}" and open it
-            stack.append(iter(step.steps))
-            first.append(True)
-        else:
-            out += _ENCODER.encode(step)
-    return bytes(out)
-
-
-def forest_to_json(forest: Forest, runs: Sequence[RunTree] | None = None) -> bytes:
-    """Encode a forest (or some of its runs) as ``{"runs": [...], "integrity": {...}}``.
-
-    Example:
-        >>> forest_to_json(build_forest([Node(ts=1, runId="r", id="a")]))[:40]
-        b'{"runs":[{"runId":"r","kind":"root","st'
-    """
-    parts = []
-    for run in forest.runs if runs is None else runs:
-        head = _ENCODER.encode(msgspec.structs.replace(run, steps=AgentTree()))
-        parts.append(head[: -len(b"[]}")] + steps_to_json(run.steps) + b"}")
-    integrity = _ENCODER.encode(forest.integrity)
-    return b'{"runs":[' + b",".join(parts) + b'],"integrity":' + integrity + b"}"

@@ -15,23 +15,26 @@ Example:
 from __future__ import annotations
 
 import gzip
+import importlib
 import itertools
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import IO, Literal
 
 import msgspec
 
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
-from tracekit.readers.jsonl import ReadResult, read_jsonl_lines
+from tracekit.readers.jsonl import ReadResult, read_jsonl_blocks
 from tracekit.readers.otlp import OtlpConverter
 
 __all__ = ["ReadResult", "read_trace"]
 
 Format = Literal["auto", "jsonl", "otlp"]
 _GZIP_MAGIC = b"\x1f\x8b"
+_BLOCK = 1 << 22  # bytes read at a time; decoded as a block of whole lines
+_SNIFF = 1 << 16  # how far into a pretty-printed document to look for resourceSpans
 
 
 def read_trace(
@@ -50,14 +53,16 @@ def read_trace(
     """
     path = os.fspath(source)
     damage: list[str] = []
-    with _open(path) as stream:
-        lines = _lines(stream, path, damage)
-        first, lines = _first_lines(lines)
+    with _open(path) as source_:
+        blocks = _blocks(source_, path, damage)
+        first = next(blocks, b"")
         chosen = format if format != "auto" else _detect(first)
+        rest = itertools.chain([first], blocks)
         if chosen == "otlp":
-            result = _read_otlp(first, lines, path, strict=strict)
+            lines = (line for block in rest for line in block.splitlines(keepends=True))
+            result = _read_otlp(lines, path, strict=strict)
         else:
-            result = read_jsonl_lines(itertools.chain(first, lines), path, strict=strict)
+            result = read_jsonl_blocks(rest, path, strict=strict)
     if damage:  # the lines before the damage are kept; the rest is one bad line
         error = TraceReadError(path, result.lines_read + 1, "", damage[0])
         if strict:
@@ -69,26 +74,24 @@ def read_trace(
 class _Source:
     """A context manager over a binary stream that closes only what it opened."""
 
-    def __init__(self, stream: IO[bytes], owned: bool, raw: IO[bytes] | None = None) -> None:
+    def __init__(self, stream: IO[bytes], owned: list[IO[bytes]], piece: int) -> None:
         self.stream = stream
         self.owned = owned
-        self.raw = raw  # the file under a gzip stream: closing GzipFile leaves it open
+        self.piece = piece  # bytes per read
 
-    def __enter__(self) -> IO[bytes]:
-        return self.stream
+    def __enter__(self) -> _Source:
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.raw is not None:
-            self.stream.close()
-        if self.owned:
-            (self.raw or self.stream).close()
+        for stream in self.owned:
+            stream.close()
 
 
 def _open(path: str) -> _Source:
     if path == "-":
         raw: IO[bytes] = sys.stdin.buffer
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-        owned = False
+        owned: list[IO[bytes]] = []
     else:
         try:
             raw = open(path, "rb")  # noqa: SIM115 - closed by _Source
@@ -100,51 +103,53 @@ def _open(path: str) -> _Source:
             raise TraceFileError(path, "no such file") from None
         except OSError as exc:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
-        owned = True
+        owned = [raw]
     if head == _GZIP_MAGIC:
-        return _Source(gzip.GzipFile(fileobj=raw, mode="rb"), owned, raw)  # type: ignore[arg-type]
-    return _Source(raw, owned)
+        unzipped = gzip.GzipFile(fileobj=raw, mode="rb")
+        # Small reads: a cut stream fails the read that reaches the cut, and
+        # everything read before it is kept.
+        return _Source(unzipped, [unzipped, *owned], 1 << 16)  # type: ignore[arg-type,list-item]
+    return _Source(raw, owned, _BLOCK)
 
 
-def _lines(stream: IO[bytes], path: str, damage: list[str]) -> Iterator[bytes]:
-    """Iterate lines; a damaged gzip stream ends the file and is noted in ``damage``."""
-    if not isinstance(stream, gzip.GzipFile):
+def _blocks(source: _Source, path: str, damage: list[str]) -> Iterator[bytes]:
+    """Read blocks of whole lines; a damaged gzip stream ends the file, noted in ``damage``."""
+    rest = b""
+    while True:
         try:
-            yield from stream
+            block = source.stream.read(source.piece)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            # A crashed writer leaves a cut-off gzip stream: keep what came before.
+            damage.append(f"gzip stream damaged ({exc or 'it ends early'})")
+            break
         except OSError as exc:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
-        return
-    try:
-        yield from stream
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        # A crashed writer leaves a cut-off gzip stream: keep what came before.
-        damage.append(f"gzip stream damaged ({exc or 'it ends early'})")
-
-
-def _first_lines(lines: Iterator[bytes]) -> tuple[list[bytes], Iterator[bytes]]:
-    """Take lines up to the first non-blank one (a few more if it opens a document)."""
-    first: list[bytes] = []
-    for line in lines:
-        first.append(line)
-        if line.strip():
+        if not block:
             break
-    if _opens_document(first):
-        first.extend(itertools.islice(lines, 50))
-    return first, lines
+        block = rest + block if rest else block
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        if cut:
+            yield block[:cut]
+    if rest:
+        yield rest
 
 
-def _opens_document(first: list[bytes]) -> bool:
-    """A first line of just ``{`` or ``[`` starts a pretty-printed JSON document."""
-    head = next((line.strip() for line in first if line.strip()), b"")
-    return head in (b"{", b"[")
-
-
-def _detect(first: list[bytes]) -> str:
+def _detect(first: bytes) -> str:
     """A first object with ``resourceSpans`` is OTLP; anything else is v1."""
-    return "otlp" if any(b'"resourceSpans"' in line for line in first) else "jsonl"
+    head = first.lstrip()
+    line = head[: head.find(b"\n")] if b"\n" in head else head
+    if _opens_document(line):
+        return "otlp" if b'"resourceSpans"' in head[:_SNIFF] else "jsonl"
+    return "otlp" if b'"resourceSpans"' in line else "jsonl"
 
 
-def _read_otlp(first: list[bytes], rest: Iterable[bytes], path: str, *, strict: bool) -> ReadResult:
+def _opens_document(line: bytes) -> bool:
+    """A first line of just ``{`` or ``[`` starts a pretty-printed JSON document."""
+    return line.strip() in (b"{", b"[")
+
+
+def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult:
     """Read OTLP JSON: one ``TracesData`` object per line, or one whole document.
 
     A trace's spans may be spread over many lines, so every line is fed to
@@ -152,12 +157,15 @@ def _read_otlp(first: list[bytes], rest: Iterable[bytes], path: str, *, strict: 
     """
     converter = OtlpConverter()
     result = ReadResult(path=path, format="otlp")
-    if _opens_document(first):  # one pretty-printed document over many lines
-        body = b"".join(itertools.chain(first, rest))
+    first = list(itertools.islice(lines, 1))
+    while first and not first[-1].strip():
+        first.extend(itertools.islice(lines, 1))
+    if first and _opens_document(first[-1]):  # one pretty-printed document
+        body = b"".join(itertools.chain(first, lines))
         _feed(result, converter, body, 1, strict=strict)
         result.lines_read = body.count(b"\n") + (not body.endswith(b"\n"))
     else:
-        for number, line in enumerate(itertools.chain(first, rest), 1):
+        for number, line in enumerate(itertools.chain(first, lines), 1):
             if line.strip():
                 result.lines_read += 1
                 _feed(result, converter, line, number, strict=strict)

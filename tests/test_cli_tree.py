@@ -1,0 +1,175 @@
+"""`tracekit tree` through the installed console script: exit codes, stderr, stdin, gzip, colour."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from _tree_helpers import SAMPLES, call, node, run_cli, write_jsonl
+
+from tracekit.events import ErrorInfo, RunEnd, RunStart
+
+ORCHESTRATOR = SAMPLES / "agent_orchestrator.jsonl"
+EXPECTED = (SAMPLES / "agent_orchestrator.tree.txt").read_text()
+
+
+def test_prints_the_tree_and_exits_0() -> None:
+    result = run_cli("tree", str(ORCHESTRATOR))
+    assert (result.returncode, result.stdout, result.stderr) == (0, EXPECTED, "")
+
+
+def test_reads_standard_input() -> None:
+    result = run_cli("tree", "-", input=ORCHESTRATOR.read_bytes())
+    assert (result.returncode, result.stdout) == (0, EXPECTED)
+
+
+def test_reads_gzip_from_a_file_and_from_stdin(tmp_path: Path) -> None:
+    packed = gzip.compress(ORCHESTRATOR.read_bytes())
+    path = tmp_path / "run.jsonl.gz"
+    path.write_bytes(packed)
+    assert run_cli("tree", str(path)).stdout == EXPECTED
+    assert run_cli("tree", "-", input=packed).stdout == EXPECTED
+
+
+def test_missing_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    result = run_cli("tree", str(missing))
+    assert result.returncode == 2
+    assert result.stderr == f"Error: {missing}: no such file\n"
+    assert result.stdout == ""
+
+
+def test_unreadable_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_cli("tree", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"Error: {tmp_path}: is a directory, not a trace file"]
+
+
+def test_bad_lines_are_skipped_and_named_on_stderr() -> None:
+    result = run_cli("tree", str(SAMPLES / "crashed_run.jsonl"))
+    assert result.returncode == 0
+    assert result.stdout == (SAMPLES / "crashed_run.tree.txt").read_text()
+    path = SAMPLES / "crashed_run.jsonl"
+    assert result.stderr.splitlines() == [
+        "skipped 1 bad line of 6 (the tree shows every good line):",
+        f"  {path}:6: truncated last line (not JSON: Input data was truncated)",
+        "integrity: 1 enter without exit (running, or the writer crashed): inv-c",
+    ]
+
+
+def test_only_the_first_few_bad_lines_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(ORCHESTRATOR.read_bytes() + b"junk\n" * 5)
+    result = run_cli("tree", str(path))
+    assert result.returncode == 0
+    lines = result.stderr.splitlines()
+    assert lines[0] == "skipped 5 bad lines of 15 (the tree shows every good line):"
+    assert len([line for line in lines if line.startswith(f"  {path}:")]) == 3
+    assert lines[4] == "  ... and 2 more"
+
+
+def test_strict_makes_a_bad_line_exit_2() -> None:
+    path = SAMPLES / "crashed_run.jsonl"
+    result = run_cli("tree", str(path), "--strict")
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"Error: {path}:6: truncated last line (not JSON: Input data was truncated)\n"
+    )
+    assert result.stdout == ""
+
+
+def test_json_format() -> None:
+    result = run_cli("tree", str(ORCHESTRATOR), "--format", "json")
+    data = json.loads(result.stdout)
+    steps = data["runs"][0]["steps"]
+    assert steps[2]["agent"] == "sql" and steps[2]["durationMs"] == 11
+    assert data["integrity"]["duplicates"] == 0
+
+
+def test_run_option_picks_one_tree(tmp_path: Path) -> None:
+    events = [
+        RunStart(ts=0, runId="a", agent="front"),
+        node(1, "a", "decide"),
+        *call(2, 5, "i", "a/sql", "a", "sql"),
+        node(3, "a/sql", "delegate/sql/say"),
+        RunEnd(ts=6, runId="a", ok=True, durationMs=6),
+        RunStart(ts=1, runId="b", agent="back"),
+        RunEnd(ts=9, runId="b", ok=False, failure="delegation",
+               error=ErrorInfo(code="AGENT_RECURSION", chain=["x", "y", "x"])),
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "two.jsonl", events)
+    both = run_cli("tree", str(path))
+    assert both.stdout == (
+        "run a: front (ok, 6ms)\n  decide\n  delegate -> sql (ok, 3ms)\n    say\n\n"
+        "run b: back (error AGENT_RECURSION: x -> y -> x, 8ms, failure: delegation)\n"
+    )
+    assert run_cli("tree", str(path), "--run", "a").stdout.startswith("decide\n")
+    assert run_cli("tree", str(path), "--run", "a/sql").stdout == "say\n"
+    missing = run_cli("tree", str(path), "--run", "zzz")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines() == [f"Error: run zzz is not in {path}", "Runs in it: a, b."]
+
+
+def test_max_depth_and_errors(tmp_path: Path) -> None:
+    path = SAMPLES / "child_failure.jsonl"
+    shallow = run_cli("tree", str(path), "--max-depth", "0")
+    assert (
+        shallow.stdout
+        == "classify\nhand_over -> billing (error AGENT_FAILED, 10ms) [4 steps hidden]\n"
+    )
+    errors = run_cli("tree", str(SAMPLES / "escalation_desk.jsonl"), "--errors")
+    assert errors.stdout == "hand_over -> payments (refused AGENT_NOT_ALLOWED)\n"
+    assert run_cli("tree", str(path), "--max-depth", "-1").returncode == 2
+
+
+def test_integrity_report_goes_to_stderr(tmp_path: Path) -> None:
+    events = [node(1, "r", "decide"), *call(2, 5, "i", "c", "gone", "sql"), node(1, "r", "decide")]
+    result = run_cli("tree", str(write_jsonl(tmp_path / "odd.jsonl", events)))
+    assert result.returncode == 0
+    assert result.stderr.splitlines() == [
+        "integrity: 1 missing parent run (orphans shown under their own header): gone",
+        "integrity: 1 duplicate record, counted once",
+    ]
+    assert "orphans: run gone is not in this trace" in result.stdout
+
+
+def test_no_color_and_color_options() -> None:
+    plain = run_cli("tree", str(ORCHESTRATOR), "--color", "always", env={"NO_COLOR": "1"})
+    assert "\x1b[32mok\x1b[0m" in plain.stdout  # an explicit option beats NO_COLOR
+    auto = run_cli("tree", str(ORCHESTRATOR), "--color", "auto")
+    assert "\x1b[" not in auto.stdout  # not a terminal, and NO_COLOR is set
+    never = run_cli("tree", str(ORCHESTRATOR), "--color", "never", env={"NO_COLOR": ""})
+    assert "\x1b[" not in never.stdout
+
+
+def test_color_auto_on_a_terminal_honours_no_color() -> None:
+    import os
+    import pty
+    import subprocess
+
+    from _tree_helpers import TRACEKIT
+
+    def on_tty(no_color: str | None) -> bytes:
+        leader, follower = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        if no_color is not None:
+            env["NO_COLOR"] = no_color
+        proc = subprocess.run(
+            [TRACEKIT, "tree", str(ORCHESTRATOR)], stdout=follower, env=env, timeout=60
+        )
+        os.close(follower)
+        out = os.read(leader, 65536)
+        os.close(leader)
+        assert proc.returncode == 0
+        return out
+
+    assert b"\x1b[32mok" in on_tty(None)
+    assert b"\x1b[" not in on_tty("1")
+
+
+def test_escapes_terminal_control_in_names(tmp_path: Path) -> None:
+    events = [*call(1, 2, "i", "c", "r", "bad\x1b]0;pwned\x07"), node(0, "r", "x\x1b[2J")]
+    result = run_cli("tree", str(write_jsonl(tmp_path / "evil.jsonl", events)))
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "x\\x1b[2J" in result.stdout

@@ -1,0 +1,134 @@
+"""read_trace: paths, gzip by magic bytes, bad lines with file:line: reason, OTLP detection."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from _tree_helpers import SAMPLES, node, write_jsonl
+
+import tracekit.readers as readers
+from tracekit import TraceFileError, TraceReadError, read_trace
+from tracekit.events import Node
+from tracekit.readers.jsonl import read_jsonl_lines
+
+GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
+
+
+def test_reads_every_record_in_file_order(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "t.jsonl", [node(2, "r", "b"), node(1, "r", "a")])
+    result = read_trace(path)
+    assert [e.id for e in result.events] == ["b", "a"]  # type: ignore[union-attr]
+    assert (result.bad_lines, result.lines_read, result.format) == ([], 2, "jsonl")
+
+
+def test_bad_lines_are_collected_with_file_line_and_reason(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + b"not json\n" + b'{"type":"node","ts":1,"runId":2,"id":"x"}\n' + GOOD)
+    result = read_trace(path)
+    assert len(result.events) == 2
+    assert result.lines_read == 4
+    assert [str(e) for e in result.bad_lines] == [
+        f"{path}:2: not JSON: JSON is malformed: invalid character (byte 4)",
+        f"{path}:3: not a v1 record: Expected `str`, got `int` - at `$.runId`",
+    ]
+    assert result.bad_lines[0].text == "not json"
+
+
+def test_truncated_last_line_is_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + GOOD[:20])
+    result = read_trace(path)
+    assert len(result.events) == 1
+    assert str(result.bad_lines[0]) == (
+        f"{path}:2: truncated last line (not JSON: Input data was truncated)"
+    )
+
+
+def test_strict_raises_the_first_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + b"{oops}\n" + b"also bad\n")
+    with pytest.raises(TraceReadError) as info:
+        read_trace(path, strict=True)
+    assert (info.value.line, info.value.path) == (2, str(path))
+
+
+def test_blank_lines_are_not_records(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + b"\n   \n" + GOOD)
+    result = read_trace(path)
+    assert (len(result.events), result.bad_lines, result.lines_read) == (2, [], 2)
+
+
+def test_two_objects_on_one_line_are_a_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + GOOD.rstrip() + b" " + GOOD)
+    result = read_trace(path)
+    assert len(result.events) == 1
+    assert result.bad_lines[0].line == 2
+
+
+def test_rfc3339_times_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"type":"node","ts":"1970-01-01T00:00:01Z","runId":"r","id":"a"}\n' + GOOD)
+    assert [e.ts for e in read_trace(path).events] == [1000.0, 1.0]
+
+
+def test_line_numbers_hold_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readers, "_BLOCK", 100)  # several lines per block, cut mid-line
+    path = tmp_path / "t.jsonl"
+    lines = [GOOD] * 50
+    lines[36] = b"broken\n"
+    path.write_bytes(b"".join(lines))
+    result = read_trace(path)
+    assert len(result.events) == 49
+    assert [e.line for e in result.bad_lines] == [37]
+
+
+def test_gzip_is_found_by_its_magic_bytes_not_its_name(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"  # no .gz suffix
+    path.write_bytes(gzip.compress((SAMPLES / "agent_orchestrator.jsonl").read_bytes()))
+    plain = read_trace(SAMPLES / "agent_orchestrator.jsonl")
+    assert read_trace(path).events == plain.events
+
+
+def test_a_cut_gzip_keeps_what_came_before(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    lines = [
+        f'{{"type":"node","ts":{i},"runId":"r","id":"{rng.getrandbits(64):x}"}}\n'.encode()
+        for i in range(20_000)
+    ]
+    data = gzip.compress(b"".join(lines))
+    path = tmp_path / "t.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    result = read_trace(path)
+    assert 0 < len(result.events) < 20_000
+    assert result.lines_read == len(result.events) + len(result.bad_lines) - 1
+    assert "gzip stream damaged" in str(result.bad_lines[-1])
+
+
+def test_missing_file_is_a_trace_file_error(tmp_path: Path) -> None:
+    with pytest.raises(TraceFileError, match="no such file"):
+        read_trace(tmp_path / "nope.jsonl")
+    with pytest.raises(TraceFileError, match="is a directory"):
+        read_trace(tmp_path)
+
+
+def test_otlp_is_detected_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert readers._detect(b'{"resourceSpans":[]}\n') == "otlp"
+    assert readers._detect(b'{\n  "resourceSpans": []\n}\n') == "otlp"
+    assert readers._detect(GOOD) == "jsonl"
+    monkeypatch.setitem(sys.modules, "tracekit.readers.otlp", None)  # as if not installed
+    path = tmp_path / "t.json"
+    path.write_bytes(b'{"resourceSpans":[]}\n')
+    with pytest.raises(TraceFileError, match="OTLP"):
+        read_trace(path)
+
+
+def test_line_reader_directly() -> None:
+    result = read_jsonl_lines([GOOD, b"{"], "x.jsonl")
+    assert isinstance(result.events[0], Node)
+    assert str(result.bad_lines[0]).startswith("x.jsonl:2: truncated last line")
