@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -117,15 +116,17 @@ def test_missing_file_is_a_trace_file_error(tmp_path: Path) -> None:
         read_trace(tmp_path)
 
 
-def test_otlp_is_detected_by_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_otlp_is_detected_by_content(tmp_path: Path) -> None:
     assert readers._detect(b'{"resourceSpans":[]}\n') == "otlp"
     assert readers._detect(b'{\n  "resourceSpans": []\n}\n') == "otlp"
     assert readers._detect(GOOD) == "jsonl"
-    monkeypatch.setitem(sys.modules, "tracekit.readers.otlp", None)  # as if not installed
-    path = tmp_path / "t.json"
-    path.write_bytes(b'{"resourceSpans":[]}\n')
-    with pytest.raises(TraceFileError, match="OTLP"):
-        read_trace(path)
+    lines = tmp_path / "lines.json"
+    lines.write_bytes(b'\n{"resourceSpans":[]}\n')
+    pretty = tmp_path / "pretty.json"
+    pretty.write_bytes(b'{\n  "resourceSpans": []\n}\n')
+    for path in (lines, pretty):
+        result = read_trace(path)
+        assert (result.format, result.events, result.bad_lines) == ("otlp", [], [])
 
 
 def test_line_reader_directly() -> None:

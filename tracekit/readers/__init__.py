@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import gzip
-import importlib
 import itertools
 import os
 import sys
