@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from tracekit.describe import describe_agent_tree
 from tracekit.errors import AgentError, AgentRecursionError
-from tracekit.events import Enter, Exit
+from tracekit.events import Enter, Exit, Node
 from tracekit.readers.otlp import otlp_to_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
 from tracekit.tree import agent_tree
@@ -150,3 +150,20 @@ def test_an_otel_pipeline_sees_the_same_tree() -> None:
     )
     assert from_otlp == from_records
     assert "refused AGENT_NOT_ALLOWED" in from_records and "refused AGENT_RECURSION" in from_records
+
+
+def test_a_no_op_provider_still_gets_records() -> None:
+    """Without an SDK provider (OTel's API default), tracekit writes the records itself."""
+    sink = MemorySink()
+    tk = AgentTracer(sink, tracer_provider=trace.NoOpTracerProvider())
+    with tk.run("desk"), tk.delegate("billing"), tk.step("sort"):
+        pass
+    assert [type(e).__name__ for e in sink.events] == [
+        "RunStart",
+        "Enter",
+        "Node",
+        "Exit",
+        "RunEnd",
+    ]
+    node = sink.events[2]
+    assert isinstance(node, Node) and node.id == "billing/sort"

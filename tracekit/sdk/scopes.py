@@ -348,7 +348,7 @@ class Invocation(_Scope):
         self.agent = agent
         self.kind = kind
         self.node = node
-        self.allowed = allowed
+        self.allowed = frozenset(allowed) if allowed is not None else None
         self._span_name = f"invoke_agent {agent}"
         self.run_id = ""
         self.invocation_id = ""
@@ -364,6 +364,7 @@ class Invocation(_Scope):
         self.status = "pending"
 
     def __enter__(self) -> Invocation:
+        self.status, self.error = "ok", None  # a scope object may be entered again
         parent = _CURRENT.get()
         self.node = node = self._node_in(parent)
         self.run_id, self.invocation_id = new_ids()
