@@ -347,7 +347,7 @@ class Invocation(_Scope):
         self.processor = tk.processor
         self.agent = agent
         self.kind = kind
-        self.node = node
+        self.node = self._node_arg = node
         self.allowed = frozenset(allowed) if allowed is not None else None
         self._span_name = f"invoke_agent {agent}"
         self.run_id = ""
@@ -356,7 +356,7 @@ class Invocation(_Scope):
 
     def _fresh(self) -> Invocation:
         return Invocation(
-            self._tk, self.agent, kind=self.kind, node=self.node, allowed=self.allowed
+            self._tk, self.agent, kind=self.kind, node=self._node_arg, allowed=self.allowed
         )
 
     def mark_pending(self) -> None:
@@ -398,7 +398,7 @@ class Invocation(_Scope):
 
     def _node_in(self, parent: Frame | None) -> str | None:
         """The caller's node: as given, else the open step (which then delegated)."""
-        node = self.node
+        node = self._node_arg
         step = parent.step if parent is not None else None
         if step is not None:
             if node is None:
