@@ -177,3 +177,21 @@ def test_step_outside_a_run_records_nothing(tk: AgentTracer, sink: MemorySink) -
     with tk.step("lonely"):
         pass
     assert sink.events == []
+
+
+def test_a_decorated_agent_takes_the_node_of_each_caller(
+    tk: AgentTracer, sink: MemorySink
+) -> None:
+    @tk.delegate("sql")
+    def ask(q: str) -> str:
+        return q
+
+    with tk.run("orchestrator"):
+        with tk.step("first"):
+            ask("a")
+        with tk.step("second"):
+            ask("b")
+        ask("c")
+    nodes = [e.node for e in sink.events if isinstance(e, Enter)]
+    assert nodes == ["first", "second", None]
+    assert not any(isinstance(e, Node) for e in sink.events)  # both steps delegated
