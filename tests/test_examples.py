@@ -111,3 +111,13 @@ def test_fanout_subagents(tmp_path: Path) -> None:
         "outline\n"
         "compare\n"
     )
+
+
+def test_lovia_triage(tmp_path: Path) -> None:
+    answer, tree, _ = _run(tmp_path, "lovia_triage")
+    assert answer.strip() == "billing: You will get 49 EUR back."
+    assert tree == (
+        "transfer_to_billing -> billing (handoff, ok)\n"
+        "  lookup_invoice\n"
+        "  ask_refunds -> refunds (ok)\n"
+    )

@@ -179,9 +179,7 @@ def test_step_outside_a_run_records_nothing(tk: AgentTracer, sink: MemorySink) -
     assert sink.events == []
 
 
-def test_a_decorated_agent_takes_the_node_of_each_caller(
-    tk: AgentTracer, sink: MemorySink
-) -> None:
+def test_a_decorated_agent_takes_the_node_of_each_caller(tk: AgentTracer, sink: MemorySink) -> None:
     @tk.delegate("sql")
     def ask(q: str) -> str:
         return q
