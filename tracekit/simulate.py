@@ -59,7 +59,7 @@ __all__ = [
 
 DEFAULT_START: Final = "2026-01-05T00:00:00Z"
 DEFAULT_WINDOW_MS: Final = 24 * 3_600_000
-_EVENTS_PER_RUN: Final = 36  # the mean, measured; spreads --events fleets over the window
+_EVENTS_PER_RUN: Final = 21  # the mean, measured; spreads --events fleets over the window
 _CHUNK: Final = 1 << 16  # records encoded at a time
 _OTLP_BATCH: Final = 512  # spans in one exported line, as the collector's batch processor
 _SCOPE: Final = {"name": "tracekit.simulate", "version": "1"}

@@ -25,6 +25,7 @@ __all__ = ["Grower"]
 
 _CALL_CHANCE = (1.0, 0.7, 0.45, 0.2, 0.05)  # chance of a call after a step, by depth
 _DELEGATE_NODES = ("delegate", "escalate", "consult")
+_NO_SCENARIO = Scenario()
 
 
 class Grower:
@@ -47,24 +48,29 @@ class Grower:
     # -- one agent ------------------------------------------------------------
     def _fill(self, inv: Inv, chain: tuple[str, ...], hop: int | None, sc: Scenario) -> None:
         """Take the agent's steps and calls from ``inv.start``; set its end and outcome."""
-        rng = self.rng
+        r = self.r  # locals: this loop makes most of a fleet's records
         spec = self.service.agents[inv.agent]
-        steps = [s for s in spec.steps if rng.random() < 0.8] or [spec.steps[-1]]
-        r = self.r
-        forced_at = int(r() * (len(steps) + 1)) if hop is not None else -1
+        steps = [s for s in spec.steps if r() < 0.8] or [spec.steps[-1]]
+        count = len(steps)
+        forced_at = int(r() * (count + 1)) if hop is not None else -1
+        can_call = bool(spec.calls) and inv.depth < self.service.max_depth
+        chance = _CALL_CHANCE[min(inv.depth, 4)]
+        items = inv.items
         pending: list[Inv] = []
         t = inv.start + 1 + int(r() * 3)
-        for index in range(len(steps) + 1):
+        for index in range(count + 1):
             if index == forced_at:
                 assert hop is not None
                 t, failed = self._forced(inv, t, chain, hop, sc, pending)
                 if failed:
                     return
-            if index == len(steps):
+            if index == count:
                 break
-            t = self._step(inv, steps[index], t)
-            if r() < _CALL_CHANCE[min(inv.depth, 4)] * (index < len(steps) - 1 or 0.5):
-                last = index == len(steps) - 1 and forced_at <= index
+            end = t + 8 + int(r() * 890)
+            items.append(Step(steps[index], t, end))
+            t = end + 1 + int(r() * 4)
+            if r() < (chance if index < count - 1 else chance * 0.5) and can_call:
+                last = index == count - 1 and forced_at <= index
                 t = self._random_call(inv, t, chain, pending, last=last)
                 if inv.end is not None:  # a handoff ended this agent's part
                     return
@@ -78,6 +84,9 @@ class Grower:
 
     def _finish(self, inv: Inv, t: int, pending: list[Inv]) -> None:
         """End ok: cancel or wait for the background children first."""
+        if not pending:
+            inv.end = t
+            return
         rng = self.rng
         live = [c for c in pending if c.end is not None and c.end >= t]
         for child in [c for c in live if rng.random() < 0.1]:
@@ -128,7 +137,7 @@ class Grower:
             else "delegate"
         )
         child = self._child(inv, callees[int(rng.random() * len(callees))], t, kind)
-        self._fill(child, (*chain, child.agent), None, Scenario())
+        self._fill(child, (*chain, child.agent), None, _NO_SCENARIO)
         assert child.end is not None
         child.tool_end = child.end
         if kind == "subagent":

@@ -5,19 +5,20 @@ milliseconds and as OTLP nanoseconds reads back as the same float. ``end`` is
 ``None`` for what never ended (a crash). An invocation's id is its span id:
 the v1 records use it as both ``invocationId`` and ``runId``, which is what
 the OTLP reader derives from a span, so both outputs give the same records.
+They are msgspec structs rather than dataclasses: a fleet makes millions of
+them, and a struct is built several times faster.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from tracekit.events import ErrorInfo
 
 __all__ = ["Inv", "Step"]
 
 
-@dataclass(slots=True)
-class Step:
+class Step(msgspec.Struct):
     """A step (``node`` record) of a run."""
 
     name: str
@@ -26,8 +27,7 @@ class Step:
     ok: bool = True
 
 
-@dataclass(slots=True)
-class Inv:
+class Inv(msgspec.Struct):
     """An agent invocation, or the root run when ``parent`` is None.
 
     ``items`` are the run's steps and the invocations it made, in the order
@@ -45,7 +45,7 @@ class Inv:
     end: int | None = None
     status: str = "ok"
     error: ErrorInfo | None = None
-    items: list[Step | Inv] = field(default_factory=list)
+    items: list[Step | Inv] = msgspec.field(default_factory=list)
     tool_end: int | None = None
 
     @property
