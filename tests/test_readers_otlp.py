@@ -442,3 +442,29 @@ def test_the_sdks_spans_read_back_as_its_own_records() -> None:
     # The SDK divides nanoseconds by 1e6 (off in the last bits); the reader is exact.
     assert all(abs(a.ts - b.ts) < 1e-3 for a, b in zip(ours, theirs, strict=True))
     assert any(isinstance(e, Exit) and e.status == "refused" for e in events)
+
+
+def test_the_fast_path_and_the_dict_path_agree(tmp_path: Path) -> None:
+    encoded = [{**s, "spanId": _b64(s["spanId"])} for s in DELEGATION]  # base64 ids
+    snake = {"resource_spans": [{"scope_spans": [{"spans": [
+        {**DELEGATION[0], "span_id": DELEGATION[0]["spanId"], "spanId": None}]}]}]}  # fmt: skip
+    odd = agent(C, "odd", 5, 6, attrs={"n": 3, "x": 1.5, "flags": [True, False]})
+    odd["attributes"].append({"key": "nested", "value": {"kvlistValue": {"values": [
+        {"key": "k", "value": {"intValue": 7}}]}}})  # fmt: skip
+    docs = [doc(*encoded), snake, doc(odd)]
+    path = tmp_path / "mixed.otlp.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    by_dicts = OtlpConverter()
+    for d in docs:
+        by_dicts.feed(d)
+    assert read_trace(path).events == by_dicts.finish()
+    fast = OtlpConverter()
+    assert fast.feed_json(json.dumps(doc(odd))) == 1
+    assert fast._spans[(TRACE, C)].attrs == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "odd",
+        "n": 3,
+        "x": 1.5,
+        "flags": [True, False],
+        "nested": {"k": 7},
+    }

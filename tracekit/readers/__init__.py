@@ -176,10 +176,7 @@ def _feed(
     result: ReadResult, converter: OtlpConverter, data: bytes, number: int, *, strict: bool
 ) -> None:
     try:
-        doc = msgspec.json.decode(data)
-        if not isinstance(doc, dict):
-            raise ValueError("not a JSON object")
-        converter.feed(doc)
+        converter.feed_json(data)
     except (msgspec.MsgspecError, ValueError, TracekitError) as exc:
         text = data[:200].decode("utf-8", "replace").rstrip("\r\n")
         error = TraceReadError(result.path, number, text, f"not OTLP JSON: {exc}")

@@ -32,6 +32,7 @@ import msgspec
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart, Status
 from tracekit.readers.otlp_json import Span, decode_spans
 from tracekit.readers.otlp_spans import SpanIndex
+from tracekit.readers.otlp_wire import decode_spans_fast
 
 __all__ = ["OtlpConverter", "event_sort_key", "failure_of", "otlp_to_events"]
 
@@ -112,12 +113,35 @@ class OtlpConverter:
             spans = decode_spans(doc)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+        self._keep(spans)
+        return len(spans)
+
+    def feed_json(self, data: bytes | str) -> int:
+        """Take one document as JSON text; returns how many spans it held.
+
+        Decodes straight into typed structs when it can (several times faster),
+        else as :meth:`feed` does.
+
+        Raises:
+            msgspec.DecodeError: it is not JSON.
+            ValueError: it is not OTLP traces, or a span in it is malformed.
+        """
+        try:
+            spans = decode_spans_fast(data if isinstance(data, bytes) else data.encode())
+        except (msgspec.ValidationError, ValueError):
+            doc = msgspec.json.decode(data)
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object") from None
+            return self.feed(doc)
+        self._keep(spans)
+        return len(spans)
+
+    def _keep(self, spans: list[Span]) -> None:
         for span in spans:
             key = (span.trace, span.id)
             seen = self._spans.get(key)
             if seen is None or (seen.end is None and span.end is not None):
                 self._spans[key] = span
-        return len(spans)
 
     def finish(self) -> list[Event]:
         """Every record of the spans fed so far, sorted by :func:`event_sort_key`."""

@@ -16,10 +16,9 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["Span", "decode_spans", "hex_id"]
+__all__ = ["ERROR_CODES", "Span", "decode_spans", "hex_id"]
 
-_HEX: Final = frozenset("0123456789abcdefABCDEF")
-_ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
+ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 
 
 @dataclass(slots=True)
@@ -53,10 +52,17 @@ def hex_id(value: Any) -> str:
     """
     if not value:
         return ""
+    if value.__class__ is str and len(value) in (16, 32) and value.islower() and value.isalnum():
+        return value  # the common case, lowercase hex, without a parse
     if not isinstance(value, str):
         raise ValueError(f"an id must be a string, got {value!r:.40}")
-    if len(value) in (16, 32) and _HEX.issuperset(value):
-        return value.lower()
+    if len(value) in (16, 32):  # base64 ids are 12 or 24 characters long
+        try:
+            int(value, 16)
+        except ValueError:
+            pass
+        else:
+            return value if value.islower() or value.isdigit() else value.lower()
     try:
         return base64.b64decode(value, validate=True).hex()
     except (binascii.Error, ValueError):
@@ -150,7 +156,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
         start=start,
         end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
         attrs=attributes(raw.get("attributes")),
-        error=status.get("code") in _ERROR_CODES,
+        error=status.get("code") in ERROR_CODES,
         message=str(status.get("message") or ""),
         service=service if isinstance(service, str) else None,
         exception=_exception_type(raw.get("events")),

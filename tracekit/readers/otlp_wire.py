@@ -1,0 +1,156 @@
+"""The fast path of OTLP JSON decoding: msgspec decodes a line straight into structs.
+
+The structs below mirror ``TracesData`` in its OTLP/JSON (lowerCamelCase)
+spelling; unknown fields are ignored. Anything this path cannot take (the
+snake_case spelling, a value of an unexpected type, a malformed span) raises,
+and the caller falls back to the dict path in :mod:`tracekit.readers.otlp_json`,
+which accepts every spelling and words the error. On the simulated fleet this
+path reads a line several times faster than decoding to dicts first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from tracekit.readers.otlp_json import ERROR_CODES, Span, hex_id
+
+__all__ = ["decode_spans_fast"]
+
+
+class _AnyValue(msgspec.Struct):
+    stringValue: str | None = None
+    boolValue: bool | None = None
+    intValue: int | str | None = None
+    doubleValue: float | str | None = None
+    arrayValue: _ArrayValue | None = None
+    kvlistValue: _KvList | None = None
+    bytesValue: str | None = None
+
+
+class _ArrayValue(msgspec.Struct):
+    values: list[_AnyValue] = []
+
+
+class _KeyValue(msgspec.Struct):
+    key: str
+    value: _AnyValue | None = None
+
+
+class _KvList(msgspec.Struct):
+    values: list[_KeyValue] = []
+
+
+class _Status(msgspec.Struct):
+    code: int | str | None = None
+    message: str | None = None
+
+
+class _Event(msgspec.Struct):
+    name: str = ""
+    attributes: list[_KeyValue] = []
+
+
+class _Span(msgspec.Struct):
+    spanId: str = ""
+    traceId: str = ""
+    parentSpanId: str = ""
+    name: str = ""
+    startTimeUnixNano: int | str | None = None
+    endTimeUnixNano: int | str | None = None
+    attributes: list[_KeyValue] = []
+    status: _Status | None = None
+    events: list[_Event] = []
+
+
+class _Scope(msgspec.Struct):
+    spans: list[_Span] = []
+
+
+class _Resource(msgspec.Struct):
+    attributes: list[_KeyValue] = []
+
+
+class _ResourceSpans(msgspec.Struct):
+    resource: _Resource | None = None
+    scopeSpans: list[_Scope] = []
+    instrumentationLibrarySpans: list[_Scope] = []
+
+
+class _TracesData(msgspec.Struct):
+    resourceSpans: list[_ResourceSpans] | None = None
+
+
+_DECODER: Final = msgspec.json.Decoder(_TracesData)
+
+
+def _plain(value: _AnyValue | None) -> Any:
+    if value is None:
+        return None
+    if value.stringValue is not None:
+        return value.stringValue
+    if value.boolValue is not None:
+        return value.boolValue
+    if value.intValue is not None:
+        return int(value.intValue)
+    if value.doubleValue is not None:
+        return float(value.doubleValue)
+    if value.arrayValue is not None:
+        return [_plain(v) for v in value.arrayValue.values]
+    if value.kvlistValue is not None:
+        return _attrs(value.kvlistValue.values)
+    return value.bytesValue
+
+
+def _attrs(items: list[_KeyValue]) -> dict[str, Any]:
+    return {kv.key: _plain(kv.value) for kv in items}
+
+
+def _nanos(value: int | str | None) -> int | None:
+    if value is None or value == "" or value == "0" or value == 0:
+        return None
+    return int(value)  # a bad string raises ValueError: the caller falls back
+
+
+def decode_spans_fast(data: bytes) -> list[Span]:
+    """Every span of one OTLP JSON line, or an exception to fall back on."""
+    doc = _DECODER.decode(data)
+    if doc.resourceSpans is None:
+        raise ValueError("no resourceSpans in the lowerCamelCase spelling")
+    out: list[Span] = []
+    for resource_spans in doc.resourceSpans:
+        resource = resource_spans.resource
+        service = _attrs(resource.attributes).get("service.name") if resource else None
+        service = service if isinstance(service, str) else None
+        for scope in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
+            for raw in scope.spans:
+                out.append(_span(raw, service))
+    return out
+
+
+def _span(raw: _Span, service: str | None) -> Span:
+    start = _nanos(raw.startTimeUnixNano)
+    if not raw.spanId or start is None:
+        raise ValueError("a span without spanId or start")
+    status = raw.status
+    exception = None
+    for event in raw.events:
+        if event.name == "exception":
+            exception = _attrs(event.attributes).get("exception.type")
+            if exception:
+                exception = str(exception)
+                break
+    return Span(
+        trace=hex_id(raw.traceId),
+        id=hex_id(raw.spanId),
+        parent=hex_id(raw.parentSpanId),
+        name=raw.name,
+        start=start,
+        end=_nanos(raw.endTimeUnixNano),
+        attrs=_attrs(raw.attributes),
+        error=status is not None and status.code in ERROR_CODES,
+        message=(status.message or "") if status is not None else "",
+        service=service,
+        exception=exception or None,
+    )
