@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 from opentelemetry import trace
@@ -167,3 +169,22 @@ def test_a_no_op_provider_still_gets_records() -> None:
     ]
     node = sink.events[2]
     assert isinstance(node, Node) and node.id == "billing/sort"
+
+
+_SET_GLOBAL = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from tracekit.sdk import AgentTracer, MemorySink
+provider = TracerProvider()
+AgentTracer(MemorySink(), tracer_provider=provider, set_global=True)
+print(trace.get_tracer_provider() is provider)
+"""
+
+
+def test_set_global_installs_the_provider() -> None:
+    # In a child process: the global provider can be set once per process.
+    out = subprocess.run(
+        [sys.executable, "-c", _SET_GLOBAL], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
