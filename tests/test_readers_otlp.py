@@ -13,6 +13,7 @@ from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStar
 from tracekit.readers import read_trace
 from tracekit.readers.otlp import OtlpConverter, otlp_to_events
 from tracekit.readers.otlp_json import hex_id
+from tracekit.simulate import simulate
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 MS = 1_000_000  # nanoseconds
@@ -402,14 +403,11 @@ def _otlp_from_sdk(spans: Any) -> dict[str, Any]:
     return {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": out}]}]}
 
 
-def _shape(event: Event) -> tuple[Any, ...]:
-    """A record without its writer's counter, its time rounded to the microsecond."""
-    fields = {
-        k: getattr(event, k)
-        for k in event.__struct_fields__
-        if k not in ("seq", "ts", "durationMs")
-    }
-    return (type(event).__name__, round(event.ts, 3), sorted(fields.items(), key=str))
+def _shape(event: Event) -> str:
+    """A record without its writer's counter and its times (compared apart)."""
+    skip = ("seq", "ts", "durationMs")
+    fields = {k: getattr(event, k) for k in event.__struct_fields__ if k not in skip}
+    return f"{type(event).__name__} {sorted(fields.items(), key=str)}"
 
 
 def test_the_sdks_spans_read_back_as_its_own_records() -> None:
@@ -460,7 +458,7 @@ def test_the_fast_path_and_the_dict_path_agree(tmp_path: Path) -> None:
     assert read_trace(path).events == by_dicts.finish()
     fast = OtlpConverter()
     assert fast.feed_json(json.dumps(doc(odd))) == 1
-    assert fast._spans[(TRACE, C)].attrs == {
+    assert fast._traces[TRACE][C].attrs == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "odd",
         "n": 3,
@@ -468,3 +466,26 @@ def test_the_fast_path_and_the_dict_path_agree(tmp_path: Path) -> None:
         "flags": [True, False],
         "nested": {"k": 7},
     }
+
+
+def test_streaming_with_lines_lets_complete_traces_go(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.otlp.jsonl"
+    simulate(path, runs=120, seed=2, format="otlp")
+    lines = path.read_bytes().splitlines()
+    whole = OtlpConverter()
+    streamed = OtlpConverter()
+    out: list[tuple[int, Event]] = []
+    most = 0
+    for number, line in enumerate(lines, 1):
+        whole.feed_json(line, line=number)
+        streamed.feed_json(line, line=number)
+        out.extend(streamed.take_complete(idle=1))
+        most = max(most, streamed.pending)
+    out.extend(streamed.finish_lines())
+    expected = whole.finish_lines()
+    assert sorted(out, key=repr) == sorted(expected, key=repr)
+    assert most < 3 * 512  # held spans stay bounded: finished traces were let go
+    assert {line for line, _ in expected} == set(range(1, len(lines) + 1))
+    # a record's line holds its span
+    for line, event in expected[:50]:
+        assert getattr(event, "runId", "").encode() in lines[line - 1]

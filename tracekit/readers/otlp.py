@@ -99,11 +99,23 @@ class OtlpConverter:
     """
 
     def __init__(self) -> None:
-        self._spans: dict[tuple[str, str], Span] = {}
-        self.skipped = 0  # spans outside any agent run, after finish()
+        self._traces: dict[str, dict[str, Span]] = {}
+        self._touched: dict[str, int] = {}  # trace -> the document that last added to it
+        self._rooted: set[str] = set()  # traces whose root span has come, ended
+        self._docs = 0
+        self.skipped = 0  # spans outside any agent run, among those mapped so far
 
-    def feed(self, doc: dict[str, Any]) -> int:
+    @property
+    def pending(self) -> int:
+        """How many spans are held, waiting to be mapped."""
+        return sum(map(len, self._traces.values()))
+
+    def feed(self, doc: dict[str, Any], *, line: int = 0) -> int:
         """Take one document's spans; returns how many.
+
+        Args:
+            doc: a decoded ``TracesData`` / ``ExportTraceServiceRequest``.
+            line: where it was read from; :meth:`finish_lines` gives it back.
 
         Raises:
             ValueError: the document is not OTLP traces, or a span in it is
@@ -113,10 +125,10 @@ class OtlpConverter:
             spans = decode_spans(doc)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
-        self._keep(spans)
+        self._keep(spans, line)
         return len(spans)
 
-    def feed_json(self, data: bytes | str) -> int:
+    def feed_json(self, data: bytes | str, *, line: int = 0) -> int:
         """Take one document as JSON text; returns how many spans it held.
 
         Decodes straight into typed structs when it can (several times faster),
@@ -132,34 +144,75 @@ class OtlpConverter:
             doc = msgspec.json.decode(data)
             if not isinstance(doc, dict):
                 raise ValueError("not a JSON object") from None
-            return self.feed(doc)
-        self._keep(spans)
+            return self.feed(doc, line=line)
+        self._keep(spans, line)
         return len(spans)
 
-    def _keep(self, spans: list[Span]) -> None:
+    def _keep(self, spans: list[Span], line: int) -> None:
+        self._docs += 1
         for span in spans:
-            key = (span.trace, span.id)
-            seen = self._spans.get(key)
+            span.line = line
+            trace = self._traces.setdefault(span.trace, {})
+            seen = trace.get(span.id)
             if seen is None or (seen.end is None and span.end is not None):
-                self._spans[key] = span
+                trace[span.id] = span
+            self._touched[span.trace] = self._docs
+            if not span.parent and span.end is not None:
+                self._rooted.add(span.trace)
+
+    def take_complete(self, idle: int = 64) -> list[tuple[int, Event]]:
+        """Map and let go of the traces that look complete; for reading big files.
+
+        A trace looks complete once its root span has come with an end and
+        ``idle`` documents have passed without a span of it. Spans of a trace
+        that come even later are mapped on their own, so give exporters that
+        deliver late (detached background agents) a generous ``idle``.
+
+        Returns:
+            ``(line, record)`` pairs, as :meth:`finish_lines`.
+        """
+        done = [t for t in self._rooted if self._docs - self._touched[t] >= idle]
+        return self._take(done)
+
+    def finish_lines(self) -> list[tuple[int, Event]]:
+        """Every record still to come, each with the line of the span it came from."""
+        return self._take(list(self._traces))
 
     def finish(self) -> list[Event]:
         """Every record of the spans fed so far, sorted by :func:`event_sort_key`."""
-        index = SpanIndex(self._spans)
-        events: list[Event] = []
-        errors = _errors(index)
-        for key in index.agents:
-            events.extend(_agent_records(index, key, errors.get(key)))
-        for key, span in self._spans.items():
-            if key in index.agent_set or key in index.consumed:
-                continue
-            run = index.run_of(key)
-            if run is None or span.attrs.get("tracekit.delegated"):
-                self.skipped += run is None
-                continue
-            events.append(_node(span, run, index.step_name(span)))
-        events.sort(key=event_sort_key)
-        return events
+        return [event for _, event in self.finish_lines()]
+
+    def _take(self, traces: list[str]) -> list[tuple[int, Event]]:
+        spans: dict[tuple[str, str], Span] = {}
+        for trace in traces:
+            for span_id, span in self._traces.pop(trace).items():
+                spans[(trace, span_id)] = span
+            del self._touched[trace]
+            self._rooted.discard(trace)
+        pairs, skipped = _map(spans)
+        self.skipped += skipped
+        return pairs
+
+
+def _map(spans: dict[tuple[str, str], Span]) -> tuple[list[tuple[int, Event]], int]:
+    """The records of whole traces, each with its span's line, sorted; and the spans skipped."""
+    index = SpanIndex(spans)
+    pairs: list[tuple[int, Event]] = []
+    skipped = 0
+    errors = _errors(index)
+    for key in index.agents:
+        line = spans[key].line
+        pairs.extend((line, event) for event in _agent_records(index, key, errors.get(key)))
+    for key, span in spans.items():
+        if key in index.agent_set or key in index.consumed:
+            continue
+        run = index.run_of(key)
+        if run is None:
+            skipped += 1
+        elif not span.attrs.get("tracekit.delegated"):
+            pairs.append((span.line, _node(span, run, index.step_name(span))))
+    pairs.sort(key=lambda pair: event_sort_key(pair[1]))
+    return pairs, skipped
 
 
 def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:

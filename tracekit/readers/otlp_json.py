@@ -36,6 +36,7 @@ class Span:
     message: str
     service: str | None
     exception: str | None = None  # the ``exception.type`` of an exception event
+    line: int = 0  # the source line it was read from, when the caller says
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
