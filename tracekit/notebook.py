@@ -60,6 +60,7 @@ INVOCATION_COLUMNS: Final[tuple[str, ...]] = (
     "node",  # the caller's node that delegated
     "kind",  # delegate | handoff | subagent
     "service",  # the deployment that emitted it
+    "trace_id",  # the record's traceId (OTLP trace), when given
     "start_ms",  # milliseconds since the epoch (None if no enter was seen)
     "end_ms",  # milliseconds since the epoch (None while running)
     "start_at",  # start_ms as a UTC timestamp
@@ -95,9 +96,9 @@ def invocations_frame(events: Iterable[Event]) -> pd.DataFrame:
         [{'agent': 'sql', 'status': 'ok', 'duration_ms': 11.0, 'depth': 1}]
     """
     records = list(events)
-    services = _services(records)
+    origins = _origins(records)
     rows = [
-        _row(step, parent, depth, run.runId, services)
+        _row(step, parent, depth, run.runId, origins)
         for run in build_forest(records).runs
         for step, parent, depth in _invocations(run.steps)
     ]
@@ -115,11 +116,12 @@ def read_invocations(path: str | Path) -> pd.DataFrame:
     return invocations_frame(read_trace(str(path)).events)
 
 
-def _services(records: Sequence[Event]) -> dict[str, str]:
-    found: dict[str, str] = {}
+def _origins(records: Sequence[Event]) -> dict[str, tuple[str | None, str | None]]:
+    """Each invocation's service and trace id, from its first record that has either."""
+    found: dict[str, tuple[str | None, str | None]] = {}
     for event in records:
-        if type(event) in (Enter, Exit) and event.service is not None:
-            found.setdefault(event.invocationId, event.service)  # type: ignore[union-attr]
+        if isinstance(event, (Enter, Exit)) and (event.service or event.traceId):
+            found.setdefault(event.invocationId, (event.service, event.traceId))
     return found
 
 
@@ -142,9 +144,10 @@ def _row(
     parent: AgentStep | None,
     depth: int,
     root: str | None,
-    services: dict[str, str],
+    origins: dict[str, tuple[str | None, str | None]],
 ) -> dict[str, Any]:
     error = step.error
+    service, trace_id = origins.get(step.invocationId, (None, None))
     return {
         "invocation_id": step.invocationId,
         "run_id": step.runId,
@@ -154,7 +157,8 @@ def _row(
         "agent": step.agent,
         "node": step.node,
         "kind": step.kind,
-        "service": services.get(step.invocationId),
+        "service": service,
+        "trace_id": trace_id,
         "start_ms": step.startTs,
         "end_ms": step.endTs,
         "duration_ms": step.durationMs,
@@ -385,7 +389,9 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
     """
     if isinstance(source, (str, Path)):
         return _open_file(Path(source), run_id)
-    raise TypeError(f"open_run takes a trace file path, not {type(source).__name__}")
+    if hasattr(source, "invocations") and hasattr(source, "tree"):
+        return _open_store(source, run_id)
+    raise TypeError(f"open_run takes a trace file path or a Store, not {type(source).__name__}")
 
 
 def _open_file(path: Path, run_id: str | None) -> RunView:
@@ -414,3 +420,28 @@ def _choose(runs: list[RunTree], run_id: str | None, where: str) -> RunTree:
             return run
     known = ", ".join(str(r.runId) for r in runs[:5]) + (", ..." if len(runs) > 5 else "")
     raise TracekitError(f"no run {run_id!r} in {where}", hint=f"Runs there: {known}")
+
+
+def _open_store(store: Any, run_id: str | None) -> RunView:
+    """A run from the store: its own rows, so classification columns come along."""
+    from tracekit.dashboards.run_figures import tree_order  # pandas only, plotly is loaded
+
+    if run_id is None:
+        listed = store.runs(limit=6)
+        if len(listed) != 1:
+            raise TracekitError(
+                f"{store.path} holds {'no' if listed.empty else 'several'} runs: name one",
+                hint="store.runs() lists them; open_run(store, run_id)",
+            )
+        run_id = str(listed["run_id"].iloc[0])
+    tree = store.tree(run_id)  # raises StoreError, naming the store, if there is no such run
+    row = store.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
+    frame = tree_order(store.invocations(run_id)).drop(columns="row")
+    return RunView(
+        run_id=run_id,
+        agent=_value(row.get("agent")),
+        status=_value(row.get("outcome")) or _value(row.get("status")),
+        duration_ms=_value(row.get("duration_ms")),
+        tree=tree,
+        invocations=frame,
+    )
