@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from tracekit.describe import describe_agent_tree, format_ms
@@ -275,11 +276,17 @@ def _cause(path: list[dict[str, Any]]) -> RootCause:
         code=code or reported,
         message=message if code else _value(origin.get("error_message")),
         reported=reported,
-        chain=list(chain) if chain is not None and len(chain) else None,
+        chain=_chain(chain),
         depth=int(origin["depth"]),
         path=[str(row["agent"]) for row in path],
         wrapped=len(path) - 1,
     )
+
+
+def _chain(value: Any) -> list[str] | None:
+    if isinstance(value, Sequence | np.ndarray) and not isinstance(value, str) and len(value):
+        return [str(name) for name in value]
+    return None
 
 
 def _innermost(error: Any) -> tuple[str | None, str | None]:
@@ -437,11 +444,13 @@ def _open_store(store: Any, run_id: str | None) -> RunView:
     tree = store.tree(run_id)  # raises StoreError, naming the store, if there is no such run
     row = store.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
     frame = tree_order(store.invocations(run_id)).drop(columns="row")
+    # DuckDB gives a list column as arrays and NA; a file frame has lists and None.
+    frame["chain"] = [_chain(value) for value in frame["chain"]]
     return RunView(
         run_id=run_id,
         agent=_value(row.get("agent")),
         status=_value(row.get("outcome")) or _value(row.get("status")),
-        duration_ms=_value(row.get("duration_ms")),
+        duration_ms=_value(row.get("duration_ms")) if row.get("has_end") else None,
         tree=tree,
         invocations=frame,
     )
