@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
@@ -16,6 +17,7 @@ from tracekit.notebook import (
     open_run,
     read_invocations,
     root_cause,
+    root_causes,
 )
 from tracekit.readers import read_trace
 from tracekit.tree import agent_tree, agents_in, build_forest
@@ -184,3 +186,27 @@ def test_open_run_on_a_store_needs_a_run_id_when_there_are_several(tmp_path: Pat
         with pytest.raises(TracekitError, match="several runs") as info:
             open_run(store)
         assert "store.runs()" in info.value.hint
+
+
+def test_root_causes_of_a_simulated_fleet_match_its_ground_truth(tmp_path: Path) -> None:
+    from tracekit.simulate import canonical_circle, simulate
+
+    fleet, truth = tmp_path / "fleet.jsonl", tmp_path / "truth.jsonl"
+    simulate(fleet, runs=300, seed=11, truth=truth)
+    expected = [msgspec.json.decode(line) for line in truth.read_bytes().splitlines()]
+    causes = root_causes(read_invocations(fleet)).set_index("root_run_id")
+    checked = 0
+    for run in expected:
+        if run["outcome"] in ("failed:child", "failed:refused"):
+            found = causes.loc[run["run_id"]]
+            assert found["invocation_id"] == run["origin_invocation_id"], run
+            assert found["code"] == run["origin_code"] and found["agent"] == run["origin_agent"]
+            assert found["depth"] == run["origin_depth"]
+            checked += 1
+        elif run["outcome"] == "failed:recursion":
+            found = causes.loc[run["run_id"]]
+            assert canonical_circle(found["circle"].split(" -> ")) == run["circle"], run
+            checked += 1
+        elif run["outcome"] in ("ok", "cancelled", "incomplete"):
+            assert run["run_id"] not in causes.index, run
+    assert checked >= 20

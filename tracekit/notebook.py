@@ -48,6 +48,7 @@ __all__ = [
     "open_run",
     "read_invocations",
     "root_cause",
+    "root_causes",
 ]
 
 #: The columns of an invocations DataFrame, as in the store's ``invocations`` table.
@@ -254,6 +255,56 @@ def root_cause(invocations: pd.DataFrame) -> RootCause | None:
             break
         path.append(_pick(below, path[-1]["error_code"]))
     return _cause(path)
+
+
+def root_causes(invocations: pd.DataFrame) -> pd.DataFrame:
+    """The root cause of every run that has a failed invocation, one row per run.
+
+    Applies :func:`root_cause` to each root run's invocations (a file's, or
+    ``Store.invocations()``). Columns: ``root_run_id``, ``invocation_id``,
+    ``agent``, ``node``, ``code``, ``reported``, ``circle`` (the chain as
+    ``a -> b -> a``, for recursion), ``depth``, ``wrapped``, ``path``.
+
+    Example:
+        >>> root_causes(read_invocations("sample_traces/child_failure.jsonl"))  # doctest: +SKIP
+          root_run_id invocation_id    agent  ...               code  ...
+        0    run-fail         inv-r  refunds  ... REFUND_API_TIMEOUT  ...
+    """
+    failed_runs = invocations.loc[invocations["status"].isin(_FAILED), "root_run_id"].unique()
+    mine = invocations[invocations["root_run_id"].isin(failed_runs)]
+    rows = []
+    for run_id, frame in mine.groupby("root_run_id", sort=False):
+        cause = root_cause(frame)
+        if cause is not None:
+            rows.append(
+                {
+                    "root_run_id": run_id,
+                    "invocation_id": cause.invocation_id,
+                    "agent": cause.agent,
+                    "node": cause.node,
+                    "code": cause.code,
+                    "reported": cause.reported,
+                    "circle": " -> ".join(cause.chain) if cause.chain else None,
+                    "depth": cause.depth,
+                    "wrapped": cause.wrapped,
+                    "path": " -> ".join(cause.path),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(_CAUSE_COLUMNS))
+
+
+_CAUSE_COLUMNS: Final = (
+    "root_run_id",
+    "invocation_id",
+    "agent",
+    "node",
+    "code",
+    "reported",
+    "circle",
+    "depth",
+    "wrapped",
+    "path",
+)
 
 
 def _pick(candidates: pd.DataFrame, code: Any) -> dict[str, Any]:

@@ -376,7 +376,7 @@ def _open(path: str, zipped: bool) -> Iterator[IO[bytes]]:
         else:
             yield raw
     finally:
-        if raw is not sys.stdout.buffer:
+        if path != "-":  # Jupyter's sys.stdout has no .buffer: compare the path instead
             raw.close()
         else:
             raw.flush()
