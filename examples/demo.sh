@@ -3,11 +3,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TK=.venv/bin/tracekit
+
+# --- tree: the sample traces, one per scenario of the seeds -------------------
+# stderr is shown in line: crashed_run.jsonl has a cut last line and an
+# invocation that never ended, and tracekit says so.
+echo "### tracekit tree on the bundled sample traces"
 for f in sample_traces/*.jsonl; do
-  echo "== $f"
-  "$TK" tree "$f" || true
   echo
+  echo "\$ tracekit tree $f"
+  "$TK" tree "$f" 2>&1 || true
 done
+echo
+echo "\$ tracekit tree sample_traces/escalation_desk.jsonl --errors   # only the paths to a failure"
+"$TK" tree sample_traces/escalation_desk.jsonl --errors
+echo
+echo "\$ gzip -c sample_traces/child_failure.jsonl | tracekit tree - --max-depth 0"
+gzip -c sample_traces/child_failure.jsonl | "$TK" tree - --max-depth 0
+echo
 
 # --- SDK: instrument Python agents, then read their tree -------------------
 SDK_OUT="$(mktemp -d)"

@@ -440,14 +440,14 @@ def tree_view(
     with gc_paused():  # a million acyclic records: collections would only walk them
         result = read_trace(source, strict=strict)
         forest = build_forest(result.events)
-    view = render_forest(
-        forest,
-        run_id=run_id,
-        fmt=fmt,
-        max_depth=max_depth,
-        errors_only=errors_only,
-        color=color,
-        source=source,
-    )
+        view = render_forest(
+            forest,
+            run_id=run_id,
+            fmt=fmt,
+            max_depth=max_depth,
+            errors_only=errors_only,
+            color=color,
+            source=source,
+        )
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
     return TreeView(view.stdout, notes)
