@@ -1,0 +1,63 @@
+"""Building the rules' input (:class:`RunFacts`) from trace records, without a store.
+
+Example:
+    >>> from tracekit.events import RunEnd, RunStart
+    >>> [facts] = run_facts([RunStart(ts=0, runId="r", agent="desk"), RunEnd(ts=5, runId="r", ok=True)])
+    >>> facts.run_id, facts.has_end, facts.ok
+    ('r', True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from tracekit.events import Event
+from tracekit.failures.rules import Call, Finding, RunFacts, classify_run
+from tracekit.tree import AgentStep, RunTree, Step, build_forest
+
+__all__ = ["classify_events", "run_facts"]
+
+
+def _calls(steps: Sequence[Step], parent: str | None) -> Iterator[Call]:
+    stack = [(step, parent) for step in reversed(steps)]
+    while stack:
+        step, above = stack.pop()
+        if not isinstance(step, AgentStep):
+            continue
+        yield Call(
+            invocation_id=step.invocationId,
+            parent_invocation_id=above,
+            agent=step.agent,
+            status=step.status,
+            error=step.error,
+            end_ms=step.endTs,
+        )
+        stack.extend((inner, step.invocationId) for inner in reversed(step.steps))
+
+
+def _facts(run: RunTree) -> RunFacts:
+    return RunFacts(
+        run_id=run.runId or "",
+        agent=run.agent,
+        has_end=run.ok is not None,
+        ok=run.ok,
+        error=run.error,
+        calls=tuple(_calls(run.steps, None)),
+    )
+
+
+def run_facts(events: Iterable[Event]) -> list[RunFacts]:
+    """The facts of every root run of a trace (orphans and cycles are not root runs)."""
+    forest = build_forest(events)
+    return [_facts(run) for run in forest.runs if run.kind == "root"]
+
+
+def classify_events(events: Iterable[Event]) -> dict[str, Finding]:
+    """Classify every root run of a trace: run id to :class:`Finding`.
+
+    Example:
+        >>> from tracekit.events import RunStart
+        >>> classify_events([RunStart(ts=0, runId="r", agent="desk")])["r"].outcome
+        'incomplete'
+    """
+    return {facts.run_id: classify_run(facts) for facts in run_facts(events)}

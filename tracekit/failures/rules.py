@@ -1,0 +1,404 @@
+"""The classification of a run, as small pure rules applied in order.
+
+A rule takes a run's facts (:class:`RunFacts`: how the run ended and its
+invocations) and returns a :class:`Finding` or None; :data:`RULES` lists them
+in the order they are tried, and the first finding wins (as sqlglot's
+optimizer lists its rules). The classes, after the seed's "What a watcher is
+told":
+
+* ``incomplete``: no end was seen (crashed, or still running: told apart by
+  age with :func:`incomplete_state`);
+* ``cancelled``: the run was cancelled;
+* ``failed:recursion``: a delegation closed a circle of agents
+  (``AGENT_RECURSION``): wrong by construction, it will happen again;
+* ``failed:refused``: a call was refused (depth, allow-list, registry, input
+  contract) and nobody caught it;
+* ``failed:child``: a delegated agent threw and the failure travelled up,
+  wrapped as ``AGENT_FAILED`` at each level;
+* ``degraded``: the run ended ok, but an invocation inside it failed or was
+  refused and a caller handled it;
+* ``ok``.
+
+A failed invocation is the ``origin`` of a failure or only ``wrapped`` one
+from below (:func:`failure_role`). The origin of a run's failure is found by
+walking down from the root's failed call, following ``error.cause`` and the
+invocation tree, for as many levels as wrapped it (:func:`failing_origin`).
+
+Example:
+    >>> from tracekit.events import ErrorInfo
+    >>> refused = Call("i2", "i1", "orders", "refused",
+    ...     ErrorInfo(code="AGENT_RECURSION", chain=["orders", "billing", "orders"]))
+    >>> wrapper = Call("i1", None, "orders", "error", refused.error)
+    >>> run = RunFacts("r", "desk", has_end=True, ok=False, calls=(wrapper, refused))
+    >>> finding = classify_run(run)
+    >>> finding.outcome, finding.circle, finding.origin.invocation_id
+    ('failed:recursion', 'billing -> orders -> billing', 'i2')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, TypeAlias
+
+from tracekit.events import ErrorInfo
+
+__all__ = [
+    "CANCELLED",
+    "FAILED_STATUSES",
+    "OUTCOMES",
+    "RECURSION",
+    "REFUSAL_CODES",
+    "RULES",
+    "STALE_AFTER_MS",
+    "WRAPPER_CODES",
+    "Call",
+    "Finding",
+    "Outcome",
+    "Role",
+    "Rule",
+    "RunFacts",
+    "canonical_circle",
+    "classify_run",
+    "failing_origin",
+    "failure_role",
+    "failure_roles",
+    "incomplete_state",
+    "innermost",
+]
+
+Outcome: TypeAlias = Literal[
+    "ok",
+    "degraded",
+    "failed:recursion",
+    "failed:child",
+    "failed:refused",
+    "cancelled",
+    "incomplete",
+]
+Role: TypeAlias = Literal["origin", "wrapped"]
+
+#: Every outcome, in the order a report lists them (healthy first).
+OUTCOMES: Final[tuple[Outcome, ...]] = (
+    "ok",
+    "degraded",
+    "failed:recursion",
+    "failed:child",
+    "failed:refused",
+    "cancelled",
+    "incomplete",
+)
+RECURSION: Final = "AGENT_RECURSION"
+CANCELLED: Final = "CANCELLED"
+#: The codes of a call refused before the child ran (the seed's four checks, and input).
+REFUSAL_CODES: Final = frozenset(
+    {
+        "AGENT_DEPTH_EXCEEDED",
+        "AGENT_NOT_ALLOWED",
+        "AGENT_NOT_REGISTERED",
+        "AGENT_INVALID_NAME",
+        "AGENT_INPUT_INVALID",
+    }
+)
+#: Codes a caller fails with because a callee did: the failure is the callee's.
+WRAPPER_CODES: Final = frozenset({"AGENT_FAILED", RECURSION})
+#: An invocation that did not work: it threw, or was refused.
+FAILED_STATUSES: Final = frozenset({"error", "refused"})
+#: An incomplete run quiet for longer than this is taken as crashed (15 minutes).
+STALE_AFTER_MS: Final = 15 * 60_000.0
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One agent invocation, as the rules see it.
+
+    Attributes:
+        invocation_id: its id.
+        parent_invocation_id: the invocation whose run made this call; None
+            for a call the root run made.
+        agent: the agent called.
+        status: ok | error | refused | cancelled | pending | running.
+        error: the exit's error, causes nested.
+        end_ms: when it ended, if it did.
+    """
+
+    invocation_id: str
+    parent_invocation_id: str | None
+    agent: str
+    status: str
+    error: ErrorInfo | None = None
+    end_ms: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        """It threw or was refused (a cancelled call did not fail)."""
+        return self.status in FAILED_STATUSES
+
+    @property
+    def code(self) -> str | None:
+        """The code it exited with, if any."""
+        return self.error.code if self.error is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What the rules know about one root run.
+
+    Attributes:
+        run_id: the root run.
+        agent: its entry agent, when a ``run.start`` named it.
+        has_end: a ``run.end`` was seen.
+        ok: ``run.end``'s ok (None without an end).
+        error: ``run.end``'s error, causes nested.
+        calls: its invocations, every level (the rules look only at those
+            that failed or were cancelled, so a caller may pass just those).
+    """
+
+    run_id: str
+    agent: str | None
+    has_end: bool
+    ok: bool | None
+    error: ErrorInfo | None = None
+    calls: tuple[Call, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A run's class and, when something failed, where and why.
+
+    Attributes:
+        outcome: one of :data:`OUTCOMES`.
+        circle: the canonical recursion circle (``"a -> b -> a"``).
+        origin: the invocation where the failure began (None when the trace
+            has no failed invocation for it: the root itself failed).
+        origin_agent: the agent that failed first.
+        origin_code: the code it began with (the innermost cause).
+    """
+
+    outcome: Outcome
+    circle: str | None = None
+    origin: Call | None = field(default=None, compare=False)
+    origin_agent: str | None = None
+    origin_code: str | None = None
+
+
+Rule: TypeAlias = Callable[[RunFacts], "Finding | None"]
+
+
+def canonical_circle(chain: Sequence[str]) -> str:
+    """One name for a circle however it was entered: rotated to start at its least name.
+
+    Direction is kept (``a -> c -> b -> a`` is another circle than ``a -> b -> c -> a``).
+
+    Example:
+        >>> canonical_circle(["b", "a", "b"]), canonical_circle(["a", "b", "a"])
+        ('a -> b -> a', 'a -> b -> a')
+        >>> canonical_circle(["c", "a", "b", "c"])
+        'a -> b -> c -> a'
+    """
+    ring = list(chain[:-1]) if len(chain) > 1 and chain[0] == chain[-1] else list(chain)
+    if not ring:
+        return ""
+    first = ring.index(min(ring))
+    ring = ring[first:] + ring[:first]
+    return " -> ".join([*ring, ring[0]])
+
+
+def innermost(error: ErrorInfo | None) -> ErrorInfo | None:
+    """The deepest ``cause`` of an error (the error itself when it has none).
+
+    Example:
+        >>> innermost(ErrorInfo(code="AGENT_FAILED", cause=ErrorInfo(code="TIMEOUT"))).code
+        'TIMEOUT'
+    """
+    while error is not None and error.cause is not None:
+        error = error.cause
+    return error
+
+
+def incomplete_state(last_seen_ms: float | None, now_ms: float) -> Literal["crashed", "running"]:
+    """Tell an incomplete run that crashed from one still running, by its age.
+
+    Example:
+        >>> incomplete_state(0.0, STALE_AFTER_MS + 1), incomplete_state(0.0, 1000.0)
+        ('crashed', 'running')
+    """
+    if last_seen_ms is None or now_ms - last_seen_ms > STALE_AFTER_MS:
+        return "crashed"
+    return "running"
+
+
+# --- failed invocations: origin or wrapped ---------------------------------------
+
+
+def _failed_children(calls: Iterable[Call]) -> dict[str | None, list[Call]]:
+    below: dict[str | None, list[Call]] = {}
+    for call in calls:
+        if call.failed:
+            below.setdefault(call.parent_invocation_id, []).append(call)
+    return below
+
+
+def failure_role(call: Call, failed_children: Sequence[Call]) -> Role | None:
+    """Whether a failed invocation began a failure or only carried one up.
+
+    A call fails as a wrapper when a callee of it failed and it failed with a
+    wrapper's code (``AGENT_FAILED``, or ``AGENT_RECURSION`` rethrown) or
+    with a ``cause``. A refusal, or a failure of its own, is an origin.
+
+    Example:
+        >>> inner = Call("i2", "i1", "refunds", "error", ErrorInfo(code="TIMEOUT"))
+        >>> outer = Call("i1", None, "billing", "error", ErrorInfo(code="AGENT_FAILED"))
+        >>> failure_role(outer, [inner]), failure_role(inner, []), failure_role(outer, [])
+        ('wrapped', 'origin', 'origin')
+    """
+    if not call.failed:
+        return None
+    if call.status == "refused" or not failed_children:
+        return "origin"
+    error = call.error
+    if error is not None and (error.code in WRAPPER_CODES or error.cause is not None):
+        return "wrapped"
+    return "origin"
+
+
+def failure_roles(calls: Sequence[Call]) -> dict[str, Role]:
+    """The role of every failed invocation of one run, by invocation id."""
+    below = _failed_children(calls)
+    roles: dict[str, Role] = {}
+    for call in calls:
+        role = failure_role(call, below.get(call.invocation_id, ()))
+        if role is not None:
+            roles[call.invocation_id] = role
+    return roles
+
+
+def _pick(candidates: Sequence[Call], error: ErrorInfo | None) -> Call:
+    """The failed call that ``error`` came from: its cause, the same circle, or the last to end."""
+    if error is not None:
+        for wanted in (error.cause, error):
+            same = [c for c in candidates if wanted is not None and c.error == wanted]
+            if same:
+                return same[-1]
+        if error.code == RECURSION:
+            circles = [c for c in candidates if c.code == RECURSION]
+            candidates = circles or candidates
+    return max(candidates, key=lambda c: -1.0 if c.end_ms is None else c.end_ms)
+
+
+def failing_origin(run: RunFacts) -> Call | None:
+    """The invocation where the run's failure began, or None if no call of the root failed.
+
+    From the failed call the root made (the one whose error the run ended
+    with, else the last to end), go down while the call only wrapped a
+    callee's failure, each time to the callee its error came from.
+    """
+    below = _failed_children(run.calls)
+    top = below.get(None)
+    if not top:
+        return None
+    call = _pick(top, run.error)
+    while failure_role(call, below.get(call.invocation_id, ())) == "wrapped":
+        call = _pick(below[call.invocation_id], call.error)
+    return call
+
+
+def _first_origin(run: RunFacts) -> Call | None:
+    """For a run that ended ok: the handled failure to show (a circle first, else the first)."""
+    below = _failed_children(run.calls)
+    origins = [
+        c for c in run.calls if failure_role(c, below.get(c.invocation_id, ())) == "origin"
+    ]
+    if not origins:
+        return None
+    circles = [c for c in origins if c.code == RECURSION]
+    return min(circles or origins, key=lambda c: float("inf") if c.end_ms is None else c.end_ms)
+
+
+def _finding(outcome: Outcome, origin: Call | None, run: RunFacts) -> Finding:
+    error = origin.error if origin is not None else run.error
+    chain = error.chain if error is not None and error.code == RECURSION else None
+    cause = innermost(error)
+    return Finding(
+        outcome=outcome,
+        circle=canonical_circle(chain) if chain else None,
+        origin=origin,
+        origin_agent=origin.agent if origin is not None else (chain[-1] if chain else run.agent),
+        origin_code=cause.code if cause is not None else None,
+    )
+
+
+# --- the rules, in order ----------------------------------------------------------
+
+
+def incomplete(run: RunFacts) -> Finding | None:
+    """No ``run.end``: the run crashed or is still running."""
+    return None if run.has_end else Finding("incomplete")
+
+
+def cancelled(run: RunFacts) -> Finding | None:
+    """The run ended cancelled (its error is ``CANCELLED``, or only cancelled calls ended badly)."""
+    if run.ok:
+        return None
+    if run.error is not None and run.error.code == CANCELLED:
+        return Finding("cancelled")
+    quiet = not any(c.failed for c in run.calls)
+    if run.error is None and quiet and any(c.status == "cancelled" for c in run.calls):
+        return Finding("cancelled")
+    return None
+
+
+def recursion(run: RunFacts) -> Finding | None:
+    """The failure began with an ``AGENT_RECURSION`` refusal: a circle of agents."""
+    if run.ok:
+        return None
+    origin = failing_origin(run)
+    code = origin.code if origin is not None else run.error.code if run.error else None
+    return _finding("failed:recursion", origin, run) if code == RECURSION else None
+
+
+def refused(run: RunFacts) -> Finding | None:
+    """The failure began with a refused call (depth, allow-list, registry, input)."""
+    if run.ok:
+        return None
+    origin = failing_origin(run)
+    cause = innermost(origin.error if origin is not None else run.error)
+    is_refusal = (origin is not None and origin.status == "refused") or (
+        cause is not None and cause.code in REFUSAL_CODES
+    )
+    return _finding("failed:refused", origin, run) if is_refusal else None
+
+
+def child(run: RunFacts) -> Finding | None:
+    """Any other failure: a delegated agent threw (or the root itself did)."""
+    return None if run.ok else _finding("failed:child", failing_origin(run), run)
+
+
+def degraded(run: RunFacts) -> Finding | None:
+    """Ended ok, but an invocation inside failed or was refused and was handled."""
+    if not any(c.failed for c in run.calls):
+        return None
+    return _finding("degraded", _first_origin(run), run)
+
+
+def ok(run: RunFacts) -> Finding | None:
+    """Everything else ended ok."""
+    return Finding("ok")
+
+
+#: The rules in the order they are tried; the first finding wins.
+RULES: Final[tuple[Rule, ...]] = (incomplete, cancelled, recursion, refused, child, degraded, ok)
+
+
+def classify_run(run: RunFacts, rules: Sequence[Rule] = RULES) -> Finding:
+    """Apply the rules in order and return the first finding.
+
+    Example:
+        >>> classify_run(RunFacts("r", "desk", has_end=False, ok=None)).outcome
+        'incomplete'
+    """
+    for rule in rules:
+        finding = rule(run)
+        if finding is not None:
+            return finding
+    raise AssertionError("the last rule, ok, always finds")  # pragma: no cover
