@@ -8,6 +8,7 @@ hold a failed or cancelled invocation, are read in one query (only those
 invocations: the rules look at no others) and go through the pure rules,
 then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
+The same pass keeps ``fleet_calls`` (:mod:`tracekit.failures.calls`) in step.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import msgspec
 import pandas as pd
 
 from tracekit.events import ErrorInfo
+from tracekit.failures.calls import sync_calls
 from tracekit.failures.rules import Call, RunFacts, classify_run, failure_roles
 
 __all__ = ["ClassifyReport", "classify_store"]
@@ -159,12 +161,16 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
     """
     con = store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
     now = {"now": datetime.now(UTC).replace(tzinfo=None)}
+    row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
+    if not row or not row[0]:
+        return ClassifyReport()
     con.execute("BEGIN")
     try:
         _script(con, _TODO, None)
         findings, roles = _classify_hard(con)
         counts = [(("ok" if has else "incomplete"), n) for has, n in _plain_counts(con)]
         _script(con, _PLAIN, now)
+        sync_calls(con)
         con.register("_fleet_findings", findings)
         con.register("_fleet_roles", roles)
         con.execute(_WRITE_RUNS, now)

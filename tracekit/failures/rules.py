@@ -306,9 +306,7 @@ def failing_origin(run: RunFacts) -> Call | None:
 def _first_origin(run: RunFacts) -> Call | None:
     """For a run that ended ok: the handled failure to show (a circle first, else the first)."""
     below = _failed_children(run.calls)
-    origins = [
-        c for c in run.calls if failure_role(c, below.get(c.invocation_id, ())) == "origin"
-    ]
+    origins = [c for c in run.calls if failure_role(c, below.get(c.invocation_id, ())) == "origin"]
     if not origins:
         return None
     circles = [c for c in origins if c.code == RECURSION]

@@ -1,0 +1,157 @@
+"""The classification rules, one by one and in order, on hand-made runs and a simulated fleet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _fleet_helpers import CASES, ROLES, all_cases, recursion
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracekit.events import ErrorInfo
+from tracekit.failures import (
+    RULES,
+    Call,
+    RunFacts,
+    canonical_circle,
+    classify_events,
+    classify_run,
+    failing_origin,
+    failure_role,
+    failure_roles,
+    incomplete_state,
+    run_facts,
+)
+from tracekit.failures.rules import STALE_AFTER_MS, innermost
+from tracekit.readers import read_trace
+from tracekit.simulate import canonical_circle as simulate_circle
+from tracekit.simulate import simulate
+
+
+def _got(finding) -> dict:
+    return {
+        "outcome": finding.outcome,
+        "circle": finding.circle,
+        "origin_agent": finding.origin_agent,
+        "origin_code": finding.origin_code,
+        "origin_invocation_id": finding.origin.invocation_id if finding.origin else None,
+    }
+
+
+@pytest.mark.parametrize("run_id", sorted(CASES))
+def test_each_hand_made_run_gets_its_class(run_id: str) -> None:
+    build, expected = CASES[run_id]
+    found = classify_events(build(run_id))[run_id]
+    got = _got(found)
+    assert {k: got[k] for k in expected} == expected
+
+
+def test_roles_origin_or_wrapped_for_every_failed_invocation() -> None:
+    roles: dict[str, str] = {}
+    for facts in run_facts(all_cases()):
+        roles.update(failure_roles(facts.calls))
+    assert roles == ROLES
+
+
+def test_rules_run_in_order_first_finding_wins() -> None:
+    names = [rule.__name__ for rule in RULES]
+    assert names == ["incomplete", "cancelled", "recursion", "refused", "child", "degraded", "ok"]
+    # A run with no end is incomplete even if a circle was refused inside it.
+    [facts] = run_facts(
+        [e for e in recursion("r", ["a", "b"]) if e.__struct_config__.tag != "run.end"]
+    )
+    assert classify_run(facts).outcome == "incomplete"
+    assert classify_run(facts, RULES[1:]).outcome == "failed:recursion"
+
+
+def test_circle_is_the_same_however_entered() -> None:
+    assert canonical_circle(["billing", "orders", "billing"]) == canonical_circle(
+        ["orders", "billing", "orders"]
+    )
+    assert canonical_circle(["c", "a", "b", "c"]) == "a -> b -> c -> a"
+    assert (
+        canonical_circle(["a", "c", "b", "a"]) == "a -> c -> b -> a"
+    )  # the other direction is another circle
+    first = classify_events(recursion("x", ["orders", "billing"]))["x"].circle
+    second = classify_events(recursion("y", ["billing", "orders"]))["y"].circle
+    assert first == second == "billing -> orders -> billing"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from("abcdef"), min_size=1, max_size=5, unique=True), st.integers(0, 4))
+def test_circle_rotation_invariant_and_agrees_with_the_simulator(
+    ring: list[str], turn: int
+) -> None:
+    turn %= len(ring)
+    rotated = ring[turn:] + ring[:turn]
+    assert canonical_circle([*ring, ring[0]]) == canonical_circle([*rotated, rotated[0]])
+    assert canonical_circle([*ring, ring[0]]) == simulate_circle([*ring, ring[0]])
+
+
+def test_origin_follows_the_cause_not_the_last_to_end() -> None:
+    timeout = ErrorInfo(code="TIMEOUT")
+    other = ErrorInfo(code="TOOL_ERROR")
+    calls = (
+        Call("top", None, "billing", "error", ErrorInfo(code="AGENT_FAILED", cause=timeout), 50.0),
+        Call("a", "top", "refunds", "error", timeout, 10.0),
+        Call(
+            "b", "top", "invoices", "error", other, 40.0
+        ),  # later, but not what billing failed with
+    )
+    run = RunFacts("r", "desk", has_end=True, ok=False, error=calls[0].error, calls=calls)
+    origin = failing_origin(run)
+    assert origin is not None and origin.invocation_id == "a"
+    assert classify_run(run).origin_code == "TIMEOUT"
+
+
+def test_role_of_a_call_that_failed_on_its_own_after_a_child_failed() -> None:
+    child = Call("c", "p", "refunds", "error", ErrorInfo(code="TIMEOUT"))
+    parent = Call("p", None, "billing", "error", ErrorInfo(code="TOOL_ERROR"))
+    assert failure_role(parent, [child]) == "origin"
+    assert failure_role(Call("q", None, "x", "ok"), []) is None
+    assert failure_role(Call("q", None, "x", "cancelled"), []) is None
+
+
+def test_innermost_and_incomplete_state() -> None:
+    assert innermost(None) is None
+    assert (
+        innermost(ErrorInfo(code="A", cause=ErrorInfo(code="B", cause=ErrorInfo(code="C")))).code
+        == "C"
+    )
+    assert incomplete_state(1000.0, 1000.0 + STALE_AFTER_MS + 1) == "crashed"
+    assert incomplete_state(1000.0, 2000.0) == "running"
+    assert incomplete_state(None, 0.0) == "crashed"
+
+
+def test_root_that_failed_by_itself_is_a_child_failure_of_the_root_agent() -> None:
+    run = RunFacts("r", "desk", has_end=True, ok=False, error=ErrorInfo(code="BOOM"))
+    finding = classify_run(run)
+    assert (finding.outcome, finding.origin_agent, finding.origin_code, finding.origin) == (
+        "failed:child", "desk", "BOOM", None,
+    )  # fmt: skip
+
+
+def test_simulated_fleet_matches_its_recorded_truth(tmp_path: Path) -> None:
+    fleet, truth = tmp_path / "fleet.jsonl", tmp_path / "truth.jsonl"
+    simulate(fleet, runs=600, seed=21, truth=truth)
+    found = classify_events(read_trace(fleet).events)
+    seen: set[str] = set()
+    for line in truth.read_text().splitlines():
+        expected = json.loads(line)
+        got = _got(found[expected["run_id"]])
+        for key in ("outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code"):
+            if key in expected:
+                assert got[key] == expected[key], (expected["run_id"], key)
+        seen.add(expected["outcome"])
+    assert len(found) == 600
+    assert seen == {
+        "ok",
+        "degraded",
+        "failed:recursion",
+        "failed:child",
+        "failed:refused",
+        "cancelled",
+        "incomplete",
+    }

@@ -1,0 +1,55 @@
+"""``fleet_calls``: every invocation with its caller agent resolved, kept beside the store.
+
+Who called whom takes a self-join of ``invocations`` (a call's caller is the
+agent of the invocation whose run made it, or the root run's agent), which
+costs some twenty scans of the table on a large store. The join is done once,
+when a run is classified, for that run's calls only; the fleet report then
+reads this narrow table with plain ``GROUP BY`` scans. The table is derived:
+dropping it and clearing ``runs.classified_at`` rebuilds it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import duckdb
+
+__all__ = ["CALLS_DDL", "sync_calls"]
+
+CALLS_DDL: Final = """
+CREATE TABLE IF NOT EXISTS fleet_calls (
+    root_run_id    VARCHAR NOT NULL,  -- the root run (runs.run_id)
+    invocation_id  VARCHAR NOT NULL,
+    caller         VARCHAR NOT NULL,  -- the calling agent ('?' when unknown)
+    agent          VARCHAR NOT NULL,  -- the agent called
+    service        VARCHAR,
+    start_at       TIMESTAMP,
+    status         VARCHAR NOT NULL,
+    duration_ms    DOUBLE
+)
+"""
+
+# Runs being classified lose their old rows (and so do calls re-rooted since,
+# or whose root is gone), then get their calls back with the caller resolved.
+_SYNC: Final = """
+DELETE FROM fleet_calls
+WHERE root_run_id IN (SELECT run_id FROM _fleet_todo)
+   OR root_run_id NOT IN (SELECT run_id FROM runs)
+   OR invocation_id IN (
+       SELECT invocation_id FROM invocations WHERE root_run_id IN (SELECT run_id FROM _fleet_todo));
+
+INSERT INTO fleet_calls
+SELECT i.root_run_id, i.invocation_id, coalesce(p.agent, r.agent, '?'), i.agent, i.service,
+    i.start_at, i.status, i.duration_ms
+FROM invocations i
+LEFT JOIN invocations p ON p.invocation_id = i.parent_invocation_id
+LEFT JOIN runs r ON i.parent_invocation_id IS NULL AND r.run_id = i.parent_run_id
+WHERE i.root_run_id IN (SELECT run_id FROM _fleet_todo)
+"""
+
+
+def sync_calls(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild the ``fleet_calls`` rows of the runs in the temp table ``_fleet_todo``."""
+    con.execute(CALLS_DDL)
+    for statement in _SYNC.split(";\n"):
+        con.execute(statement)
