@@ -37,6 +37,9 @@ __all__ = ["Invocation", "Run", "Step"]
 F = TypeVar("F", bound=Callable[..., Any])
 _in_context: Final = trace.set_span_in_context
 _RUNTIME: Final = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+# An int: int / int is correctly rounded; int / 1e6 first rounds the
+# nanoseconds to a float (they exceed 2**53) and can be 1 ulp off.
+_NS_PER_MS: Final = 1_000_000
 
 
 class _Scope:
@@ -242,7 +245,7 @@ class Run(_Scope):
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
         self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
         return RunStart(
-            ts=start_ns / 1e6,
+            ts=start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
             runId=self.run_id,
@@ -251,12 +254,12 @@ class Run(_Scope):
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
         return RunEnd(
-            ts=end_ns / 1e6,
+            ts=end_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
             runId=self.run_id,
             ok=self.status == "ok",
-            durationMs=(end_ns - self._start_ns) / 1e6,
+            durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
             failure=self.failure,
             error=self.error,
         )
@@ -312,13 +315,13 @@ class Step(_Scope):
         if self.delegated:
             return None
         return Node(
-            ts=self._start_ns / 1e6,
+            ts=self._start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
             runId=self._run_id,
             id=self._id,
             ok=self.status == "ok",
-            durationMs=(end_ns - self._start_ns) / 1e6,
+            durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
         )
 
 
@@ -434,7 +437,7 @@ class Invocation(_Scope):
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
         self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
         return Enter(
-            ts=start_ns / 1e6,
+            ts=start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
             invocationId=self.invocation_id,
@@ -447,7 +450,7 @@ class Invocation(_Scope):
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
         return Exit(
-            ts=end_ns / 1e6,
+            ts=end_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
             invocationId=self.invocation_id,
@@ -457,7 +460,7 @@ class Invocation(_Scope):
             node=self.node,
             ok=self.status == "ok",
             status=self.status,
-            durationMs=(end_ns - self._start_ns) / 1e6,
+            durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
             error=self.error,
         )
 
