@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from tracekit import __version__
 from tracekit.events import Kind
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
@@ -61,8 +62,6 @@ class AgentTracer:
         provider = tracer_provider if tracer_provider is not None else TracerProvider()
         if set_global:
             trace.set_tracer_provider(provider)
-        from tracekit import __version__
-
         self._otel = provider.get_tracer("tracekit", __version__)
         self.guards = guards
         self.processor = TracekitSpanProcessor(sinks, service=service)
