@@ -121,3 +121,48 @@ def test_processes_append_whole_lines(tmp_path: Path) -> None:
     for service in ("p0", "p1", "p2"):
         seqs = [e.seq for e in events if e.service == service]
         assert seqs == list(range(1, 1801))
+
+
+def test_threads_and_asyncio_subagents_share_one_file(tmp_path: Path) -> None:
+    """8 threads and 200 asyncio subagents at the same time, one JSONL file."""
+    path = tmp_path / "shared.jsonl"
+    tk = AgentTracer(JsonlSink(path))
+    go = threading.Event()
+
+    def worker(n: int) -> None:
+        go.wait()
+        for _ in range(25):
+            with tk.run(f"desk{n}"), tk.delegate("billing"), tk.delegate("refunds"):
+                pass
+
+    async def fan_out() -> None:
+        async def research(i: int) -> None:
+            await asyncio.sleep(0.0005 * (i % 9))
+            with tk.delegate(f"reader{i}"):
+                await asyncio.sleep(0)
+
+        with tk.run("assistant"):
+            tasks = [tk.spawn(f"researcher{i}", research(i)) for i in range(200)]
+            go.set()
+            await asyncio.gather(*tasks)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    asyncio.run(fan_out())
+    for t in threads:
+        t.join()
+    tk.close()
+    events = read_jsonl(path)
+    assert len(paired(events)) == 8 * 25 * 2 + 200 * 2
+    _check_tree(
+        events,
+        {
+            "billing": "desk",
+            "refunds": "billing",
+            "researcher": "assistant",
+            "reader": "researcher",
+        },
+    )
+    seqs = [e.seq for e in events]
+    assert sorted(seqs) == list(range(1, len(events) + 1))  # one writer, no gaps or repeats
