@@ -197,3 +197,31 @@ def test_wrapping_guards_are_refused() -> None:
     with pytest.raises(ValueError, match="wrap_failures=False"):
         LoviaTracer(AgentTracer(MemorySink(), guards=Guards()))
     LoviaTracer(AgentTracer(MemorySink(), guards=Guards(wrap_failures=False)))
+
+
+def test_a_chain_of_handoffs_nests_each_target_under_the_last() -> None:
+    refunds = Agent(
+        name="refunds",
+        instructions="Refund.",
+        model=ScriptedProvider([call("lookup_invoice", {"order": "7"}), text("Refunded.")]),
+        tools=[lookup_invoice],
+    )
+    billing = Agent(
+        name="billing",
+        instructions="Billing.",
+        model=ScriptedProvider([call("transfer_to_refunds", {})]),
+        handoffs=[refunds],
+    )
+    triage = Agent(
+        name="triage",
+        instructions="Route.",
+        model=ScriptedProvider([call("transfer_to_billing", {})]),
+        handoffs=[billing],
+    )
+    result, events, _ = _run(triage, "Refund order 7.")
+    assert result.final_agent.name == "refunds"
+    assert _shape(events) == (
+        "transfer_to_billing -> billing (handoff, ok)\n"
+        "  transfer_to_refunds -> refunds (handoff, ok)\n"
+        "    lookup_invoice"
+    )
