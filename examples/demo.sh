@@ -20,6 +20,9 @@ echo
 echo "\$ gzip -c sample_traces/child_failure.jsonl | tracekit tree - --max-depth 0"
 gzip -c sample_traces/child_failure.jsonl | "$TK" tree - --max-depth 0
 echo
+echo "\$ tracekit tree sample_traces/otlp/escalation_desk.otlp.jsonl   # the same run as OpenTelemetry spans"
+"$TK" tree sample_traces/otlp/escalation_desk.otlp.jsonl
+echo
 
 # --- SDK: instrument Python agents, then read their tree -------------------
 SDK_OUT="$(mktemp -d)"

@@ -5,7 +5,8 @@ An agent invocation is a span with ``gen_ai.operation.name = "invoke_agent"``
 ``gen_ai.agent.name`` with no operation). Its run's parent is the nearest
 agent span above it, and the node that delegated is the tool span between
 the two. The agent span with no agent above it is the root run; every other
-span below an agent is a step of that agent's run. tracekit's own attributes
+span right under an agent span is a step of its run (what a step nests, such
+as the model call inside it, is part of that step). tracekit's own attributes
 (``tracekit.run_id`` ...), written by :mod:`tracekit.sdk`, win when present.
 
 A trace's spans may be spread over many lines (a collector's file exporter
@@ -209,10 +210,18 @@ def _map(spans: dict[tuple[str, str], Span]) -> tuple[list[tuple[int, Event]], i
         run = index.run_of(key)
         if run is None:
             skipped += 1
-        elif not span.attrs.get("tracekit.delegated"):
+        elif _is_step(index, span):
             pairs.append((span.line, _node(span, run, index.step_name(span))))
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
+
+
+def _is_step(index: SpanIndex, span: Span) -> bool:
+    """A step is a span right under an agent span (what it nests is part of it)."""
+    attrs = span.attrs
+    if attrs.get("tracekit.delegated"):
+        return False
+    return "tracekit.step" in attrs or (span.trace, span.parent) in index.agent_set
 
 
 def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
