@@ -214,19 +214,7 @@ class _Builder:
                 if key in by_id or event.runId in owner or key in self.lone:
                     self._enter(event)
                     continue
-                agent = AgentStep(
-                    agent=event.agent,
-                    node=event.node,
-                    kind=event.kind,
-                    runId=event.runId,
-                    parentRunId=event.parentRunId,
-                    invocationId=key,
-                    ok=None,
-                    status="running",
-                    durationMs=None,
-                    startTs=event.ts,
-                    steps=self._child_steps(event),
-                )
+                agent = _started(event, self._child_steps(event))
                 owner[event.runId] = by_id[key] = agent
                 steps = get(event.parentRunId)
                 if steps is None:
@@ -290,20 +278,9 @@ class _Builder:
                 self.integrity.conflicts.append(key)  # exact copies were dropped already
             return
         shared = event.runId in self.owner
-        step = AgentStep(
-            agent=event.agent,
-            node=event.node,
-            kind=event.kind,
-            runId=event.runId,
-            parentRunId=event.parentRunId,
-            invocationId=key,
-            ok=None,
-            status="running",
-            durationMs=None,
-            startTs=event.ts,
-            mark=MARK_NO_ENTER if key in self.lone else None,
-            steps=[] if shared else self._child_steps(event),
-        )
+        step = _started(event, [] if shared else self._child_steps(event))
+        if key in self.lone:
+            step.mark = MARK_NO_ENTER
         if shared:  # two invocations claim one child run: its steps go to the first
             self.integrity.sharedRuns.append(event.runId)
             step.mark = f"run {event.runId} is shown under an earlier invocation"
@@ -394,6 +371,23 @@ class _Builder:
         tree.kind = "cycle"
         tree.cycle = circle
         return tree
+
+
+def _started(event: Enter, steps: list[Step]) -> AgentStep:
+    """The step of an invocation that has entered and not (yet) exited."""
+    return AgentStep(
+        agent=event.agent,
+        node=event.node,
+        kind=event.kind,
+        runId=event.runId,
+        parentRunId=event.parentRunId,
+        invocationId=event.invocationId,
+        ok=None,
+        status="running",
+        durationMs=None,
+        startTs=event.ts,
+        steps=steps,
+    )
 
 
 def _node_step(event: Node) -> NodeStep:
