@@ -173,3 +173,8 @@ def test_escapes_terminal_control_in_names(tmp_path: Path) -> None:
     result = run_cli("tree", str(write_jsonl(tmp_path / "evil.jsonl", events)))
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "x\\x1b[2J" in result.stdout
+
+
+def test_an_empty_trace_says_so(tmp_path: Path) -> None:
+    result = run_cli("tree", "-", input=b"")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "-: no records\n")

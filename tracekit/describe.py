@@ -450,4 +450,6 @@ def tree_view(
             source=source,
         )
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
+    if not result.events:
+        notes.append(f"{escape(source)}: no records")
     return TreeView(view.stdout, notes)
