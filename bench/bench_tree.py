@@ -79,6 +79,24 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
+BREAKDOWN = (
+    "import sys, time\n"
+    "t0 = time.perf_counter()\n"
+    "from tracekit._gcpause import gc_paused\n"
+    "from tracekit.describe import render_forest\n"
+    "from tracekit.readers import read_trace\n"
+    "from tracekit.tree import build_forest\n"
+    "t1 = time.perf_counter()\n"
+    "with gc_paused():\n"
+    "    result = read_trace(sys.argv[1]); t2 = time.perf_counter()\n"
+    "    forest = build_forest(result.events); t3 = time.perf_counter()\n"
+    "    text = render_forest(forest).stdout; t4 = time.perf_counter()\n"
+    "    del result, forest; t5 = time.perf_counter()\n"
+    "print(f'import {t1-t0:.2f} s, read {t2-t1:.2f} s, build {t3-t2:.2f} s, '\n"
+    "      f'render {t4-t3:.2f} s, free {t5-t4:.2f} s')\n"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -97,6 +115,12 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, argv in commands.items():
                 results[name].append(timed(argv))
+        phases = subprocess.run(
+            [str(BIN / "python"), "-c", BREAKDOWN, str(trace)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     medians = {}
     for name, runs in results.items():
         medians[name] = statistics.median(t for t, _ in runs)
@@ -105,6 +129,8 @@ def main() -> None:
         print(f"{name:26} median {medians[name]:.2f} s  (runs: {times})  peak RSS {peak:.0f} MB")
     ratio = medians["tracekit tree"] / medians["parse-only (orjson loop)"]
     print(f"ratio tree / parse-only: {ratio:.2f}x (aim: within 2x)")
+    print(f"where the tree's time goes (one run, in process): {phases.stdout.strip()}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
