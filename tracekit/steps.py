@@ -286,8 +286,8 @@ def forest_to_json(forest: Forest, runs: Sequence[RunTree] | None = None) -> byt
 
     Example:
         >>> run = RunTree(runId="r", kind="root", steps=AgentTree([NodeStep("a")]))
-        >>> forest_to_json(Forest(runs=[run], integrity=Integrity()))[:60]
-        b'{"runs":[{"runId":"r","kind":"root","steps":[{"type":"node","id":"a"}]}],"in'
+        >>> forest_to_json(Forest(runs=[run], integrity=Integrity()))[:73]
+        b'{"runs":[{"runId":"r","kind":"root","steps":[{"type":"node","id":"a"}]}],'
     """
     parts = []
     for run in forest.runs if runs is None else runs:

@@ -11,8 +11,7 @@ chain of any depth builds; the pass is a single tight loop because it runs
 once per record of traces with millions of them.
 
 Example:
-    >>> from tracekit._gcpause import gc_paused
-from tracekit.events import Enter, Exit, Node
+    >>> from tracekit.events import Enter, Exit, Node
     >>> tree = agent_tree([
     ...     Node(ts=1, runId="r", id="decide"),
     ...     Enter(ts=2, invocationId="i", runId="c", parentRunId="r", agent="sql", node="delegate"),

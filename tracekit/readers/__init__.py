@@ -7,9 +7,9 @@ content (a first object with ``resourceSpans`` is OTLP) and returns a
 read. A bad line never loses the good ones beside it.
 
 Example:
-    >>> result = read_trace("sample_traces/agent_orchestrator.jsonl")  # doctest: +SKIP
-    >>> len(result.events), result.bad_lines
-    (9, [])
+    >>> result = read_trace("sample_traces/agent_orchestrator.jsonl")
+    >>> len(result.events), result.bad_lines, result.lines_read
+    (10, [], 10)
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ reason, and every good line around it is kept. A last line cut short by a
 crashed writer is such a bad line.
 
 Example:
-    >>> result = read_jsonl_lines([b'{"type":"node","ts":1,"runId":"r","id":"a"}\\n', b"{oops"], "t.jsonl")
+    >>> result = read_jsonl_lines([b'{"type":"node","ts":1,"runId":"r","id":"a"}\\n', b'{"oops'], "t.jsonl")
     >>> len(result.events), [str(e) for e in result.bad_lines]
     (1, ['t.jsonl:2: truncated last line (not JSON: Input data was truncated)'])
 """
