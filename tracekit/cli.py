@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import enum
 import os
+import shutil
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -97,12 +98,21 @@ def tree_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Any bad line is an error (exit code 2).")
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Read the run from this store: the argument is then a RUN_ID."),
+    ] = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
     Bad lines are skipped (stderr says which) unless --strict; whatever was odd
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
+    With --db, FILE is a root run id and its tree is read from the store.
     """
+    if db is not None:
+        view = _store_tree_view(db, file, format, max_depth, errors, _use_color(color))
+        _print_view(view.stdout, view.stderr)
+        return
     view = tree_view(
         file,
         run_id=run,
@@ -121,6 +131,14 @@ def tree_command(
 class SimFormat(enum.StrEnum):
     """Output formats of ``tracekit simulate``."""
 
+    tracekit = "tracekit"
+    otlp = "otlp"
+
+
+class IngestFormat(enum.StrEnum):
+    """Input formats of ``tracekit ingest``: ``auto`` looks at the content."""
+
+    auto = "auto"
     tracekit = "tracekit"
     otlp = "otlp"
 
@@ -189,6 +207,167 @@ def simulate_command(
         compress=gzip,
     )
     print(describe_report(report), file=sys.stderr)
+
+
+class TableFormat(enum.StrEnum):
+    """Output formats of the store's listings."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb)."),
+]
+FormatOption = Annotated[
+    TableFormat, typer.Option("--format", help="table, json (one object per line) or csv.")
+]
+
+_RUN_COLUMNS = [
+    "run_id",
+    "service",
+    "agent",
+    "start_at",
+    "duration_ms",
+    "status",
+    "outcome",
+    "invocations",
+    "failed_invocations",
+    "max_depth",
+    "origin_agent",
+    "origin_code",
+]
+
+
+@app.command("ingest")
+def ingest_command(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files, directories (walked for *.jsonl, *.jsonl.gz, *.json), globs, or -."
+        ),
+    ],
+    db: DbOption = None,
+    format: Annotated[
+        IngestFormat, typer.Option("--format", help="auto (by content), tracekit (v1) or otlp.")
+    ] = IngestFormat.auto,
+) -> None:
+    """Load traces into the store; every line is accounted for on the last line printed.
+
+    A file ingested again adds nothing; a file that grew is read from where the
+    last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
+    """
+    from tracekit.store import Store
+    from tracekit.store.progress import progress_bar
+
+    with Store(db) as store:
+        report = store.ingest(paths, format.value, progress=progress_bar())
+        for source in report.sources if len(report.sources) <= 20 else []:
+            c = source.counts
+            note = " (unchanged)" if source.unchanged else ""
+            print(
+                f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
+                f" {c.rejected} rejected, {c.duplicates} duplicates{note}"
+            )
+        if report.totals.rejected:
+            print(f"{report.totals.rejected} bad lines kept in the rejects table: tracekit rejects")
+        print(report.reconciliation())
+
+
+@app.command("runs")
+def runs_command(
+    db: DbOption = None,
+    status: Annotated[
+        str | None,
+        typer.Option("--status", help="ok, error, running, or an outcome (failed = failed:*)."),
+    ] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Only this service.")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Runs of this root agent, or that invoked it.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Started within this span (30m, 2h, 7d) or since a time."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many runs.")] = 50,
+    format: FormatOption = TableFormat.table,
+) -> None:
+    """List root runs, newest first."""
+    from tracekit.store import Store
+
+    with Store(db, read_only=True) as store:
+        df = store.runs(status=status, service=service, agent=agent, since=since, limit=limit)
+    if format is TableFormat.table:
+        df = df[_RUN_COLUMNS]
+    _emit(df, format)
+
+
+@app.command("rejects")
+def rejects_command(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many lines.")] = 100,
+    format: FormatOption = TableFormat.table,
+) -> None:
+    """List the lines that could not be read: source, line number, reason, text."""
+    from tracekit.store import Store
+
+    with Store(db, read_only=True) as store:
+        df = store.rejects(limit=limit)
+    if format is TableFormat.table:
+        df = df[["source", "line", "reason", "raw"]]
+    _emit(df, format)
+
+
+@app.command("sql")
+def sql_command(
+    query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
+    db: DbOption = None,
+    format: FormatOption = TableFormat.table,
+) -> None:
+    """Run a read-only SQL query on the store (tables: see docs/store.md)."""
+    from tracekit.store import Store
+
+    with Store(db, read_only=True) as store:
+        df = store.sql(query)
+    _emit(df, format)
+
+
+def _store_tree_view(
+    db: str, run_id: str, format: TreeFormat, max_depth: int | None, errors: bool, color: bool
+) -> Any:
+    from tracekit.describe import render_forest
+    from tracekit.store import Store
+    from tracekit.tree import build_forest
+
+    with Store(db, read_only=True) as store:
+        events = store.events(run_id)
+    return render_forest(
+        build_forest(events),
+        fmt=format.value,
+        max_depth=max_depth,
+        errors_only=errors,
+        color=color,
+        source=f"{db}:{run_id}",
+    )
+
+
+def _emit(df: Any, format: TableFormat) -> None:
+    from tracekit.store.render import render
+
+    text = render(df, format.value, width=shutil.get_terminal_size((160, 24)).columns)
+    if text:
+        _print_view(text, [])
+    elif format is TableFormat.table:
+        print("(no rows)", file=sys.stderr)
+
+
+def _clean(text: str) -> str:
+    """Escape control characters in a name for the terminal."""
+    from tracekit.store.render import clean
+
+    return clean(text)
 
 
 # --- fleet, dashboard (issue 5) ------------------------------------------------

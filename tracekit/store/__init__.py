@@ -1,1 +1,6 @@
 """The DuckDB store: many runs in one file, ingested fast, nothing lost."""
+
+from tracekit.store.ingest import IngestReport, SourceReport
+from tracekit.store.store import Store
+
+__all__ = ["IngestReport", "SourceReport", "Store"]

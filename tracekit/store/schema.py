@@ -28,12 +28,14 @@ CREATE SEQUENCE ingest_id_seq START 1;
 CREATE TABLE ingest_log (
     ingest_id     BIGINT PRIMARY KEY,
     source        VARCHAR NOT NULL,   -- path as given, or '-' for stdin
+    path          VARCHAR,            -- absolute path, the identity of a file across ingests; NULL for stdin
     format        VARCHAR NOT NULL,   -- 'tracekit' | 'otlp'
     size          BIGINT,             -- bytes of the source when read
-    hash          VARCHAR,            -- sha256 of the bytes read
+    hash          VARCHAR,            -- fingerprint of bytes [0, end_offset): sha256 of their first and last 64 KiB and length
     start_offset  BIGINT NOT NULL DEFAULT 0,  -- byte offset this ingest began at
     end_offset    BIGINT,                     -- first byte not read (an incomplete last line is not read)
     first_line    BIGINT NOT NULL DEFAULT 1,  -- line number of start_offset
+    end_line      BIGINT,                     -- line number of end_offset (the next line to read)
     lines_read    BIGINT NOT NULL DEFAULT 0,
     accepted      BIGINT NOT NULL DEFAULT 0,
     rejected      BIGINT NOT NULL DEFAULT 0,
@@ -44,11 +46,15 @@ CREATE TABLE ingest_log (
 
 -- Every accepted record, as read. OTLP spans are stored as the v1 records
 -- they map to. ``raw`` keeps the record's JSON with unknown fields intact.
+-- No index: keys are kept unique by the ingest (an ART index would cost
+-- memory in proportion to the store and slow every bulk load).
 CREATE TABLE events (
-    event_key       VARCHAR PRIMARY KEY,  -- identity used to count duplicates once
+    event_key       VARCHAR NOT NULL,     -- identity used to count duplicates once (unique)
+    key_hash        UBIGINT NOT NULL,     -- hash(event_key): the fast first test for a duplicate
     ingest_id       BIGINT NOT NULL,
     source          VARCHAR NOT NULL,
     line            BIGINT NOT NULL,
+    item            INTEGER NOT NULL DEFAULT 0,  -- position among the records of one line (OTLP), else 0
     type            VARCHAR NOT NULL,     -- enter | exit | node | run.start | run.end
     ts_ms           DOUBLE NOT NULL,
     seq             BIGINT,
@@ -69,7 +75,7 @@ CREATE TABLE events (
 
 -- An agent invocation: its enter and exit paired (either may be missing).
 CREATE TABLE invocations (
-    invocation_id         VARCHAR PRIMARY KEY,
+    invocation_id         VARCHAR NOT NULL,  -- unique
     run_id                VARCHAR NOT NULL,  -- the child run
     parent_run_id         VARCHAR,           -- the caller's run
     root_run_id           VARCHAR,           -- the root run of the whole tree
@@ -112,7 +118,7 @@ CREATE TABLE steps (
 
 -- One row for each root run.
 CREATE TABLE runs (
-    run_id                VARCHAR PRIMARY KEY,
+    run_id                VARCHAR NOT NULL,  -- unique
     service               VARCHAR,
     agent                 VARCHAR,
     trace_id              VARCHAR,

@@ -1,0 +1,95 @@
+"""Opening a store file: the lock, the migrations and the engine settings."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import duckdb
+
+from tracekit.errors import StoreError, StoreLockedError
+from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["DEFAULT_DB", "connect", "default_path"]
+
+DEFAULT_DB = "tracekit.duckdb"
+
+# DuckDB's default is 80% of RAM; a bounded limit keeps a multi-gigabyte
+# ingest under 2 GB of RSS by spilling joins and sorts to disk instead.
+_MEMORY_LIMIT = os.environ.get("TRACEKIT_DB_MEMORY", "1GB")
+
+
+def default_path() -> Path:
+    """Return ``$TRACEKIT_DB`` or ``./tracekit.duckdb``."""
+    return Path(os.environ.get("TRACEKIT_DB") or DEFAULT_DB)
+
+
+def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and create or migrate, unless read-only) the store at ``path``.
+
+    Raises:
+        StoreLockedError: another process holds the store for writing.
+        StoreError: the file is missing (read-only) or not a DuckDB store.
+    """
+    if read_only and not path.exists():
+        raise StoreError(
+            f"{path}: no store here", hint="Create one with: tracekit ingest TRACES --db FILE"
+        )
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        raise _open_error(path, exc) from None
+    except duckdb.Error as exc:
+        raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
+    con.execute(f"SET memory_limit = '{_MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    _migrate(con, path, read_only=read_only)
+    return con
+
+
+def _open_error(path: Path, exc: Exception) -> StoreError:
+    text = str(exc)
+    if "lock" in text.lower():
+        pid = re.search(r"PID (\d+)", text)
+        holder = f" (process {pid.group(1)})" if pid else ""
+        return StoreLockedError(
+            f"{path}: the store is in use by another process{holder}",
+            hint="Wait for that ingest to finish, or use another --db file.",
+        )
+    return StoreError(f"{path}: cannot open the store ({_first_line(exc)})")
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _version(con: duckdb.DuckDBPyConnection) -> int:
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'"
+    ).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _migrate(con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> None:
+    version = _version(con)
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: store schema v{version} is newer than this tracekit (v{SCHEMA_VERSION})",
+            hint="Upgrade tracekit.",
+        )
+    if version == SCHEMA_VERSION:
+        return
+    if read_only:
+        raise StoreError(
+            f"{path}: store schema v{version} needs migrating",
+            hint="Run tracekit ingest on it once (it migrates), then read it.",
+        )
+    for number in range(version + 1, SCHEMA_VERSION + 1):
+        con.execute("BEGIN")
+        con.execute(MIGRATIONS[number - 1])
+        con.execute("INSERT INTO schema_version (version) VALUES (?)", [number])
+        con.execute("COMMIT")

@@ -1,0 +1,239 @@
+"""One ingest: every source read once, in chunks, then the derived tables.
+
+The whole ingest is one transaction: a crash or Ctrl-C leaves the store as it
+was. Each source gets an ``ingest_log`` row whose counts reconcile: lines
+read = accepted + rejected + duplicates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+import duckdb
+
+from tracekit.errors import TraceFileError
+from tracekit.store.derive import derive
+from tracekit.store.load import Counts, load_batch
+from tracekit.store.otlp_source import Batch, detect_format, otlp_batches
+from tracekit.store.sources import (
+    Chunk,
+    Source,
+    expand,
+    fingerprint,
+    lines_table,
+    open_stream,
+    read_chunks,
+)
+
+__all__ = ["IngestReport", "SourceReport", "ingest_paths"]
+
+Format = Literal["auto", "tracekit", "jsonl", "otlp"]
+Progress = Callable[[int], None]
+ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Progress]]
+
+
+@dataclass
+class SourceReport:
+    """What one ingest did with one source."""
+
+    source: str
+    format: str
+    counts: Counts = field(default_factory=Counts)
+    held_back: bool = False  # an incomplete last line was left for next time
+    unchanged: bool = False  # nothing new since the last ingest
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did: one :class:`SourceReport` per source, and totals."""
+
+    sources: list[SourceReport] = field(default_factory=list)
+    runs_touched: int = 0
+
+    @property
+    def totals(self) -> Counts:
+        """The counts of every source added up."""
+        total = Counts()
+        for report in self.sources:
+            total.add(report.counts)
+        return total
+
+    def reconciliation(self) -> str:
+        """The line that accounts for every line read.
+
+        Example: ``ingested 2 sources: 120 lines read = 117 accepted + 2 rejected + 1 duplicate``
+        """
+        t = self.totals
+        dup = "duplicate" if t.duplicates == 1 else "duplicates"
+        text = (
+            f"ingested {len(self.sources)} source{'s' if len(self.sources) != 1 else ''}: "
+            f"{t.read} lines read = {t.accepted} accepted + {t.rejected} rejected"
+            f" + {t.duplicates} {dup}"
+        )
+        held = sum(r.held_back for r in self.sources)
+        if held:
+            text += (
+                f" ({held} incomplete last line{'s' if held > 1 else ''} left for the next ingest)"
+            )
+        return text
+
+
+def ingest_paths(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    format: Format = "auto",
+    progress: ProgressFactory | None = None,
+) -> IngestReport:
+    """Ingest files, directories, globs or ``-`` into the open store."""
+    sources = expand(paths)
+    report = IngestReport()
+    con.execute("BEGIN")
+    try:
+        since = _next_ingest_id(con)
+        with _progress_for(sources, progress) as advance:
+            for source in sources:
+                report.sources.append(_ingest_source(con, source, format, advance))
+        report.runs_touched = derive(con, since)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        for source in sources:
+            if source.stdin:
+                source.path.unlink(missing_ok=True)
+    return report
+
+
+@contextlib.contextmanager
+def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> Iterator[Progress]:
+    if progress is None:
+        yield lambda _n: None
+        return
+    total = sum(s.path.stat().st_size for s in sources)
+    with progress(total, len(sources)) as advance:
+        yield advance
+
+
+def _next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingest_log").fetchone()
+    return int(row[0]) if row else 1
+
+
+@dataclass
+class _Resume:
+    start: int = 0
+    first_line: int = 1
+    unchanged: bool = False
+
+
+def _resume(con: duckdb.DuckDBPyConnection, source: Source, size: int) -> _Resume:
+    """Where to start reading: after the last ingest's end, if the file only grew."""
+    if source.key is None:
+        return _Resume()
+    row = con.execute(
+        "SELECT end_offset, end_line, hash, size FROM ingest_log"
+        " WHERE path = ? AND finished_at IS NOT NULL ORDER BY ingest_id DESC LIMIT 1",
+        [source.key],
+    ).fetchone()
+    if row is None or row[0] is None:
+        return _Resume()
+    end, end_line, digest, old_size = int(row[0]), int(row[1]), row[2], row[3]
+    if source.gz:  # a compressed file is one unit: the same bytes, or read again
+        same = old_size == size and digest == fingerprint(source.path, size)
+        return _Resume(unchanged=same)
+    if size < end or fingerprint(source.path, end) != digest:
+        return _Resume()  # replaced or rewritten: read it all; duplicates are counted
+    return _Resume(start=end, first_line=end_line, unchanged=size == end)
+
+
+def _ingest_source(
+    con: duckdb.DuckDBPyConnection, source: Source, format: Format, advance: Progress
+) -> SourceReport:
+    size = source.path.stat().st_size
+    resume = _resume(con, source, size)
+    ingest_id = _next_ingest_id(con)
+    chosen: str = "tracekit" if format in ("tracekit", "jsonl") else format
+    if chosen == "auto":
+        chosen = detect_format(source)
+    report = SourceReport(source=source.label, format=chosen, unchanged=resume.unchanged)
+    con.execute(
+        "INSERT INTO ingest_log (ingest_id, source, path, format, size, start_offset,"
+        " first_line, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            ingest_id,
+            source.label,
+            source.key,
+            chosen,
+            size,
+            resume.start,
+            resume.first_line,
+            _now(),
+        ],
+    )
+    end, end_line = resume.start, resume.first_line
+    if not resume.unchanged:
+        end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance)
+    _finish_log(con, source, ingest_id, report, end, end_line, size)
+    return report
+
+
+def _read_source(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    chosen: str,
+    resume: _Resume,
+    ingest_id: int,
+    report: SourceReport,
+    advance: Progress,
+) -> tuple[int, int]:
+    final = source.gz or source.stdin
+    end, end_line = resume.start, resume.first_line
+    try:
+        with open_stream(source) as stream:
+            chunks = read_chunks(
+                stream, start=resume.start, first_line=resume.first_line, final=final
+            )
+            batches = otlp_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
+            for chunk, batch, refused in batches:
+                counts = load_batch(con, batch, refused, ingest_id=ingest_id, source=source.label)
+                report.counts.add(counts)
+                advance(chunk.end - end if not source.gz else len(chunk.data))
+                end, end_line = chunk.end, chunk.first_line + chunk.data.count(b"\n")
+    except OSError as exc:
+        raise TraceFileError(source.label, f"cannot read ({exc})") from None
+    report.held_back = not final and end < source.path.stat().st_size
+    return end, end_line
+
+
+def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
+    for chunk in chunks:
+        yield (chunk, *lines_table(chunk.data, chunk.first_line))
+
+
+def _finish_log(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    ingest_id: int,
+    report: SourceReport,
+    end: int,
+    end_line: int,
+    size: int,
+) -> None:
+    digest = fingerprint(source.path, size if source.gz else end)
+    c = report.counts
+    con.execute(
+        "UPDATE ingest_log SET hash = ?, end_offset = ?, end_line = ?, lines_read = ?,"
+        " accepted = ?, rejected = ?, duplicates = ?, finished_at = ? WHERE ingest_id = ?",
+        [digest, end, end_line, c.read, c.accepted, c.rejected, c.duplicates, _now(), ingest_id],
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)

@@ -1,0 +1,204 @@
+"""The SQL that turns lines of text into checked, typed v1 records.
+
+A batch of lines (an Arrow table ``line, item, text``) is parsed by DuckDB in
+one set-based pass: ``json_type`` over a list of paths checks every field's
+JSON type with one parse, ``from_json`` extracts the typed values with
+another. A line passes this fast path only if it has exactly the shape that
+:func:`tracekit.events.decode_event` accepts without help; every other line
+goes to msgspec in Python, which either accepts it (RFC 3339 times, say) or
+gives the reason it is rejected, in the same words as ``tracekit tree``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tracekit.events import KINDS, STATUSES
+
+__all__ = ["EVENT_COLUMNS", "PARSE_SQL"]
+
+# (JSON key, DuckDB type for from_json)
+_FIELDS: Final = (
+    ("type", "VARCHAR"),
+    ("ts", "DOUBLE"),
+    ("seq", "BIGINT"),
+    ("runId", "VARCHAR"),
+    ("parentRunId", "VARCHAR"),
+    ("invocationId", "VARCHAR"),
+    ("agent", "VARCHAR"),
+    ("node", "VARCHAR"),
+    ("kind", "VARCHAR"),
+    ("status", "VARCHAR"),
+    ("ok", "BOOLEAN"),
+    ("durationMs", "DOUBLE"),
+    ("service", "VARCHAR"),
+    ("traceId", "VARCHAR"),
+    ("id", "VARCHAR"),
+    ("failure", "VARCHAR"),
+    ("error", "JSON"),
+    ("attrs", "JSON"),
+)
+_EXTRA_PATHS: Final = ("$", "$.error.code", "$.error.message", "$.error.chain", "$.error.cause")
+_PATHS: Final = tuple(f"$.{key}" for key, _ in _FIELDS) + _EXTRA_PATHS
+_INDEX: Final = {path: i + 1 for i, path in enumerate(_PATHS)}
+
+_NUM = "'UBIGINT', 'BIGINT', 'DOUBLE'"
+
+
+def _jt(path: str) -> str:
+    return f"jt[{_INDEX[path]}]"
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def _rule(key: str, rule: str) -> str:
+    jt = _jt(f"$.{key}")
+    optional = f"coalesce({jt}, 'NULL') = 'NULL'"
+    checks = {
+        "str": f"{jt} = 'VARCHAR'",
+        "str?": f"coalesce({jt}, 'NULL') IN ('VARCHAR', 'NULL')",
+        "num": f"{jt} IN ({_NUM})",
+        "num?": f"coalesce({jt}, 'NULL') IN ({_NUM}, 'NULL')",
+        "int?": f"coalesce({jt}, 'NULL') IN ('UBIGINT', 'BIGINT', 'NULL')",
+        "bool": f"{jt} = 'BOOLEAN'",
+        "bool?": f"coalesce({jt}, 'NULL') IN ('BOOLEAN', 'NULL')",
+        "obj?": f"coalesce({jt}, 'NULL') IN ('OBJECT', 'NULL')",
+        "kind": f"({jt} IS NULL OR ({jt} = 'VARCHAR' AND {_one_of('j.kind', KINDS)}))",
+        "status?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.status', STATUSES)}))",
+        "failure?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.failure', ('delegation', 'agent'))}))",
+        "error?": (
+            f"({optional} OR ({jt} = 'OBJECT' AND {_jt('$.error.code')} = 'VARCHAR'"
+            f" AND coalesce({_jt('$.error.message')}, 'VARCHAR') = 'VARCHAR'"
+            f" AND coalesce({_jt('$.error.chain')}, 'NULL') IN ('ARRAY', 'NULL')"
+            f" AND coalesce({_jt('$.error.cause')}, 'NULL') IN ('OBJECT', 'NULL')))"
+        ),
+    }
+    return checks[rule]
+
+
+_COMMON: Final = (("ts", "num"), ("seq", "int?"), ("service", "str?"), ("traceId", "str?"))
+_COMMON_ATTRS: Final = (("attrs", "obj?"),)
+_INVOCATION: Final = (
+    ("invocationId", "str"),
+    ("runId", "str"),
+    ("parentRunId", "str?"),
+    ("agent", "str"),
+    ("node", "str?"),
+)
+_RULES: Final = {
+    "enter": (*_INVOCATION, ("kind", "kind")),
+    "exit": (
+        *_INVOCATION,
+        ("ok", "bool?"),
+        ("durationMs", "num?"),
+        ("status", "status?"),
+        ("error", "error?"),
+    ),
+    "node": (("runId", "str"), ("id", "str"), ("ok", "bool?"), ("durationMs", "num?")),
+    "run.start": (("runId", "str"), ("agent", "str")),
+    "run.end": (
+        ("runId", "str"),
+        ("ok", "bool"),
+        ("durationMs", "num?"),
+        ("failure", "failure?"),
+        ("error", "error?"),
+    ),
+}
+
+
+def _fast_ok() -> str:
+    common = " AND ".join(_rule(k, r) for k, r in (*_COMMON, *_COMMON_ATTRS))
+    by_type = " ".join(
+        f"WHEN '{t}' THEN {' AND '.join(_rule(k, r) for k, r in rules)}"
+        for t, rules in _RULES.items()
+    )
+    return (
+        f"(jt[{_INDEX['$']}] = 'OBJECT' AND {_jt('$.type')} = 'VARCHAR' AND {common}"
+        f" AND CASE j.type {by_type} ELSE false END)"
+    )
+
+
+_STRUCT: Final = "{" + ", ".join(f'"{k}": "{t}"' for k, t in _FIELDS) + "}"
+_PATH_LIST: Final = "[" + ", ".join(f"'{p}'" for p in _PATHS) + "]"
+_SEP = "chr(31)"
+
+#: The columns of ``events`` that a parsed batch fills, in table order.
+EVENT_COLUMNS: Final = (
+    "event_key",
+    "key_hash",
+    "ingest_id",
+    "source",
+    "line",
+    "item",
+    "type",
+    "ts_ms",
+    "seq",
+    "run_id",
+    "parent_run_id",
+    "invocation_id",
+    "agent",
+    "node",
+    "kind",
+    "status",
+    "ok",
+    "duration_ms",
+    "error_code",
+    "service",
+    "trace_id",
+    "raw",
+)
+
+_INV = "j.type IN ('enter', 'exit')"
+_HAS_ERROR = f"{_jt('$.error')} = 'OBJECT'"
+_EXIT_STATUS = (
+    f"coalesce(j.status, CASE WHEN j.ok = false OR {_HAS_ERROR} THEN 'error' ELSE 'ok' END)"
+)
+
+#: Parse ``_batch`` (line, item, text, raw) into the temp table ``_parsed``:
+#: ``fast_ok`` rows carry every events column; the others only line/item/text.
+PARSE_SQL: Final = f"""
+CREATE OR REPLACE TEMP TABLE _parsed AS
+WITH b AS (
+    SELECT line, item, text, raw, json_valid(text) AS valid
+    FROM _batch WHERE trim(text) <> ''
+), t AS (
+    SELECT line, item, text, raw, CASE WHEN valid THEN json_type(text, {_PATH_LIST}) END AS jt
+    FROM b
+), p AS (
+    SELECT line, item, text, raw, jt,
+        CASE WHEN jt[{_INDEX["$"]}] = 'OBJECT' THEN from_json(text, '{_STRUCT}') END AS j
+    FROM t
+)
+SELECT *, hash(event_key) AS key_hash FROM (SELECT
+    line, item, raw,
+    coalesce({_fast_ok()}, false) AS fast_ok,
+    CASE j.type
+        WHEN 'enter' THEN 'enter' || {_SEP} || j.invocationId
+        WHEN 'exit' THEN 'exit' || {_SEP} || j.invocationId
+        WHEN 'node' THEN concat_ws({_SEP}, 'node', j.runId, j.id, j.ts::VARCHAR, j.seq::VARCHAR)
+        ELSE j.type || {_SEP} || j.runId
+    END AS event_key,
+    j.type AS type,
+    j.ts AS ts_ms,
+    j.seq AS seq,
+    j.runId AS run_id,
+    CASE WHEN {_INV} THEN j.parentRunId END AS parent_run_id,
+    CASE WHEN {_INV} THEN j.invocationId END AS invocation_id,
+    CASE WHEN j.type IN ('enter', 'exit', 'run.start') THEN j.agent END AS agent,
+    CASE WHEN {_INV} THEN j.node WHEN j.type = 'node' THEN j.id END AS node,
+    CASE WHEN j.type = 'enter' THEN coalesce(j.kind, 'delegate') END AS kind,
+    CASE WHEN j.type = 'exit' THEN {_EXIT_STATUS} END AS status,
+    CASE j.type
+        WHEN 'exit' THEN coalesce(j.ok, {_EXIT_STATUS} = 'ok')
+        WHEN 'node' THEN j.ok
+        WHEN 'run.end' THEN j.ok
+    END AS ok,
+    CASE WHEN j.type IN ('exit', 'node', 'run.end') THEN j.durationMs END AS duration_ms,
+    CASE WHEN j.type IN ('exit', 'run.end') AND {_HAS_ERROR}
+        THEN json_extract_string(j.error, '$.code') END AS error_code,
+    j.service AS service,
+    j.traceId AS trace_id
+FROM p)
+"""

@@ -1,0 +1,48 @@
+"""A progress bar for long ingests: on a terminal only, quiet otherwise."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+__all__ = ["progress_bar"]
+
+_MIN_BYTES = 64 << 20  # smaller inputs take well under a few seconds
+
+
+Advance = Callable[[int], None]
+
+
+def progress_bar() -> Callable[[int, int], contextlib.AbstractContextManager[Advance]] | None:
+    """Return a progress factory for :meth:`Store.ingest`, or None when not on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    @contextlib.contextmanager
+    def start(total: int, sources: int) -> Iterator[Advance]:
+        if total < _MIN_BYTES:
+            yield lambda _n: None
+            return
+        bar = Progress(
+            TextColumn(f"ingesting {sources} source{'s' if sources != 1 else ''}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+        )
+        task = bar.add_task("ingest", total=total)
+        with bar:
+            yield lambda n: bar.advance(task, n)
+
+    return start

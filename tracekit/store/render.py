@@ -1,0 +1,77 @@
+"""DataFrames as text for the terminal: a table, JSON lines or CSV.
+
+Names in traces are data: control characters (ANSI escapes included) are
+shown escaped, never sent to the terminal as they are.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["clean", "render"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean(value: Any, width: int | None = None) -> str:
+    """One cell as safe text: control characters escaped, cut to ``width``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if value is pd.NaT:
+        return ""
+    if isinstance(value, datetime):
+        text = value.isoformat(sep=" ", timespec="seconds")
+    elif isinstance(value, float):
+        text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
+    else:
+        text = str(value)
+    text = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+def render(df: pd.DataFrame, fmt: str, *, width: int | None = None) -> str:
+    """Return ``df`` as ``table`` (aligned text), ``json`` (one object per line) or ``csv``."""
+    if fmt == "json":
+        return "\n".join(json.dumps(_jsonable(row)) for row in df.to_dict(orient="records"))
+    if fmt == "csv":
+        return df.to_csv(index=False).rstrip("\n")
+    return _table(df, width)
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+            out[key] = None
+        elif isinstance(value, datetime):
+            out[key] = value.isoformat()
+        elif hasattr(value, "tolist"):
+            out[key] = value.tolist()
+        elif hasattr(value, "item"):
+            out[key] = value.item()
+        else:
+            out[key] = value
+    return out
+
+
+def _table(df: pd.DataFrame, width: int | None) -> str:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in df.columns:
+        table.add_column(str(column), overflow="fold")
+    for row in df.itertuples(index=False):
+        table.add_row(*(clean(v, 60) for v in row))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=width or 200, no_color=True, highlight=False, markup=False)
+    console.print(table)
+    return buffer.getvalue().rstrip("\n")

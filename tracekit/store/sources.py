@@ -1,0 +1,235 @@
+"""Where an ingest reads from: paths expanded, files read in line-aligned chunks.
+
+A chunk is whole lines only; its lines become an Arrow table (``line``,
+``item``, ``text``, ``raw``) without one Python object per line: the newline
+offsets are found with numpy and the text column is built over the chunk's
+own bytes, so DuckDB scans it in place.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+import pyarrow as pa
+
+from tracekit.errors import TraceFileError
+
+__all__ = [
+    "Chunk",
+    "Source",
+    "expand",
+    "fingerprint",
+    "lines_table",
+    "open_stream",
+    "read_chunks",
+    "text_table",
+]
+
+CHUNK_BYTES = 32 << 20
+_SAMPLE = 64 << 10
+_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass
+class Source:
+    """One input: ``label`` as the user gave it, ``path`` the file to read."""
+
+    label: str
+    path: Path
+    gz: bool
+    stdin: bool = False
+
+    @property
+    def key(self) -> str | None:
+        """The identity of the file across ingests (None for stdin)."""
+        return None if self.stdin else str(self.path.resolve())
+
+
+def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
+    """Turn files, directories, globs and ``-`` into sources, in a stable order.
+
+    Raises:
+        TraceFileError: a path is missing or a glob or directory matches nothing.
+    """
+    sources: list[Source] = []
+    for given in paths:
+        text = os.fspath(given)
+        if text == "-":
+            sources.append(_stdin_source())
+        elif os.path.isdir(text):
+            sources.extend(_source(p, str(p)) for p in _walk(Path(text)))
+        elif os.path.exists(text):
+            sources.append(_source(Path(text), text))
+        elif _GLOB_CHARS & set(text):
+            matches = sorted(glob.glob(text, recursive=True))
+            if not matches:
+                raise TraceFileError(text, "no file matches this pattern")
+            sources.extend(_source(Path(m), m) for m in matches if os.path.isfile(m))
+        else:
+            raise TraceFileError(text, "no such file or directory")
+    return sources
+
+
+def _walk(root: Path) -> list[Path]:
+    found = [p for p in root.rglob("*") if p.is_file() and p.name.endswith(_SUFFIXES)]
+    if not found:
+        raise TraceFileError(str(root), "no *.jsonl, *.jsonl.gz or *.json file in this directory")
+    return sorted(found)
+
+
+def _source(path: Path, label: str) -> Source:
+    with path.open("rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    return Source(label=label, path=path, gz=gz)
+
+
+def _stdin_source() -> Source:
+    # Spooled to disk so that stdin is read in chunks like any file.
+    fd, name = tempfile.mkstemp(prefix="tracekit-stdin-", suffix=".jsonl")
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    path = Path(name)
+    source = _source(path, "-")
+    source.stdin = True
+    return source
+
+
+def fingerprint(path: Path, end: int) -> str:
+    """Return a cheap identity of the bytes ``[0, end)`` of a file.
+
+    sha256 of the first and last 64 KiB and the length: enough to tell the
+    same file grown from a file replaced or rewritten, without re-reading
+    gigabytes on each ingest of a live file.
+    """
+    digest = hashlib.sha256(str(end).encode())
+    with path.open("rb") as fh:
+        digest.update(fh.read(min(end, _SAMPLE)))
+        if end > _SAMPLE:
+            fh.seek(max(_SAMPLE, end - _SAMPLE))
+            digest.update(fh.read(end - fh.tell()))
+    return digest.hexdigest()
+
+
+@dataclass
+class Chunk:
+    """Whole lines read from a source; ``end`` is the offset after them."""
+
+    data: bytes
+    first_line: int
+    end: int
+
+
+def open_stream(source: Source) -> IO[bytes]:
+    """Open a source for reading bytes (gzip decompressed on the fly)."""
+    if source.gz:
+        return gzip.open(source.path, "rb")  # type: ignore[return-value]
+    return source.path.open("rb")
+
+
+def read_chunks(
+    stream: IO[bytes], *, start: int, first_line: int, final: bool, size: int = CHUNK_BYTES
+) -> Iterator[Chunk]:
+    """Yield chunks of whole lines from ``start``.
+
+    The bytes after the last newline are a line still being written: they are
+    held back unless ``final`` (stdin, gzip) or they already form a complete
+    JSON value, so a live file is read again from there next time.
+    """
+    if start:
+        stream.seek(start)
+    offset, line, carry = start, first_line, b""
+    while True:
+        block = stream.read(size)
+        data = carry + block
+        if not block:
+            if data and (final or _complete(data)):
+                yield Chunk(data + b"\n", line, offset + len(data))
+            return
+        cut = data.rfind(b"\n") + 1
+        carry = data[cut:]
+        if cut:
+            whole = data[:cut]
+            yield Chunk(whole, line, offset + cut)
+            line += whole.count(b"\n")
+            offset += cut
+
+
+def _complete(tail: bytes) -> bool:
+    import msgspec
+
+    try:
+        msgspec.json.decode(tail)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False
+    return True
+
+
+Refused = list[tuple[int, str, str]]
+
+
+def lines_table(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
+    """Build the Arrow table of a chunk's lines, newlines dropped, numbered.
+
+    Lines that are not UTF-8 are left out of the table and returned as
+    ``(line, text, reason)`` to be rejected.
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _lines_table_slow(data, first_line)
+    return _lines_table(data, first_line), []
+
+
+def _lines_table_slow(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
+    refused: Refused = []
+    numbers: list[int] = []
+    texts: list[str] = []
+    for number, line in enumerate(data.split(b"\n")[:-1], first_line):
+        try:
+            texts.append(line.decode("utf-8"))
+            numbers.append(number)
+        except UnicodeDecodeError as exc:
+            text = line.decode("utf-8", "replace").rstrip("\r")
+            refused.append((number, text, f"not JSON: not UTF-8 ({exc.reason})"))
+    return text_table(numbers, [0] * len(numbers), texts, texts), refused
+
+
+def text_table(numbers: list[int], items: list[int], texts: list[str], raws: list[str]) -> pa.Table:
+    """Build a batch table from Python lists (the slow paths: OTLP, odd bytes, a sink)."""
+    return pa.table(
+        {
+            "line": pa.array(numbers, pa.int64()),
+            "item": pa.array(items, pa.int32()),
+            "text": pa.array(texts, pa.large_string()),
+            "raw": pa.array(raws, pa.large_string()),
+        }
+    )
+
+
+def _lines_table(data: bytes, first_line: int) -> pa.Table:
+    buf = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    count = len(newlines)
+    # Drop the newline bytes so that each value is exactly its line.
+    text_bytes = np.frombuffer(data.replace(b"\n", b""), dtype=np.uint8)
+    offsets = np.empty(count + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = newlines - np.arange(count, dtype=np.int64)
+    text = pa.Array.from_buffers(
+        pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text_bytes)]
+    )
+    lines = pa.array(np.arange(first_line, first_line + count, dtype=np.int64))
+    items = pa.array(np.zeros(count, dtype=np.int32))
+    return pa.table({"line": lines, "item": items, "text": text, "raw": text})

@@ -1,0 +1,195 @@
+"""``Store``: a DuckDB file holding a fleet of runs, and the ways to read it.
+
+Example:
+    >>> store = Store("fleet.duckdb")  # doctest: +SKIP
+    >>> print(store.ingest(["traces/"]).reconciliation())  # doctest: +SKIP
+    ingested 3 sources: 1200 lines read = 1198 accepted + 1 rejected + 1 duplicate
+    >>> store.runs(status="error", since="2h")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pandas as pd
+
+from tracekit.errors import StoreError
+from tracekit.events import Event, decode_event
+from tracekit.store.db import connect, default_path
+from tracekit.store.ingest import Format, IngestReport, ProgressFactory, ingest_paths
+from tracekit.store.query import check_read_only, runs_query
+
+if TYPE_CHECKING:
+    from tracekit.tree import AgentTree
+
+__all__ = ["Store"]
+
+PathLike = str | os.PathLike[str]
+
+
+class Store:
+    """A trace store: one DuckDB file, many runs.
+
+    Args:
+        path: the file; ``$TRACEKIT_DB`` or ``./tracekit.duckdb`` by default.
+        read_only: open without writing (several readers may share a file).
+
+    Raises:
+        StoreLockedError: another process is writing the store.
+        StoreError: read-only and there is no store at ``path``.
+    """
+
+    def __init__(self, path: PathLike | None = None, *, read_only: bool = False) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.read_only = read_only
+        self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def close(self) -> None:
+        """Close the connection (and release the file lock)."""
+        self.con.close()
+
+    def ingest(
+        self,
+        paths: PathLike | Iterable[PathLike],
+        format: Format = "auto",
+        *,
+        progress: ProgressFactory | None = None,
+    ) -> IngestReport:
+        """Ingest trace files, directories, globs or ``-``.
+
+        Args:
+            paths: one path or several.
+            format: ``"auto"`` (by content), ``"tracekit"`` (v1 JSONL) or ``"otlp"``.
+            progress: called with (total bytes, sources); returns a callable
+                given the bytes read after each chunk.
+
+        Example:
+            >>> Store("f.duckdb").ingest("run.jsonl").totals.accepted  # doctest: +SKIP
+            42
+        """
+        self._writable()
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [paths]
+        return ingest_paths(self.con, paths, format=format, progress=progress)
+
+    def runs(
+        self,
+        *,
+        status: str | None = None,
+        service: str | None = None,
+        agent: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """The root runs, newest first, as a DataFrame (columns as in ``docs/store.md``).
+
+        Args:
+            status: ``ok``, ``error``, ``running``, or an outcome (``failed``
+                matches every ``failed:*``).
+            service: only this service.
+            agent: runs whose root agent is this, or that invoked it anywhere.
+            since: a span back from now (``2h``, ``7d``) or an ISO time.
+            limit: at most this many rows.
+        """
+        sql, params = runs_query(
+            status=status, service=service, agent=agent, since=since, limit=limit
+        )
+        return self.con.execute(sql, params).df()
+
+    def invocations(self, run_id: str | None = None) -> pd.DataFrame:
+        """Agent invocations (enter and exit paired), of one root run or all."""
+        sql = "SELECT * FROM invocations"
+        params: list[Any] = []
+        if run_id is not None:
+            sql += " WHERE root_run_id = ?"
+            params.append(run_id)
+        return self.con.execute(sql + " ORDER BY start_ms NULLS LAST, invocation_id", params).df()
+
+    def rejects(self, limit: int | None = None) -> pd.DataFrame:
+        """Lines that could not be read, oldest first."""
+        sql = "SELECT * FROM rejects ORDER BY ingest_id, line"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.con.execute(sql).df()
+
+    def ingest_log(self) -> pd.DataFrame:
+        """One row per source per ingest, with its reconciling counts."""
+        return self.con.execute("SELECT * FROM ingest_log ORDER BY ingest_id").df()
+
+    def events(self, run_id: str) -> list[Event]:
+        """The records of one root run's whole tree, in the order they were read.
+
+        Raises:
+            StoreError: no such root run.
+        """
+        self._root(run_id)
+        rows = self.con.execute(
+            """
+            WITH r AS (
+                SELECT ?::VARCHAR AS run_id
+                UNION SELECT run_id FROM invocations WHERE root_run_id = $1
+            )
+            SELECT raw FROM events
+            WHERE run_id IN (SELECT run_id FROM r)
+               OR invocation_id IN (SELECT invocation_id FROM invocations WHERE root_run_id = $1)
+            ORDER BY ingest_id, line, item
+            """.replace("?::VARCHAR", "$1::VARCHAR"),
+            [run_id],
+        ).fetchall()
+        return [decode_event(raw) for (raw,) in rows]
+
+    def tree(self, run_id: str) -> AgentTree:
+        """The delegation tree of one root run, as ``tracekit tree`` draws it from its file."""
+        from tracekit.tree import agent_tree
+
+        return agent_tree(self.events(run_id))
+
+    def sql(self, query: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """Run a read-only query and return its result.
+
+        Raises:
+            StoreError: the query is not a SELECT (the store changes only by ingest).
+
+        Example:
+            >>> Store().sql("SELECT agent, count(*) FROM invocations GROUP BY 1")  # doctest: +SKIP
+        """
+        check_read_only(self.con, query)
+        if self.read_only:
+            return self._query(query, params)
+        # A SELECT can still move a sequence (nextval); roll back whatever it did.
+        self.con.execute("BEGIN")
+        try:
+            return self._query(query, params)
+        finally:
+            self.con.execute("ROLLBACK")
+
+    def _query(self, query: str, params: list[Any] | None) -> pd.DataFrame:
+        try:
+            return self.con.execute(query, params or []).df()
+        except duckdb.Error as exc:
+            raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+
+    def _root(self, run_id: str) -> None:
+        row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        if not row or not row[0]:
+            raise StoreError(
+                f"{self.path}: no root run {run_id!r}",
+                hint="List the runs with: tracekit runs --db " + str(self.path),
+            )
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only, cannot ingest")
