@@ -266,6 +266,9 @@ def ingest_command(
         report = store.ingest(paths, format.value, progress=progress_bar())
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts
+            if source.skipped:
+                print(f"{_clean(source.source)}: skipped, {source.skipped}")
+                continue
             note = " (unchanged)" if source.unchanged else ""
             print(
                 f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
@@ -356,11 +359,10 @@ def _store_tree_view(
 def _emit(df: Any, format: TableFormat) -> None:
     from tracekit.store.render import render
 
-    text = render(df, format.value, width=shutil.get_terminal_size((160, 24)).columns)
-    if text:
-        _print_view(text, [])
-    elif format is TableFormat.table:
+    if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
+        return
+    _print_view(render(df, format.value, width=shutil.get_terminal_size((160, 24)).columns), [])
 
 
 def _clean(text: str) -> str:

@@ -20,12 +20,13 @@ _TS = "make_timestamp(CAST({} * 1000 AS BIGINT))"
 # their events (an exit may arrive ingests after its enter).
 _TOUCHED: Final = """
 CREATE OR REPLACE TEMP TABLE _touched AS
-SELECT DISTINCT invocation_id FROM events
+SELECT DISTINCT run_id, invocation_id FROM events
 WHERE ingest_id >= $since AND type IN ('enter', 'exit');
 
 CREATE OR REPLACE TEMP TABLE _old_roots AS
-SELECT DISTINCT root_run_id AS run_id FROM invocations
-WHERE invocation_id IN (SELECT invocation_id FROM _touched) AND root_run_id IS NOT NULL;
+SELECT DISTINCT i.root_run_id AS run_id FROM invocations i SEMI JOIN _touched t
+    ON i.run_id = t.run_id AND i.invocation_id = t.invocation_id
+WHERE i.root_run_id IS NOT NULL;
 """
 
 # The touched invocations rebuilt from all their events (an exit may arrive
@@ -33,8 +34,9 @@ WHERE invocation_id IN (SELECT invocation_id FROM _touched) AND root_run_id IS N
 _REBUILD: Final = f"""
 CREATE OR REPLACE TEMP TABLE _rebuilt AS
 WITH ev AS (
-    SELECT * FROM events
-    WHERE type IN ('enter', 'exit') AND invocation_id IN (SELECT invocation_id FROM _touched)
+    SELECT e.* FROM events e SEMI JOIN _touched t
+        ON e.run_id = t.run_id AND e.invocation_id = t.invocation_id
+    WHERE e.type IN ('enter', 'exit')
 ), en AS (SELECT * FROM ev WHERE type = 'enter'),
 ex AS (
     SELECT *, CASE WHEN error_code IS NOT NULL THEN json_extract(raw, '$.error') END AS err
@@ -66,31 +68,32 @@ SELECT
     en.invocation_id IS NOT NULL AS has_enter,
     ex.invocation_id IS NOT NULL AS has_exit,
     NULL::VARCHAR AS failure_role
-FROM en FULL OUTER JOIN ex ON en.invocation_id = ex.invocation_id;
+FROM en FULL OUTER JOIN ex ON en.run_id = ex.run_id AND en.invocation_id = ex.invocation_id;
 
 CREATE OR REPLACE TEMP VIEW _all AS
-SELECT * FROM invocations WHERE invocation_id NOT IN (SELECT invocation_id FROM _touched)
+SELECT * FROM invocations i ANTI JOIN _touched t
+    ON i.run_id = t.run_id AND i.invocation_id = t.invocation_id
 UNION ALL SELECT * FROM _rebuilt;
 """
 
 # The rebuilt invocations and all below them (a parent that arrives late
-# re-roots its subtree); parents linked by run id, the lowest invocation id
-# winning if a run id was reused.
+# re-roots its subtree), keyed by their run: a child run belongs to the
+# invocation that started it (the lowest invocation id, if a run id was reused).
 _SUBTREE: Final = """
 CREATE OR REPLACE TEMP TABLE _below AS
-WITH RECURSIVE d(invocation_id, run_id) AS (
-    SELECT invocation_id, run_id FROM _rebuilt
+WITH RECURSIVE d(run_id) AS (
+    SELECT run_id FROM _rebuilt
     UNION
-    SELECT c.invocation_id, c.run_id FROM _all c JOIN d ON c.parent_run_id = d.run_id
+    SELECT c.run_id FROM _all c JOIN d ON c.parent_run_id = d.run_id
 )
-SELECT DISTINCT invocation_id FROM d;
+SELECT DISTINCT run_id FROM d;
 
 INSERT INTO _old_roots
 SELECT DISTINCT root_run_id FROM invocations
-WHERE invocation_id IN (SELECT invocation_id FROM _below) AND root_run_id IS NOT NULL;
+WHERE run_id IN (SELECT run_id FROM _below) AND root_run_id IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE _sub AS
-WITH s AS (SELECT * FROM _all WHERE invocation_id IN (SELECT invocation_id FROM _below)),
+WITH s AS (SELECT * FROM _all WHERE run_id IN (SELECT run_id FROM _below)),
 by_run AS (
     SELECT run_id, min(invocation_id) AS invocation_id FROM _all
     WHERE run_id IN (SELECT parent_run_id FROM s) GROUP BY run_id
@@ -99,32 +102,38 @@ SELECT s.* REPLACE (by_run.invocation_id AS parent_invocation_id)
 FROM s LEFT JOIN by_run ON by_run.run_id = s.parent_run_id;
 """
 
-# Depth and root: from the top of each rebuilt subtree downwards.
+# Depth and root: from the top of each rebuilt subtree downwards, run by run.
 _ROOTS: Final = """
 CREATE OR REPLACE TEMP TABLE _walk AS
-WITH RECURSIVE w(invocation_id, root_run_id, depth) AS (
-    SELECT s.invocation_id,
-        CASE WHEN s.parent_invocation_id IS NOT NULL THEN p.root_run_id
-             ELSE coalesce(s.parent_run_id, s.run_id) END,
-        CASE WHEN s.parent_invocation_id IS NOT NULL THEN p.depth + 1
-             WHEN s.parent_run_id IS NULL THEN 0 ELSE 1 END
-    FROM _sub s LEFT JOIN invocations p ON p.invocation_id = s.parent_invocation_id
-    WHERE s.parent_invocation_id IS NULL
-       OR s.parent_invocation_id NOT IN (SELECT invocation_id FROM _below)
+WITH RECURSIVE runs1 AS (
+    -- A run with two different parents is malformed: it is left unrooted,
+    -- which also keeps a cycle of run ids from being walked forever.
+    SELECT run_id, any_value(parent_run_id) AS parent_run_id,
+        any_value(parent_invocation_id) AS parent_invocation_id
+    FROM _sub GROUP BY run_id HAVING count(DISTINCT parent_run_id) <= 1
+), tops AS (
+    SELECT * FROM runs1
+    WHERE parent_run_id IS NULL OR parent_run_id NOT IN (SELECT run_id FROM _below)
+), w(run_id, root_run_id, depth) AS (
+    SELECT t.run_id,
+        CASE WHEN p.run_id IS NOT NULL THEN p.root_run_id
+             ELSE coalesce(t.parent_run_id, t.run_id) END,
+        CASE WHEN p.run_id IS NOT NULL THEN p.depth + 1
+             WHEN t.parent_run_id IS NULL THEN 0 ELSE 1 END
+    FROM tops t LEFT JOIN invocations p ON p.invocation_id = t.parent_invocation_id
+        AND p.run_id = t.parent_run_id
     UNION ALL
-    SELECT c.invocation_id, w.root_run_id, w.depth + 1
-    FROM _sub c JOIN w ON c.parent_invocation_id = w.invocation_id
-    WHERE w.depth < 1000000
+    SELECT c.run_id, w.root_run_id, w.depth + 1
+    FROM runs1 c JOIN w ON c.parent_run_id = w.run_id
 )
 SELECT * FROM w;
 
 DELETE FROM invocations
-WHERE invocation_id IN (SELECT invocation_id FROM _touched)
-   OR invocation_id IN (SELECT invocation_id FROM _below);
+WHERE run_id IN (SELECT run_id FROM _below);
 
 INSERT INTO invocations BY NAME
 SELECT s.* REPLACE (w.root_run_id AS root_run_id, w.depth AS depth, NULL AS failure_role)
-FROM _sub s LEFT JOIN _walk w ON w.invocation_id = s.invocation_id;
+FROM _sub s LEFT JOIN _walk w ON w.run_id = s.run_id;
 """
 
 _STEPS: Final = """
@@ -140,7 +149,7 @@ _AFFECTED: Final = """
 CREATE OR REPLACE TEMP TABLE _affected AS
 SELECT run_id FROM _old_roots
 UNION SELECT root_run_id FROM invocations
-      WHERE invocation_id IN (SELECT invocation_id FROM _below) AND root_run_id IS NOT NULL
+      WHERE run_id IN (SELECT run_id FROM _below) AND root_run_id IS NOT NULL
 UNION SELECT run_id FROM events
       WHERE ingest_id >= $since AND type IN ('run.start', 'run.end', 'node')
 UNION SELECT i.root_run_id FROM invocations i

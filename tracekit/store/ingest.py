@@ -46,6 +46,7 @@ class SourceReport:
     counts: Counts = field(default_factory=Counts)
     held_back: bool = False  # an incomplete last line was left for next time
     unchanged: bool = False  # nothing new since the last ingest
+    skipped: str = ""  # why the source was not read at all
 
 
 @dataclass
@@ -75,6 +76,9 @@ class IngestReport:
             f"{t.read} lines read = {t.accepted} accepted + {t.rejected} rejected"
             f" + {t.duplicates} {dup}"
         )
+        skipped = sum(bool(r.skipped) for r in self.sources)
+        if skipped:
+            text += f"; {skipped} not a trace, skipped"
         held = sum(r.held_back for r in self.sources)
         if held:
             text += (
@@ -160,8 +164,12 @@ def _ingest_source(
     resume = _resume(con, source, size)
     ingest_id = _next_ingest_id(con)
     chosen: str = "tracekit" if format in ("tracekit", "jsonl") else format
-    if chosen == "auto":
+    if chosen == "auto" and not resume.unchanged:
         chosen = detect_format(source)
+    if chosen == "other":
+        return SourceReport(
+            source.label, chosen, skipped="a JSON document that is not OTLP (no resourceSpans)"
+        )
     report = SourceReport(source=source.label, format=chosen, unchanged=resume.unchanged)
     con.execute(
         "INSERT INTO ingest_log (ingest_id, source, path, format, size, start_offset,"

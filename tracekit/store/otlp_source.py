@@ -22,7 +22,12 @@ _PEEK = 1 << 16
 
 
 def detect_format(source: Source) -> str:
-    """Return ``"otlp"`` if the first record has ``resourceSpans``, else ``"tracekit"``."""
+    """Return ``"otlp"`` if the first record has ``resourceSpans``, else ``"tracekit"``.
+
+    A JSON document over several lines that is not OTLP is ``"other"``: a
+    file such as a saved tree, which an ingest skips rather than rejecting
+    every line of it.
+    """
     with open_stream(source) as stream:
         head = stream.read(_PEEK)
     first = head.lstrip()[:1]
@@ -32,7 +37,7 @@ def detect_format(source: Source) -> str:
     try:
         obj = msgspec.json.decode(line)
     except msgspec.DecodeError:
-        return "otlp" if b'"resourceSpans"' in head else "tracekit"
+        return "otlp" if b'"resourceSpans"' in head else "other"
     return "otlp" if isinstance(obj, dict) and "resourceSpans" in obj else "tracekit"
 
 

@@ -175,8 +175,8 @@ SELECT *, hash(event_key) AS key_hash FROM (SELECT
     line, item, raw,
     coalesce({_fast_ok()}, false) AS fast_ok,
     CASE j.type
-        WHEN 'enter' THEN 'enter' || {_SEP} || j.invocationId
-        WHEN 'exit' THEN 'exit' || {_SEP} || j.invocationId
+        WHEN 'enter' THEN concat_ws({_SEP}, 'enter', j.runId, j.invocationId)
+        WHEN 'exit' THEN concat_ws({_SEP}, 'exit', j.runId, j.invocationId)
         WHEN 'node' THEN concat_ws({_SEP}, 'node', j.runId, j.id, j.ts::VARCHAR, j.seq::VARCHAR)
         ELSE j.type || {_SEP} || j.runId
     END AS event_key,

@@ -68,7 +68,7 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 def _table(df: pd.DataFrame, width: int | None) -> str:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in df.columns:
-        table.add_column(str(column), overflow="fold")
+        table.add_column(str(column), no_wrap=True, overflow="ellipsis", min_width=len(str(column)))
     for row in df.itertuples(index=False):
         table.add_row(*(clean(v, 60) for v in row))
     buffer = io.StringIO()

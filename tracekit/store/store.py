@@ -142,9 +142,7 @@ class Store:
                 SELECT ?::VARCHAR AS run_id
                 UNION SELECT run_id FROM invocations WHERE root_run_id = $1
             )
-            SELECT raw FROM events
-            WHERE run_id IN (SELECT run_id FROM r)
-               OR invocation_id IN (SELECT invocation_id FROM invocations WHERE root_run_id = $1)
+            SELECT raw FROM events WHERE run_id IN (SELECT run_id FROM r)
             ORDER BY ingest_id, line, item
             """.replace("?::VARCHAR", "$1::VARCHAR"),
             [run_id],

@@ -1,0 +1,134 @@
+"""The store commands through the installed ``tracekit`` script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._store_helpers import cli, fleet, run_lines, write
+
+SAMPLES = sorted(Path(__file__).parent.parent.joinpath("sample_traces").glob("*.jsonl"))
+
+
+def test_ingest_prints_the_reconciling_line_and_runs_lists_them(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(6))
+    db = tmp_path / "s.duckdb"
+    done = cli("ingest", str(trace), db=db)
+    assert done.stdout.splitlines()[-1] == (
+        "ingested 1 source: 36 lines read = 36 accepted + 0 rejected + 0 duplicates"
+    )
+    table = cli("runs", db=db).stdout.splitlines()
+    assert table[0].split()[:3] == ["run_id", "service", "agent"]
+    assert len(table) == 7
+    failed = cli("runs", "--status", "error", "--format", "json", db=db).stdout.splitlines()
+    assert sorted(json.loads(r)["run_id"] for r in failed) == ["r0", "r3"]
+    csv = cli("runs", "--limit", "2", "--format", "csv", db=db).stdout.splitlines()
+    assert csv[0].startswith("run_id,") and len(csv) == 3
+    empty = cli("runs", "--service", "nope", db=db)
+    assert (empty.stdout, empty.stderr) == ("", "(no rows)\n")
+    assert len(cli("runs", "--agent", "billing", db=db).stdout.splitlines()) == 7
+    assert cli("runs", "--agent", "front", "--since", "2h", db=db).stdout == ""  # ts are in 1970
+    old = cli("runs", "--since", "1970-01-01T00:00:00", "--format", "csv", db=db)
+    assert len(old.stdout.splitlines()) == 7
+    bad = cli("runs", "--since", "yesterday", db=db, check=False)
+    assert bad.returncode == 2 and "not a time span" in bad.stderr
+
+
+def test_db_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = write(tmp_path / "a.jsonl", run_lines("r1"))
+    monkeypatch.setenv("TRACEKIT_DB", str(tmp_path / "env.duckdb"))
+    cli("ingest", str(trace))
+    assert (tmp_path / "env.duckdb").exists()
+    assert "r1" in cli("runs").stdout
+
+
+def test_ingest_from_stdin(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    done = cli("ingest", "-", db=db, stdin="".join(run_lines("r1")) + "{oops\n")
+    assert done.stdout.splitlines()[-1] == (
+        "ingested 1 source: 7 lines read = 6 accepted + 1 rejected + 0 duplicates"
+    )
+    rejects = cli("rejects", "--format", "json", db=db).stdout.splitlines()
+    assert [(json.loads(r)["source"], json.loads(r)["line"]) for r in rejects] == [("-", 7)]
+
+
+def test_sql_runs_selects_and_refuses_writes(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(write(tmp_path / "a.jsonl", run_lines("r1"))), db=db)
+    out = cli(
+        "sql",
+        "SELECT type, count(*) AS n FROM events GROUP BY 1 ORDER BY 1",
+        "--format",
+        "csv",
+        db=db,
+    )
+    assert out.stdout.splitlines() == [
+        "type,n",
+        "enter,1",
+        "exit,1",
+        "node,2",
+        "run.end,1",
+        "run.start,1",
+    ]
+    refused = cli("sql", "DELETE FROM events", db=db, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("Error: tracekit sql is read-only")
+    assert "Traceback" not in refused.stderr
+
+
+def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
+    done = cli("runs", db=tmp_path / "none.duckdb", check=False)
+    assert done.returncode == 2
+    assert "no store here" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    trace = write(tmp_path / "a.jsonl", run_lines("r1"))
+    cli("ingest", str(trace), db=db)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True);"
+            " time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        done = cli("ingest", str(trace), db=db, check=False)
+        assert done.returncode == 2
+        assert "in use by another process" in done.stderr
+        assert "Traceback" not in done.stderr
+        from tracekit import Store, StoreLockedError
+
+        with pytest.raises(StoreLockedError, match=f"process {holder.pid}"):
+            Store(db)
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[p.stem for p in SAMPLES])
+def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None:
+    from tracekit import Store
+
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        store.ingest(sample)
+        run_ids = sorted(store.runs().run_id)
+    assert run_ids
+    from_file = cli("tree", str(sample), "--color", "never", check=False)
+    from_store = [
+        cli("tree", run_id, "--color", "never", "--db", str(db), check=False) for run_id in run_ids
+    ]
+    assert "".join(t.stdout for t in from_store) == from_file.stdout

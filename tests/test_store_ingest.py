@@ -1,0 +1,309 @@
+"""Ingest: every line accounted for, nothing lost, nothing twice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests._store_helpers import fleet, line, run_lines, write
+from tracekit import Store
+
+
+def counts(store: Store) -> tuple[int, int, int]:
+    row = store.sql(
+        "SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM invocations),"
+        " (SELECT count(*) FROM runs)"
+    ).iloc[0]
+    return int(row.iloc[0]), int(row.iloc[1]), int(row.iloc[2])
+
+
+def test_a_fleet_ingests_into_runs_and_invocations(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(9))
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 54 lines read = 54 accepted + 0 rejected + 0 duplicates"
+        )
+        runs = store.runs()
+        assert len(runs) == 9
+        assert sorted(runs.status.unique()) == ["error", "ok"]
+        inv = store.invocations("r1")
+        row = inv.iloc[0]
+        assert (row.root_run_id, row.parent_run_id, row.depth) == ("r1", "r1", 1)
+        assert (row.agent, row.node, row.status, row.duration_ms) == (
+            "billing",
+            "hand_over",
+            "ok",
+            3,
+        )
+        assert row.has_enter and row.has_exit
+        failed = store.invocations("r0").iloc[0]
+        assert (failed.status, failed.error_code, failed.error_message) == (
+            "error",
+            "BOOM",
+            "it broke",
+        )
+        assert set(store.runs(status="error").run_id) == {"r0", "r3", "r6"}
+        steps = store.sql("SELECT step_id, name FROM steps WHERE run_id = 'r1/c'")
+        assert steps.values.tolist() == [["hand_over/billing/sort", "sort"]]
+
+
+def test_reingesting_the_same_file_adds_nothing(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(4))
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(trace)
+        before = counts(store)
+        again = store.ingest(trace)
+        assert again.reconciliation() == (
+            "ingested 1 source: 0 lines read = 0 accepted + 0 rejected + 0 duplicates"
+        )
+        assert again.sources[0].unchanged
+        assert counts(store) == before
+
+
+def test_a_grown_file_is_read_from_its_last_complete_line(tmp_path: Path) -> None:
+    lines = fleet(4)
+    trace = write(tmp_path / "live.jsonl", lines[:10])
+    with Store(tmp_path / "s.duckdb") as store:
+        first = store.ingest(trace)
+        assert first.totals.read == 10
+        with trace.open("a") as fh:
+            fh.write("".join(lines[10:]))
+        second = store.ingest(trace)
+        assert second.reconciliation() == (
+            "ingested 1 source: 14 lines read = 14 accepted + 0 rejected + 0 duplicates"
+        )
+        log = store.ingest_log()
+        assert log.first_line.tolist() == [1, 11]
+        assert counts(store) == (24, 4, 4)
+
+
+def test_a_line_still_being_written_waits_for_the_next_ingest(tmp_path: Path) -> None:
+    lines = run_lines("r1")
+    trace = tmp_path / "live.jsonl"
+    trace.write_text("".join(lines[:3]) + lines[3][:20])
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 3 lines read = 3 accepted + 0 rejected + 0 duplicates"
+            " (1 incomplete last line left for the next ingest)"
+        )
+        with trace.open("a") as fh:
+            fh.write(lines[3][20:] + "".join(lines[4:]))
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 3 lines read = 3 accepted + 0 rejected + 0 duplicates"
+        )
+        assert store.rejects().empty
+        assert store.runs().status.tolist() == ["ok"]
+
+
+def test_a_complete_last_line_without_newline_is_read(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(run_lines("r1")).rstrip("\n"))
+    with Store(tmp_path / "s.duckdb") as store:
+        assert store.ingest(trace).totals.accepted == 6
+
+
+def test_an_exit_in_a_later_ingest_pairs_with_its_enter(tmp_path: Path) -> None:
+    lines = run_lines("r1")
+    a = write(tmp_path / "a.jsonl", lines[:4])
+    b = write(tmp_path / "b.jsonl", lines[4:])
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(a)
+        running = store.invocations().iloc[0]
+        assert (running.status, running.has_exit) == ("running", False)
+        assert store.runs().status.tolist() == ["running"]
+        store.ingest(b)
+        done = store.invocations()
+        assert len(done) == 1
+        assert (done.iloc[0].status, done.iloc[0].has_enter, done.iloc[0].has_exit) == (
+            "ok",
+            True,
+            True,
+        )
+        assert store.runs().status.tolist() == ["ok"]
+
+
+def test_a_late_parent_reroots_its_subtree(tmp_path: Path) -> None:
+    child = [
+        line(
+            {
+                "type": "enter",
+                "ts": 3,
+                "invocationId": "i2",
+                "runId": "r/a/b",
+                "parentRunId": "r/a",
+                "agent": "b",
+            }
+        ),
+        line(
+            {
+                "type": "exit",
+                "ts": 4,
+                "invocationId": "i2",
+                "runId": "r/a/b",
+                "parentRunId": "r/a",
+                "agent": "b",
+                "ok": True,
+            }
+        ),
+    ]
+    parent = [
+        line({"type": "run.start", "ts": 1, "runId": "r", "agent": "root"}),
+        line(
+            {
+                "type": "enter",
+                "ts": 2,
+                "invocationId": "i1",
+                "runId": "r/a",
+                "parentRunId": "r",
+                "agent": "a",
+            }
+        ),
+        line(
+            {
+                "type": "exit",
+                "ts": 5,
+                "invocationId": "i1",
+                "runId": "r/a",
+                "parentRunId": "r",
+                "agent": "a",
+                "ok": True,
+            }
+        ),
+    ]
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write(tmp_path / "child.jsonl", child))
+        assert store.runs().run_id.tolist() == ["r/a"]  # inferred root, for now
+        store.ingest(write(tmp_path / "parent.jsonl", parent))
+        assert store.runs().run_id.tolist() == ["r"]
+        inv = store.invocations().set_index("invocation_id")
+        assert inv.loc["i2", "root_run_id"] == "r" and inv.loc["i2", "depth"] == 2
+        assert inv.loc["i2", "parent_invocation_id"] == "i1"
+
+
+def test_a_deep_chain_gets_every_depth(tmp_path: Path) -> None:
+    depth = 300
+    lines = [line({"type": "run.start", "ts": 0, "runId": "r0", "agent": "a"})]
+    for d in range(1, depth + 1):
+        lines.append(
+            line(
+                {
+                    "type": "enter",
+                    "ts": d,
+                    "invocationId": f"i{d}",
+                    "runId": f"r{d}",
+                    "parentRunId": f"r{d - 1}",
+                    "agent": f"a{d}",
+                }
+            )
+        )
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write(tmp_path / "deep.jsonl", lines))
+        run = store.runs().iloc[0]
+        assert (run.run_id, run.max_depth, run.invocations) == ("r0", depth, depth)
+        assert store.invocations().root_run_id.eq("r0").all()
+
+
+def test_duplicates_are_counted_once_and_not_stored(tmp_path: Path) -> None:
+    lines = run_lines("r1")
+    trace = write(tmp_path / "a.jsonl", [*lines, lines[2], lines[0]])
+    copy = write(tmp_path / "copy.jsonl", lines)
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest([trace, copy])
+        assert report.reconciliation() == (
+            "ingested 2 sources: 14 lines read = 6 accepted + 0 rejected + 8 duplicates"
+        )
+        assert counts(store) == (6, 1, 1)
+        kept = store.sql("SELECT source, line FROM events WHERE type = 'enter'")
+        assert kept.values.tolist() == [[str(trace), 3]]
+
+
+def test_bad_lines_are_rejected_with_line_and_reason_and_the_rest_kept(tmp_path: Path) -> None:
+    lines = run_lines("r1")
+    bad = [
+        "{not json\n",
+        line({"type": "enter", "ts": 1, "runId": 2}),
+        line({"type": "teleport", "ts": 1}),
+        "[1, 2]\n",
+        "\n",  # blank: not a record, not counted
+    ]
+    rfc = line({"type": "node", "ts": "2026-01-01T00:00:00Z", "runId": "r1", "id": "late"})
+    trace = write(tmp_path / "bad.jsonl", [*lines[:2], *bad, rfc, *lines[2:]])
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 11 lines read = 7 accepted + 4 rejected + 0 duplicates"
+        )
+        rejects = store.rejects()
+        assert rejects.line.tolist() == [3, 4, 5, 6]
+        reasons = rejects.reason.tolist()
+        assert reasons[0].startswith("not JSON")
+        assert "$.runId" in reasons[1] and reasons[1].startswith("not a v1 record")
+        assert "$.type" in reasons[2]
+        assert rejects.raw.iloc[0] == "{not json"
+        late = store.sql("SELECT ts_ms, line FROM events WHERE node = 'late'")
+        assert late.values.tolist() == [[1767225600000.0, 8]]
+
+
+def test_lines_that_are_not_utf8_are_rejected(tmp_path: Path) -> None:
+    trace = tmp_path / "bytes.jsonl"
+    trace.write_bytes("".join(run_lines("r1")[:2]).encode() + b'{"type":"\xff"}\n')
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(trace)
+        assert (report.totals.accepted, report.totals.rejected) == (2, 1)
+        assert "UTF-8" in store.rejects().reason.iloc[0]
+
+
+def test_gzip_and_directories_and_globs(tmp_path: Path) -> None:
+    (tmp_path / "in" / "deeper").mkdir(parents=True)
+    write(tmp_path / "in" / "a.jsonl", run_lines("ra"))
+    with gzip.open(tmp_path / "in" / "deeper" / "b.jsonl.gz", "wt") as fh:
+        fh.write("".join(run_lines("rb")))
+    (tmp_path / "in" / "notes.txt").write_text("not a trace")
+    (tmp_path / "in" / "tree.json").write_text(json.dumps({"runs": []}, indent=2))
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(tmp_path / "in")
+        assert report.reconciliation() == (
+            "ingested 3 sources: 12 lines read = 12 accepted + 0 rejected + 0 duplicates;"
+            " 1 not a trace, skipped"
+        )
+        assert sorted(store.runs().run_id) == ["ra", "rb"]
+        again = store.ingest(str(tmp_path / "in" / "**" / "*.jsonl.gz"))
+        assert again.reconciliation() == (
+            "ingested 1 source: 0 lines read = 0 accepted + 0 rejected + 0 duplicates"
+        )
+
+
+def test_an_ingest_resets_the_classification_of_the_runs_it_touches(tmp_path: Path) -> None:
+    lines = run_lines("r1")
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write(tmp_path / "a.jsonl", lines[:5]))
+        store.ingest(write(tmp_path / "other.jsonl", run_lines("r2")))
+        store.con.execute("UPDATE runs SET outcome = 'ok', classified_at = now()")
+        store.ingest(write(tmp_path / "b.jsonl", lines[5:]))
+        runs = store.runs().set_index("run_id")
+        assert pd.isna(runs.loc["r1", "outcome"]) and runs.loc["r2", "outcome"] == "ok"
+        assert pd.isna(runs.loc["r1", "classified_at"])
+
+
+def test_sql_is_read_only(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write(tmp_path / "a.jsonl", run_lines("r1")))
+        assert store.sql("SELECT count(*) AS n FROM events").n.iloc[0] == 6
+        for query in ("DELETE FROM events", "DROP TABLE runs", "CREATE TABLE x (a INT)"):
+            with pytest.raises(Exception, match="read-only"):
+                store.sql(query)
+        assert store.sql("SELECT count(*) AS n FROM events").n.iloc[0] == 6
+
+
+def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    from tracekit.errors import TraceFileError
+
+    with Store(tmp_path / "s.duckdb") as store, pytest.raises(TraceFileError, match="no such file"):
+        store.ingest(tmp_path / "nope.jsonl")
