@@ -259,11 +259,13 @@ def ingest_command(
     A file ingested again adds nothing; a file that grew is read from where the
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     """
+    from tracekit.failures import classify_store
     from tracekit.store import Store
     from tracekit.store.progress import progress_bar
 
     with Store(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
+        classify_store(store)
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts
             if source.skipped:
