@@ -152,3 +152,14 @@ def test_bad_line_summary_escapes_the_text() -> None:
         "skipped 1 bad line of 9 (the tree shows every good line):",
         "  t\\x1b.jsonl:3: not JSON",
     ]
+
+
+def test_errors_only_drops_runs_where_nothing_failed() -> None:
+    events = [
+        node(1, "a", "fine"),
+        node(2, "b", "x"),
+        *call(3, 4, "i", "c", "b", "sql", status="error", error=ErrorInfo(code="BOOM")),
+    ]
+    assert describe_forest(build_forest(events), errors_only=True) == (
+        "run b: agent unknown (no run.start/run.end)\n  delegate -> sql (error BOOM, 1ms)"
+    )

@@ -311,6 +311,8 @@ def describe_forest(
     blocks = []
     for run in runs:
         body = describe_agent_tree(run.steps, indent=1, **options)  # type: ignore[arg-type]
+        if errors_only and not body and run.ok is not False:
+            continue  # nothing failed in this run
         header = _paint(describe_run_header(run, color), "1", color)
         blocks.append(header + ("\n" + body if body else ""))
     return "\n\n".join(blocks)
