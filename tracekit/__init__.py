@@ -72,9 +72,9 @@ _LAZY: dict[str, str] = {
     "RunView": "tracekit.notebook",
     "IngestReport": "tracekit.store",
     "Store": "tracekit.store",
-    "invocations_frame": "tracekit.notebook",
+    "invocations_frame": "tracekit.invocations",
     "open_run": "tracekit.notebook",
-    "read_invocations": "tracekit.notebook",
+    "read_invocations": "tracekit.invocations",
 }
 
 
