@@ -191,3 +191,35 @@ def test_root_causes_in_a_simulated_fleet_match_its_ground_truth(tmp_path: Path)
         assert (cause.agent, cause.code) == (run["origin_agent"], run["origin_code"])
         assert cause.depth == run["origin_depth"] == len(cause.path)
         assert cause.wrapped == cause.depth - 1  # every caller above wrapped it
+
+
+def _comparable(frame: pd.DataFrame) -> list[dict[str, object]]:
+    columns = [c for c in INVOCATION_COLUMNS if c not in ("start_at", "end_at")]
+    rows = frame[columns].astype(object).where(frame[columns].notna(), None)
+    return rows.to_dict("records")
+
+
+def test_a_run_from_the_store_matches_the_run_from_its_file(tmp_path: Path) -> None:
+    from tracekit.store import Store
+
+    with Store(tmp_path / "samples.duckdb") as store:
+        store.ingest(SAMPLES)
+        for path in sorted(SAMPLES.glob("*.jsonl")):
+            from_file = open_run(path)
+            from_store = open_run(store, from_file.run_id)
+            assert str(from_store) == str(from_file), path.name
+            assert _comparable(from_store.invocations) == _comparable(from_file.invocations)
+            assert from_store.root_cause() == from_file.root_cause(), path.name
+            assert "failure_role" in from_store.invocations.columns  # the store's own extras
+
+
+def test_open_run_on_a_store_needs_a_run_id_when_there_are_several(tmp_path: Path) -> None:
+    from tracekit.store import Store
+
+    with Store(tmp_path / "one.duckdb") as store:
+        store.ingest(SAMPLES / "recursion_circle.jsonl")
+        assert open_run(store).run_id == "run-circ"  # the only run
+        store.ingest(SAMPLES / "child_failure.jsonl")
+        with pytest.raises(TracekitError, match="several runs") as info:
+            open_run(store)
+        assert "store.runs()" in info.value.hint

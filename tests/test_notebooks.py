@@ -15,7 +15,7 @@ TIMEOUT_S = 120  # for each cell; the whole notebook takes a few seconds
 
 def test_the_two_notebooks_are_there() -> None:
     names = {path.name for path in NOTEBOOKS}
-    assert {"investigate-a-run.ipynb"} <= names
+    assert {"investigate-a-run.ipynb", "fleet-health.ipynb"} <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
