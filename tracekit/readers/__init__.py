@@ -24,6 +24,7 @@ from typing import IO, Literal
 
 import msgspec
 
+from tracekit._gcpause import gc_paused
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
 from tracekit.readers.jsonl import ReadResult, read_jsonl_blocks
 from tracekit.readers.otlp import OtlpConverter
@@ -154,6 +155,11 @@ def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult
     A trace's spans may be spread over many lines, so every line is fed to
     one converter and the records are made once all lines are in.
     """
+    with gc_paused():  # millions of acyclic spans: collections would only walk them
+        return _read_otlp_lines(lines, path, strict=strict)
+
+
+def _read_otlp_lines(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult:
     converter = OtlpConverter()
     result = ReadResult(path=path, format="otlp")
     first = list(itertools.islice(lines, 1))

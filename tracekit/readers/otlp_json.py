@@ -16,9 +16,34 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["ERROR_CODES", "Span", "decode_spans", "hex_id"]
+__all__ = ["ERROR_CODES", "SPAN_KEYS", "Span", "decode_spans", "hex_id"]
 
 ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
+#: The span attributes the mapping reads; the rest are not kept (a big file
+#: holds millions of spans until their traces are complete).
+SPAN_KEYS: Final = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.agent.name",
+        "gen_ai.tool.name",
+        "agent.name",
+        "tool.name",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "error.type",
+        "tracekit.run_id",
+        "tracekit.parent_run_id",
+        "tracekit.invocation_id",
+        "tracekit.node",
+        "tracekit.kind",
+        "tracekit.root",
+        "tracekit.step",
+        "tracekit.status",
+        "tracekit.error",
+        "tracekit.failure",
+        "tracekit.delegated",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -90,13 +115,15 @@ def any_value(value: Any) -> Any:
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """A ``KeyValue`` list as a dict."""
+def attributes(items: Any, keys: frozenset[str] | None = None) -> dict[str, Any]:
+    """A ``KeyValue`` list as a dict (only ``keys``, when given)."""
     if not items:
         return {}
     if not isinstance(items, list):
         raise ValueError("attributes must be a list of key/value objects")
-    return {kv["key"]: any_value(kv.get("value")) for kv in items}
+    if keys is None:
+        return {kv["key"]: any_value(kv.get("value")) for kv in items}
+    return {kv["key"]: any_value(kv.get("value")) for kv in items if kv["key"] in keys}
 
 
 def _nanos(value: Any, field: str) -> int | None:
@@ -156,7 +183,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
         name=str(raw.get("name") or ""),
         start=start,
         end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
-        attrs=attributes(raw.get("attributes")),
+        attrs=attributes(raw.get("attributes"), SPAN_KEYS),
         error=status.get("code") in ERROR_CODES,
         message=str(status.get("message") or ""),
         service=service if isinstance(service, str) else None,

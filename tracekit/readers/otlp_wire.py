@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.readers.otlp_json import ERROR_CODES, Span, hex_id
+from tracekit.readers.otlp_json import ERROR_CODES, SPAN_KEYS, Span, hex_id
 
 __all__ = ["decode_spans_fast"]
 
@@ -103,8 +103,10 @@ def _plain(value: _AnyValue | None) -> Any:
     return value.bytesValue
 
 
-def _attrs(items: list[_KeyValue]) -> dict[str, Any]:
-    return {kv.key: _plain(kv.value) for kv in items}
+def _attrs(items: list[_KeyValue], keys: frozenset[str] | None = None) -> dict[str, Any]:
+    if keys is None:
+        return {kv.key: _plain(kv.value) for kv in items}
+    return {kv.key: _plain(kv.value) for kv in items if kv.key in keys}
 
 
 def _nanos(value: int | str | None) -> int | None:
@@ -119,17 +121,25 @@ def decode_spans_fast(data: bytes) -> list[Span]:
     if doc.resourceSpans is None:
         raise ValueError("no resourceSpans in the lowerCamelCase spelling")
     out: list[Span] = []
+    ids: dict[str, str] = {}  # trace and parent ids repeat within a document
     for resource_spans in doc.resourceSpans:
         resource = resource_spans.resource
         service = _attrs(resource.attributes).get("service.name") if resource else None
         service = service if isinstance(service, str) else None
         for scope in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
             for raw in scope.spans:
-                out.append(_span(raw, service))
+                out.append(_span(raw, service, ids))
     return out
 
 
-def _span(raw: _Span, service: str | None) -> Span:
+def _id(value: str, seen: dict[str, str]) -> str:
+    found = seen.get(value)
+    if found is None:
+        found = seen[value] = hex_id(value)
+    return found
+
+
+def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
     start = _nanos(raw.startTimeUnixNano)
     if not raw.spanId or start is None:
         raise ValueError("a span without spanId or start")
@@ -142,13 +152,13 @@ def _span(raw: _Span, service: str | None) -> Span:
                 exception = str(exception)
                 break
     return Span(
-        trace=hex_id(raw.traceId),
-        id=hex_id(raw.spanId),
-        parent=hex_id(raw.parentSpanId),
+        trace=_id(raw.traceId, ids),
+        id=_id(raw.spanId, ids),
+        parent=_id(raw.parentSpanId, ids),
         name=raw.name,
         start=start,
         end=_nanos(raw.endTimeUnixNano),
-        attrs=_attrs(raw.attributes),
+        attrs=_attrs(raw.attributes, SPAN_KEYS),
         error=status is not None and status.code in ERROR_CODES,
         message=(status.message or "") if status is not None else "",
         service=service,
