@@ -19,7 +19,7 @@ import duckdb
 from tracekit.errors import TraceFileError
 from tracekit.store.derive import derive
 from tracekit.store.load import Counts, load_batch
-from tracekit.store.otlp_source import Batch, detect_format, otlp_batches
+from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
 from tracekit.store.sources import (
     Chunk,
     Source,
@@ -201,7 +201,8 @@ def _read_source(
     report: SourceReport,
     advance: Progress,
 ) -> tuple[int, int]:
-    final = source.gz or source.stdin
+    # A JSON document is complete only at its end: no line of it is held back.
+    final = source.gz or source.stdin or (chosen == "otlp" and is_document(source))
     end, end_line = resume.start, resume.first_line
     try:
         with open_stream(source) as stream:

@@ -9,14 +9,15 @@ position in it (``item``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import msgspec
 import pyarrow as pa
 
-from tracekit.events import encode_event
+from tracekit.events import Event, encode_event
 from tracekit.store.sources import Chunk, Source, open_stream, text_table
 
-__all__ = ["detect_format", "otlp_batches"]
+__all__ = ["detect_format", "is_document", "otlp_batches"]
 
 _PEEK = 1 << 16
 
@@ -42,29 +43,56 @@ def detect_format(source: Source) -> str:
 
 
 Batch = tuple[Chunk, pa.Table, list[tuple[int, str, str]]]
+Refused = list[tuple[int, str, str]]
+
+# Documents without a span of a trace before the trace is mapped: spans of one
+# trace are spread over several export batches (lines).
+_IDLE = 64
+
+
+def is_document(source: Source) -> bool:
+    """Whether the source is one JSON document over several lines (read whole)."""
+    with open_stream(source) as stream:
+        head = stream.read(_PEEK)
+    return _starts_a_document(Chunk(head, 1, len(head)))
 
 
 def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
-    """Map OTLP lines to batches of v1 lines; a multi-line document is read whole."""
-    pending: list[Chunk] = []
+    """Map OTLP lines to batches of v1 lines; a multi-line document is read whole.
+
+    Spans are collected across lines (:class:`~tracekit.readers.otlp.OtlpConverter`)
+    and a trace is mapped once it looks complete, so a parent and its children
+    in different lines still nest; whatever is left is mapped at the end.
+    """
+    from tracekit.readers.otlp import OtlpConverter
+
+    converter = OtlpConverter()
+    document: list[Chunk] = []
+    last: Chunk | None = None
     for chunk in chunks:
-        first = chunk.data.lstrip()[:1]
-        if pending or (chunk.first_line == 1 and first == b"{" and not _first_line_is_json(chunk)):
-            pending.append(chunk)
+        if document or (chunk.first_line == 1 and _starts_a_document(chunk)):
+            document.append(chunk)
             continue
-        yield (chunk, *_table(_split(chunk)))
-    if pending:
-        data = b"".join(c.data for c in pending)
-        last = Chunk(data, pending[0].first_line, pending[-1].end)
-        yield (last, *_table([(pending[0].first_line, data)]))
+        refused = _feed(converter, _split(chunk))
+        yield chunk, _table(converter.take_complete(_IDLE)), refused
+        last = chunk
+    refused = []
+    if document:
+        data = b"".join(c.data for c in document)
+        last = Chunk(data, document[0].first_line, document[-1].end)
+        refused = _feed(converter, [(document[0].first_line, data)])
+    if last is not None:
+        yield last, _table(converter.finish_lines()), refused
 
 
-def _first_line_is_json(chunk: Chunk) -> bool:
+def _starts_a_document(chunk: Chunk) -> bool:
+    if chunk.data.lstrip()[:1] != b"{":
+        return False
     try:
         msgspec.json.decode(chunk.data.split(b"\n", 1)[0])
     except msgspec.DecodeError:
-        return False
-    return True
+        return True
+    return False
 
 
 def _split(chunk: Chunk) -> list[tuple[int, bytes]]:
@@ -72,33 +100,26 @@ def _split(chunk: Chunk) -> list[tuple[int, bytes]]:
     return [(chunk.first_line + i, line) for i, line in enumerate(lines) if line.strip()]
 
 
-def _table(lines: list[tuple[int, bytes]]) -> tuple[pa.Table, list[tuple[int, str, str]]]:
-    from tracekit.readers.otlp import otlp_to_events
+def _feed(converter: Any, lines: list[tuple[int, bytes]]) -> Refused:
+    refused: Refused = []
+    for number, line in lines:
+        try:
+            converter.feed_json(line, line=number)
+        except (msgspec.DecodeError, ValueError, UnicodeDecodeError) as exc:
+            raw = line.decode("utf-8", "replace").rstrip("\r")
+            refused.append((number, raw, f"not OTLP JSON: {exc}"))
+    return refused
 
-    refused: list[tuple[int, str, str]] = []
+
+def _table(pairs: list[tuple[int, Event]]) -> pa.Table:
     numbers: list[int] = []
     items: list[int] = []
     texts: list[str] = []
-    raws: list[str] = []
-    for number, line in lines:
-        raw = line.decode("utf-8", "replace").rstrip("\r")
-        try:
-            doc = msgspec.json.decode(line)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-            refused.append((number, raw, f"not OTLP JSON: {exc}"))
-            continue
-        if not isinstance(doc, dict) or "resourceSpans" not in doc:
-            refused.append((number, raw, "not OTLP JSON: no resourceSpans"))
-            continue
-        try:
-            events = otlp_to_events(doc)
-        except (ValueError, TypeError, KeyError, msgspec.MsgspecError) as exc:
-            refused.append((number, raw, f"not OTLP JSON: {exc}"))
-            continue
-        for item, event in enumerate(events):
-            text = encode_event(event).decode()
-            numbers.append(number)
-            items.append(item)
-            texts.append(text)
-            raws.append(text)
-    return text_table(numbers, items, texts, raws), refused
+    per_line: dict[int, int] = {}
+    for number, event in pairs:
+        item = per_line.get(number, 0)
+        per_line[number] = item + 1
+        numbers.append(number)
+        items.append(item)
+        texts.append(encode_event(event).decode())
+    return text_table(numbers, items, texts, texts)
