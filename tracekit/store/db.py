@@ -67,10 +67,10 @@ def _first_line(exc: Exception) -> str:
 def _version(con: duckdb.DuckDBPyConnection) -> int:
     exists = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'"
-    ).fetchone()
+    ).fetchall()[0]
     if not exists or not exists[0]:
         return 0
-    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     return int(row[0]) if row and row[0] is not None else 0
 
 

@@ -231,7 +231,7 @@ def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, _STEPS, _AFFECTED, _RUNS):
         for statement in _statements(script):
             con.execute(statement, params if "$since" in statement else None)
-    row = con.execute("SELECT count(*) FROM _affected").fetchone()
+    row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]
     return int(row[0]) if row else 0
 
 

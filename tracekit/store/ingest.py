@@ -18,7 +18,7 @@ import duckdb
 
 from tracekit.errors import TraceFileError
 from tracekit.store.derive import derive
-from tracekit.store.load import Counts, load_batch
+from tracekit.store.load import Counts, drop_duplicates, load_batch
 from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
 from tracekit.store.sources import (
     Chunk,
@@ -28,9 +28,10 @@ from tracekit.store.sources import (
     lines_table,
     open_stream,
     read_chunks,
+    text_table,
 )
 
-__all__ = ["IngestReport", "SourceReport", "ingest_paths"]
+__all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
@@ -115,6 +116,50 @@ def ingest_paths(
     return report
 
 
+def ingest_records(
+    con: duckdb.DuckDBPyConnection, lines: list[bytes], *, source: str, first_line: int = 1
+) -> IngestReport:
+    """Ingest records already encoded as v1 JSON lines (a sink's buffer), as one source."""
+    report = IngestReport()
+    con.execute("BEGIN")
+    try:
+        ingest_id = _next_ingest_id(con)
+        con.execute(
+            "INSERT INTO ingest_log (ingest_id, source, format, first_line, started_at)"
+            " VALUES (?, ?, 'tracekit', ?, ?)",
+            [ingest_id, source, first_line, _now()],
+        )
+        texts = [line.decode("utf-8", "replace").rstrip("\n") for line in lines]
+        numbers = list(range(first_line, first_line + len(texts)))
+        batch = text_table(numbers, [0] * len(texts), texts, texts)
+        sub = SourceReport(source=source, format="tracekit")
+        sub.counts = load_batch(con, batch, [], ingest_id=ingest_id, source=source)
+        duplicates = drop_duplicates(con, ingest_id)
+        sub.counts.accepted -= duplicates
+        sub.counts.duplicates += duplicates
+        c = sub.counts
+        con.execute(
+            "UPDATE ingest_log SET end_line = ?, lines_read = ?, accepted = ?, rejected = ?,"
+            " duplicates = ?, finished_at = ? WHERE ingest_id = ?",
+            [
+                first_line + len(texts),
+                c.read,
+                c.accepted,
+                c.rejected,
+                c.duplicates,
+                _now(),
+                ingest_id,
+            ],
+        )
+        report.sources.append(sub)
+        report.runs_touched = derive(con, ingest_id)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return report
+
+
 @contextlib.contextmanager
 def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> Iterator[Progress]:
     if progress is None:
@@ -126,7 +171,7 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
 
 
 def _next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingest_log").fetchone()
+    row = con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingest_log").fetchall()[0]
     return int(row[0]) if row else 1
 
 
@@ -141,13 +186,14 @@ def _resume(con: duckdb.DuckDBPyConnection, source: Source, size: int) -> _Resum
     """Where to start reading: after the last ingest's end, if the file only grew."""
     if source.key is None:
         return _Resume()
-    row = con.execute(
+    rows = con.execute(
         "SELECT end_offset, end_line, hash, size FROM ingest_log"
         " WHERE path = ? AND finished_at IS NOT NULL ORDER BY ingest_id DESC LIMIT 1",
         [source.key],
-    ).fetchone()
-    if row is None or row[0] is None:
+    ).fetchall()
+    if not rows or rows[0][0] is None:
         return _Resume()
+    row = rows[0]
     end, end_line, digest, old_size = int(row[0]), int(row[1]), row[2], row[3]
     if source.gz:  # a compressed file is one unit: the same bytes, or read again
         same = old_size == size and digest == fingerprint(source.path, size)
@@ -188,6 +234,9 @@ def _ingest_source(
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
         end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance)
+        duplicates = drop_duplicates(con, ingest_id)
+        report.counts.accepted -= duplicates
+        report.counts.duplicates += duplicates
     _finish_log(con, source, ingest_id, report, end, end_line, size)
     return report
 

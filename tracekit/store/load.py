@@ -18,7 +18,7 @@ import pyarrow as pa
 from tracekit.events import decode_event, encode_event
 from tracekit.store.parse_sql import EVENT_COLUMNS, PARSE_SQL
 
-__all__ = ["Counts", "load_batch", "reject_rows"]
+__all__ = ["Counts", "drop_duplicates", "load_batch", "reject_rows"]
 
 
 @dataclass
@@ -42,37 +42,40 @@ _SELECT = ", ".join(
     "$ingest_id" if c == "ingest_id" else "$source" if c == "source" else c for c in EVENT_COLUMNS
 )
 
-# Duplicates, found by key_hash first (a scan of one integer column), then
-# confirmed on the whole key: a line already in the store, or an earlier line
-# of this batch with the same key.
-_DUPLICATES_SQL = """
-CREATE OR REPLACE TEMP TABLE _dups AS
-WITH h AS (
-    SELECT key_hash FROM _parsed WHERE fast_ok GROUP BY key_hash HAVING count(*) > 1
-    UNION
-    SELECT DISTINCT key_hash FROM events
-    WHERE key_hash IN (SELECT key_hash FROM _parsed WHERE fast_ok)
-), c AS (
-    SELECT line, item, event_key FROM _parsed
-    WHERE fast_ok AND key_hash IN (SELECT key_hash FROM h)
-)
-SELECT line, item FROM c
-WHERE event_key IN (
-    SELECT event_key FROM events WHERE key_hash IN (SELECT key_hash FROM h)
-) OR EXISTS (
-    SELECT 1 FROM c AS earlier
-    WHERE earlier.event_key = c.event_key
-      AND (earlier.line < c.line OR (earlier.line = c.line AND earlier.item < c.item))
-)
-"""
-
 _INSERT_SQL = f"""
 INSERT INTO events ({_COLUMNS})
-SELECT {_SELECT} FROM _parsed p
-WHERE fast_ok AND NOT EXISTS (
-    SELECT 1 FROM _dups d WHERE d.line = p.line AND d.item = p.item
-)
+SELECT {_SELECT} FROM ({PARSE_SQL}) WHERE fast_ok
 """
+_SLOW_SQL = f"SELECT line, item, raw FROM ({PARSE_SQL}) WHERE NOT fast_ok ORDER BY line, item"
+_LINES_SQL = "SELECT count(*) FROM _batch WHERE trim(text) <> ''"
+
+# Duplicates of one ingest's records, found by key_hash first (a scan of one
+# integer column), then confirmed on the whole key; the first one read wins
+# (records of earlier ingests are already unique).
+_DUPLICATES_SQL = """
+WITH mine AS (SELECT DISTINCT key_hash FROM events WHERE ingest_id = $ingest_id),
+clash AS (
+    SELECT key_hash FROM events WHERE key_hash IN (SELECT key_hash FROM mine)
+    GROUP BY key_hash HAVING count(*) > 1
+),
+ranked AS (
+    SELECT rowid AS rid, ingest_id,
+        row_number() OVER (PARTITION BY event_key ORDER BY ingest_id, line, item) AS n
+    FROM events WHERE key_hash IN (SELECT key_hash FROM clash)
+)
+SELECT rid FROM ranked WHERE n > 1 AND ingest_id = $ingest_id
+"""
+
+
+def drop_duplicates(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
+    """Delete the records of an ingest already stored before; return how many."""
+    rows = con.execute(_DUPLICATES_SQL, {"ingest_id": ingest_id}).fetchall()
+    if not rows:
+        return 0
+    con.execute("CREATE OR REPLACE TEMP TABLE _dups (rid BIGINT)")
+    con.executemany("INSERT INTO _dups VALUES (?)", rows)
+    con.execute("DELETE FROM events WHERE rowid IN (SELECT rid FROM _dups)")
+    return len(rows)
 
 
 def load_batch(
@@ -90,37 +93,42 @@ def load_batch(
     """
     counts = Counts(read=len(refused))
     rejects = list(refused)
-    slow = _parse(con, batch, counts)
-    counts.accepted += _insert(con, ingest_id, source)
+    lines, inserted, slow = _load(con, batch, ingest_id, source)
+    counts.read += lines
+    counts.accepted += inserted
     if slow:
         fixed, bad = _decode_slow(slow)
         rejects.extend(bad)
         if fixed.num_rows:
-            again = _parse(con, fixed, Counts())
+            _, inserted, again = _load(con, fixed, ingest_id, source)
+            counts.accepted += inserted
             rejects.extend((line, raw, "not a v1 record") for line, _, raw in again)
-            counts.accepted += _insert(con, ingest_id, source)
     counts.rejected += reject_rows(con, rejects, ingest_id=ingest_id, source=source)
-    counts.duplicates = counts.read - counts.accepted - counts.rejected
     return counts
 
 
-def _parse(con: duckdb.DuckDBPyConnection, batch: pa.Table, counts: Counts) -> list[tuple]:
+def _load(
+    con: duckdb.DuckDBPyConnection, batch: pa.Table, ingest_id: int, source: str
+) -> tuple[int, int, list[tuple]]:
+    """Insert the batch's plain records; return lines, inserted, and the other lines."""
     con.register("_batch", batch)
     try:
-        con.execute(PARSE_SQL)
+        row = con.execute(_INSERT_SQL, {"ingest_id": ingest_id, "source": source}).fetchall()[0]
+        inserted = int(row[0]) if row else 0
+        lines = _filled(batch)
+        slow: list[tuple] = []
+        if lines is None or inserted < lines:  # odd lines: pay for exact counts and a second parse
+            row = con.execute(_LINES_SQL).fetchall()[0]
+            lines = int(row[0]) if row else 0
+            slow = con.execute(_SLOW_SQL).fetchall() if inserted < lines else []
     finally:
         con.unregister("_batch")
-    row = con.execute("SELECT count(*) FROM _parsed").fetchone()
-    counts.read += int(row[0]) if row else 0
-    return con.execute(
-        "SELECT line, item, raw FROM _parsed WHERE NOT fast_ok ORDER BY line, item"
-    ).fetchall()
+    return lines, inserted, slow
 
 
-def _insert(con: duckdb.DuckDBPyConnection, ingest_id: int, source: str) -> int:
-    con.execute(_DUPLICATES_SQL)
-    row = con.execute(_INSERT_SQL, {"ingest_id": ingest_id, "source": source}).fetchone()
-    return int(row[0]) if row else 0
+def _filled(batch: pa.Table) -> int | None:
+    meta = batch.schema.metadata or {}
+    return int(meta[b"filled"]) if b"filled" in meta else None
 
 
 def _decode_slow(rows: list[tuple]) -> tuple[pa.Table, list[tuple[int, str, str]]]:

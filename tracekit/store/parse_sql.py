@@ -156,10 +156,9 @@ _EXIT_STATUS = (
     f"coalesce(j.status, CASE WHEN j.ok = false OR {_HAS_ERROR} THEN 'error' ELSE 'ok' END)"
 )
 
-#: Parse ``_batch`` (line, item, text, raw) into the temp table ``_parsed``:
-#: ``fast_ok`` rows carry every events column; the others only line/item/text.
+#: Parse ``_batch`` (line, item, text, raw): one row per non-blank line;
+#: ``fast_ok`` rows carry every events column, the others only line/item/raw.
 PARSE_SQL: Final = f"""
-CREATE OR REPLACE TEMP TABLE _parsed AS
 WITH b AS (
     SELECT line, item, text, raw, json_valid(text) AS valid
     FROM _batch WHERE trim(text) <> ''

@@ -232,4 +232,7 @@ def _lines_table(data: bytes, first_line: int) -> pa.Table:
     )
     lines = pa.array(np.arange(first_line, first_line + count, dtype=np.int64))
     items = pa.array(np.zeros(count, dtype=np.int32))
-    return pa.table({"line": lines, "item": items, "text": text, "raw": text})
+    table = pa.table({"line": lines, "item": items, "text": text, "raw": text})
+    # Empty lines are not records; whitespace-only ones are left to the SQL count.
+    filled = count - int(np.count_nonzero(np.diff(offsets) == 0))
+    return table.replace_schema_metadata({b"filled": str(filled).encode()})

@@ -20,7 +20,13 @@ import pandas as pd
 from tracekit.errors import StoreError
 from tracekit.events import Event, decode_event
 from tracekit.store.db import connect, default_path
-from tracekit.store.ingest import Format, IngestReport, ProgressFactory, ingest_paths
+from tracekit.store.ingest import (
+    Format,
+    IngestReport,
+    ProgressFactory,
+    ingest_paths,
+    ingest_records,
+)
 from tracekit.store.query import check_read_only, runs_query
 
 if TYPE_CHECKING:
@@ -84,6 +90,13 @@ class Store:
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
         return ingest_paths(self.con, paths, format=format, progress=progress)
+
+    def ingest_records(
+        self, lines: list[bytes], *, source: str, first_line: int = 1
+    ) -> IngestReport:
+        """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers)."""
+        self._writable()
+        return ingest_records(self.con, lines, source=source, first_line=first_line)
 
     def runs(
         self,
@@ -181,7 +194,7 @@ class Store:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
 
     def _root(self, run_id: str) -> None:
-        row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()
+        row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0]
         if not row or not row[0]:
             raise StoreError(
                 f"{self.path}: no root run {run_id!r}",
