@@ -184,7 +184,7 @@ class _Builder:
         """
         items, owner, by_id = self.items, self.owner, self.steps
         get = items.get
-        shared = self._node_steps
+        shared, lone, early = self._node_steps, self.lone, self.early
         last_ts: float | None = None
         first: Event | None = None
         same: list[Event] | None = None
@@ -209,18 +209,23 @@ class _Builder:
                 else:
                     steps.append(_node_step(event))
             elif isinstance(event, Enter):
-                key = event.invocationId
-                if key in by_id or event.runId in owner or key in self.lone:
+                key, child = event.invocationId, event.runId
+                if key in by_id or child in owner or key in lone:
                     self._enter(event)
                     continue
-                agent = _started(event, self._child_steps(event))
-                owner[event.runId] = by_id[key] = agent
+                steps = get(child)
+                if steps is None and child != event.parentRunId:
+                    steps = items[child] = []
+                else:  # named before its enter: out of order, or a circle
+                    steps = self._child_steps(event)
+                agent = _started(event, steps)
+                owner[child] = by_id[key] = agent
                 steps = get(event.parentRunId)
                 if steps is None:
                     steps = items[event.parentRunId] = []
                 steps.append(agent)
-                if self.early and key in self.early:
-                    _finish(agent, self.early.pop(key))
+                if early and key in early:
+                    _finish(agent, early.pop(key))
             elif isinstance(event, Exit):
                 done = by_id.get(event.invocationId)
                 if done is None or done.endTs is not None or event.durationMs is None:
