@@ -307,3 +307,27 @@ def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 
     with Store(tmp_path / "s.duckdb") as store, pytest.raises(TraceFileError, match="no such file"):
         store.ingest(tmp_path / "nope.jsonl")
+
+
+def test_an_interrupted_ingest_is_finished_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracekit.store.ingest as ingest_module
+
+    trace = write(tmp_path / "fleet.jsonl", fleet(4))
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    with Store(tmp_path / "s.duckdb") as store:
+        monkeypatch.setattr(ingest_module, "derive", crash)
+        with pytest.raises(KeyboardInterrupt):
+            store.ingest(trace)
+        monkeypatch.undo()
+        assert store.runs().empty  # stored, not yet derived
+        report = store.ingest(trace)  # read again: its records are already there
+        assert report.reconciliation() == (
+            "ingested 1 source: 24 lines read = 0 accepted + 0 rejected + 24 duplicates"
+        )
+        assert counts(store) == (24, 4, 4)
+        assert store.ingest_log().finished_at.notna().all()

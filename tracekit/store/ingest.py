@@ -98,17 +98,14 @@ def ingest_paths(
     """Ingest files, directories, globs or ``-`` into the open store."""
     sources = expand(paths)
     report = IngestReport()
-    con.execute("BEGIN")
     try:
-        since = _next_ingest_id(con)
+        since = _since(con)
         with _progress_for(sources, progress) as advance:
             for source in sources:
                 report.sources.append(_ingest_source(con, source, format, advance))
-        report.runs_touched = derive(con, since)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with _transaction(con):
+            report.runs_touched = derive(con, since)
+            _finished(con, since)
     finally:
         for source in sources:
             if source.stdin:
@@ -121,6 +118,7 @@ def ingest_records(
 ) -> IngestReport:
     """Ingest records already encoded as v1 JSON lines (a sink's buffer), as one source."""
     report = IngestReport()
+    since = _since(con)
     con.execute("BEGIN")
     try:
         ingest_id = _next_ingest_id(con)
@@ -140,24 +138,41 @@ def ingest_records(
         c = sub.counts
         con.execute(
             "UPDATE ingest_log SET end_line = ?, lines_read = ?, accepted = ?, rejected = ?,"
-            " duplicates = ?, finished_at = ? WHERE ingest_id = ?",
-            [
-                first_line + len(texts),
-                c.read,
-                c.accepted,
-                c.rejected,
-                c.duplicates,
-                _now(),
-                ingest_id,
-            ],
+            " duplicates = ? WHERE ingest_id = ?",
+            [first_line + len(texts), c.read, c.accepted, c.rejected, c.duplicates, ingest_id],
         )
         report.sources.append(sub)
-        report.runs_touched = derive(con, ingest_id)
+        report.runs_touched = derive(con, since)
+        _finished(con, since)
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
     return report
+
+
+@contextlib.contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _since(con: duckdb.DuckDBPyConnection) -> int:
+    """The first ingest whose records are not derived yet: this one, or one cut short."""
+    row = con.execute("SELECT min(ingest_id) FROM ingest_log WHERE finished_at IS NULL").fetchall()
+    return int(row[0][0]) if row and row[0][0] is not None else _next_ingest_id(con)
+
+
+def _finished(con: duckdb.DuckDBPyConnection, since: int) -> None:
+    con.execute(
+        "UPDATE ingest_log SET finished_at = ? WHERE ingest_id >= ? AND finished_at IS NULL",
+        [_now(), since],
+    )
 
 
 @contextlib.contextmanager
@@ -234,7 +249,8 @@ def _ingest_source(
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
         end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance)
-        duplicates = drop_duplicates(con, ingest_id)
+        with _transaction(con):
+            duplicates = drop_duplicates(con, ingest_id)
         report.counts.accepted -= duplicates
         report.counts.duplicates += duplicates
     _finish_log(con, source, ingest_id, report, end, end_line, size)
@@ -260,7 +276,12 @@ def _read_source(
             )
             batches = otlp_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
             for chunk, batch, refused in batches:
-                counts = load_batch(con, batch, refused, ingest_id=ingest_id, source=source.label)
+                # A transaction per chunk keeps memory bounded; a crash leaves the
+                # ingest unfinished, and the next ingest derives what it stored.
+                with _transaction(con):
+                    counts = load_batch(
+                        con, batch, refused, ingest_id=ingest_id, source=source.label
+                    )
                 report.counts.add(counts)
                 advance(chunk.end - end if not source.gz else len(chunk.data))
                 end, end_line = chunk.end, chunk.first_line + chunk.data.count(b"\n")
@@ -288,8 +309,8 @@ def _finish_log(
     c = report.counts
     con.execute(
         "UPDATE ingest_log SET hash = ?, end_offset = ?, end_line = ?, lines_read = ?,"
-        " accepted = ?, rejected = ?, duplicates = ?, finished_at = ? WHERE ingest_id = ?",
-        [digest, end, end_line, c.read, c.accepted, c.rejected, c.duplicates, _now(), ingest_id],
+        " accepted = ?, rejected = ?, duplicates = ? WHERE ingest_id = ?",
+        [digest, end, end_line, c.read, c.accepted, c.rejected, c.duplicates, ingest_id],
     )
 
 
