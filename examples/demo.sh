@@ -35,3 +35,21 @@ echo "== examples/recursion_circle.py"
 .venv/bin/python examples/recursion_circle.py --out "$SDK_OUT/recursion_circle.jsonl"
 "$TK" tree "$SDK_OUT/recursion_circle.jsonl"
 rm -rf "$SDK_OUT"
+
+# --- fleet health: simulate a day of runs, ingest, classify, report, dashboard ---
+FLEET="$(mktemp -d)"
+echo
+echo "### Fleet health"
+echo "\$ tracekit simulate --runs 3000 --seed 7 --start <24h ago> -o fleet.jsonl"
+START="$(date -u -d '24 hours ago' +%Y-%m-%dT%H:%M:%SZ)"
+"$TK" simulate --runs 3000 --seed 7 --start "$START" --window 24h -o "$FLEET/fleet.jsonl"
+echo "\$ tracekit ingest fleet.jsonl --db fleet.duckdb   # classifies every new run"
+"$TK" ingest "$FLEET/fleet.jsonl" --db "$FLEET/fleet.duckdb"
+echo
+echo "\$ tracekit fleet --db fleet.duckdb --since 12h   # against the 12 hours before"
+"$TK" fleet --db "$FLEET/fleet.duckdb" --since 12h --color never
+echo
+mkdir -p dashboards
+"$TK" dashboard --db "$FLEET/fleet.duckdb" --since 24h --out dashboards/fleet-health.html
+echo "Open dashboards/fleet-health.html in a browser (it works offline: plotly.js is inside)."
+rm -rf "$FLEET"

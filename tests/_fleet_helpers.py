@@ -251,3 +251,24 @@ def all_cases(**kw: Any) -> list[Event]:
     for run_id, (build, _) in CASES.items():
         events += build(run_id, **kw)
     return events
+
+
+HOSTILE = "<script>alert(1)</script>"
+ANSI = "red\x1b[31malert"
+MARKUP = "[bold red]loud[/bold red]"
+
+
+def hostile_run(run_id: str, **kw: Any) -> list[Event]:
+    """A circle through agents whose names are an HTML script, an ANSI escape and rich markup."""
+    chain = [HOSTILE, ANSI, HOSTILE]
+    error = err("AGENT_RECURSION", chain=chain)
+    tree = C(
+        HOSTILE,
+        [C(ANSI, [C(HOSTILE, status="refused", error=error)], status="error", error=error)],
+        status="error",
+        error=error,
+    )
+    calls = [C(MARKUP), tree]
+    return run_events(
+        run_id, MARKUP, calls, end={"ok": False, "failure": "delegation", "error": error}, **kw
+    )

@@ -54,6 +54,9 @@ from tracekit.tree import (
 from tracekit.tree_html import tree_to_html
 
 if _TYPE_CHECKING:  # the lazy names below, for type checkers
+    from tracekit.dashboards.page import write_dashboard
+    from tracekit.failures import classify_events, classify_store
+    from tracekit.fleet import FleetReport, fleet_report
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
 
 __version__ = "0.1.0"
@@ -76,6 +79,12 @@ _LAZY: dict[str, str] = {
     "invocations_frame": "tracekit.invocations",
     "open_run": "tracekit.notebook",
     "read_invocations": "tracekit.invocations",
+    # Fleet health (issue 5): pandas for the store side, plotly for the page.
+    "FleetReport": "tracekit.fleet",
+    "classify_events": "tracekit.failures",
+    "classify_store": "tracekit.failures",
+    "fleet_report": "tracekit.fleet",
+    "write_dashboard": "tracekit.dashboards.page",
 }
 
 
@@ -102,6 +111,7 @@ __all__ = [
     "ErrorInfo",
     "Event",
     "Exit",
+    "FleetReport",
     "Forest",
     "Guards",
     "IngestReport",
@@ -131,10 +141,13 @@ __all__ = [
     "agent_tree",
     "agents_in",
     "build_forest",
+    "classify_events",
+    "classify_store",
     "decode_event",
     "describe_agent_tree",
     "describe_forest",
     "encode_event",
+    "fleet_report",
     "invocations_frame",
     "open_run",
     "otlp_to_events",
@@ -143,4 +156,5 @@ __all__ = [
     "read_trace",
     "simulate",
     "tree_to_html",
+    "write_dashboard",
 ]

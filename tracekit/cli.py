@@ -377,6 +377,72 @@ def _clean(text: str) -> str:
 # --- fleet, dashboard (issue 5) ------------------------------------------------
 
 
+class FleetFormat(enum.StrEnum):
+    """Output formats of ``tracekit fleet``."""
+
+    table = "table"
+    json = "json"
+
+
+_FleetDb = Annotated[
+    str | None,
+    typer.Option("--db", help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb)."),
+]
+_Since = Annotated[
+    str | None,
+    typer.Option(
+        "--since", help="Runs started this long ago or later: 30m, 24h, 7d, or an ISO time."
+    ),
+]
+_Service = Annotated[str | None, typer.Option("--service", help="Only this service.")]
+_Agent = Annotated[
+    str | None,
+    typer.Option("--agent", help="Only runs that invoked this agent (calls by or to it)."),
+]
+
+
+@app.command("fleet")
+def fleet_command(
+    db: _FleetDb = None,
+    since: _Since = None,
+    service: _Service = None,
+    agent: _Agent = None,
+    format: Annotated[
+        FleetFormat, typer.Option("--format", help="table (for people) or json (every row).")
+    ] = FleetFormat.table,
+    color: Annotated[
+        ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
+    ] = ColorMode.auto,
+) -> None:
+    """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
+
+    With --since, each share is compared with the window of the same length just before.
+    """
+    from tracekit.fleet_view import fleet_text
+
+    text = fleet_text(
+        db, since=since, service=service, agent=agent, fmt=format.value, color=_use_color(color)
+    )
+    _print_view(text, [])
+
+
+@app.command("dashboard")
+def dashboard_command(
+    out: Annotated[
+        str, typer.Option("--out", "-o", help="The HTML file to write.")
+    ] = "dashboards/fleet-health.html",
+    db: _FleetDb = None,
+    since: _Since = None,
+    service: _Service = None,
+    agent: _Agent = None,
+) -> None:
+    """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
+    from tracekit.dashboards.page import write_dashboard
+
+    path = write_dashboard(out, db=db, since=since, service=service, agent=agent)
+    print(f"dashboard written to {path}", file=sys.stderr)
+
+
 # --- entry point ---------------------------------------------------------------
 
 

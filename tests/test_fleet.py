@@ -1,0 +1,146 @@
+"""Fleet metrics over a store of hand-made runs in two windows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from _fleet_helpers import T0, deep_failure, handled, healthy, recursion, refused, write
+
+from tracekit.fleet import (
+    FleetFilter,
+    agent_latency,
+    delegation_edges,
+    fleet_report,
+    outcomes_over_time,
+    recursion_circles,
+    worst_runs,
+)
+from tracekit.store import Store
+
+NOW = datetime.fromtimestamp((T0 + 2 * 3_600_000) / 1000, UTC)  # two hours after T0
+HOUR = 3_600_000.0
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("fleetdb")
+    before = T0 + 10 * 60_000  # in the previous hour
+    now = T0 + HOUR + 10 * 60_000  # in the last hour
+    events = (
+        healthy("old-ok", t0=before)
+        + deep_failure("old-deep", t0=before + 1000)
+        + recursion("new-rec", ["orders", "billing"], t0=now, service="orders-svc")
+        + deep_failure("new-deep", t0=now + 1000)
+        + handled("new-handled", t0=now + 2000)
+        + healthy("new-ok", t0=now + 3000)
+        + refused("new-refused", t0=now + 4000)
+    )
+    path = base / "s.duckdb"
+    with Store(path) as store:
+        store.ingest(write(base / "fleet.jsonl", events))
+    return path
+
+
+def test_report_counts_outcomes_and_compares_with_the_previous_hour(db: Path) -> None:
+    with Store(db) as store:  # writable: the report classifies first
+        report = fleet_report(store, since="1h", now=NOW)
+    shares = report.outcomes.set_index("outcome")
+    assert report.runs == 5 and report.previous_runs == 2
+    assert shares.loc["failed:recursion", "runs"] == 1
+    assert shares.loc["degraded", "runs"] == 1
+    assert (
+        shares.loc["failed:child", "runs"] == 1 and shares.loc["failed:child", "previous_runs"] == 1
+    )
+    assert shares.loc["ok", "share"] == pytest.approx(0.2)
+    assert shares.loc["ok", "change"] == pytest.approx(0.2 - 0.5)
+    assert report.incomplete == {"crashed": 0, "running": 0}
+
+
+def test_circles_flagged_with_services_and_times_even_once(db: Path) -> None:
+    with Store(db) as store:
+        report = fleet_report(store, since="1h", now=NOW)
+    [circle] = report.circles.to_dict(orient="records")
+    assert circle["circle"] == "billing -> orders -> billing"
+    assert (circle["runs"], circle["failed"], circle["services"]) == (1, 1, "orders-svc")
+    assert circle["action"] and circle["new"]
+    assert circle["first_seen"] == circle["last_seen"]
+
+
+def test_failures_by_origin_with_rates(db: Path) -> None:
+    with Store(db) as store:
+        report = fleet_report(store, since="1h", now=NOW)
+    rows = {
+        (r["origin_agent"], r["origin_code"]): r for r in report.failures.to_dict(orient="records")
+    }
+    assert set(rows) == {("invoices", "TIMEOUT"), ("payments", "AGENT_NOT_REGISTERED")}
+    assert rows["invoices", "TIMEOUT"]["outcome"] == "failed:child"
+    assert rows["invoices", "TIMEOUT"]["share"] == pytest.approx(1 / 5)
+    assert rows["invoices", "TIMEOUT"]["rate"] == pytest.approx(
+        1.0
+    )  # one call to invoices, it failed
+    assert report.degraded["run_id"].tolist() == ["new-handled"]
+    assert report.degraded["origin_agent"].tolist() == ["refunds"]
+
+
+def test_latency_and_edges(db: Path) -> None:
+    with Store(db) as store:
+        flt = FleetFilter.make("1h", now=NOW)
+        latency = agent_latency(store, flt).set_index("agent")
+        edges = delegation_edges(store, flt)
+    assert "payments" not in latency.index  # refused: it never ran
+    assert latency.loc["billing", "calls"] == 5
+    assert (
+        latency.loc["billing", "p50_ms"]
+        <= latency.loc["billing", "p95_ms"]
+        <= latency.loc["billing", "p99_ms"]
+    )
+    pairs = {(r["caller"], r["callee"]): r for r in edges.to_dict(orient="records")}
+    assert pairs["desk", "billing"]["calls"] == 4 and pairs["orders", "billing"]["calls"] == 1
+    assert pairs["billing", "orders"]["failed"] == 1 and pairs["billing", "orders"]["refused"] == 1
+    assert pairs["billing", "payments"]["failure_rate"] == 1.0
+
+
+def test_filters_service_and_agent(db: Path) -> None:
+    with Store(db) as store:
+        by_service = fleet_report(store, service="orders-svc", now=NOW)
+        by_agent = fleet_report(store, agent="invoices", now=NOW)
+        latency = agent_latency(store, FleetFilter(agent="invoices"))
+    assert by_service.runs == 1 and by_service.previous_runs is None
+    assert set(by_agent.degraded["run_id"]) == set()
+    assert by_agent.runs == 2  # the two deep failures reached invoices
+    assert latency["agent"].tolist() == ["invoices"]
+
+
+def test_over_time_and_worst_runs(db: Path) -> None:
+    with Store(db) as store:
+        over = outcomes_over_time(store)
+        worst = worst_runs(store)
+        circles = recursion_circles(store, FleetFilter.make("1h", now=NOW).previous())
+    assert over["runs"].sum() == 7
+    assert worst["run_id"].iloc[0] == "new-rec"  # circles first
+    assert circles.empty
+
+
+def test_to_dict_is_plain_json(db: Path) -> None:
+    import json
+
+    with Store(db) as store:
+        data = fleet_report(store, since="1h", now=NOW).to_dict()
+    text = json.dumps(data, allow_nan=False)
+    assert json.loads(text)["circles"][0]["circle"] == "billing -> orders -> billing"
+    assert data["window"]["start"].endswith("Z")
+
+
+def test_read_only_store_uses_the_join_and_agrees(db: Path, tmp_path: Path) -> None:
+    with Store(db) as store:
+        fleet_report(store, now=NOW)  # classified
+        store.con.execute("DROP TABLE fleet_calls")
+    with Store(db, read_only=True) as store:
+        edges = delegation_edges(store)
+    with Store(db) as store:
+        store.con.execute("UPDATE runs SET classified_at = NULL")
+        fleet_report(store, now=NOW)  # rebuilt
+        again = delegation_edges(store)
+    assert edges.to_dict(orient="records") == again.to_dict(orient="records")

@@ -1,0 +1,99 @@
+"""`tracekit fleet` and `tracekit dashboard` through the installed command, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _fleet_helpers import ANSI, HOSTILE, MARKUP, T0, all_cases, hostile_run, write
+
+from tracekit.store import Store
+
+TRACEKIT = str(Path(sys.executable).parent / "tracekit")
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+    env.pop("TRACEKIT_DB", None)
+    return subprocess.run(
+        [TRACEKIT, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("cli")
+    trace = write(base / "cases.jsonl", all_cases() + hostile_run("evil", t0=T0 + 60_000))
+    with Store(base / "s.duckdb") as store:
+        store.ingest(trace)  # not classified: the command classifies first
+    return base / "s.duckdb"
+
+
+def test_fleet_prints_every_section(db: Path) -> None:
+    done = _run("fleet", "--db", str(db), cwd=db.parent)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for title in (
+        "Runs: 10",
+        "Recursion circles",
+        "Failures by origin",
+        "Degraded runs",
+        "Latency by agent",
+        "Delegations",
+    ):
+        assert title in out
+    assert "billing -> orders -> billing" in out and "critic -> planner -> writer -> critic" in out
+    assert "ACT" in out
+    assert "invoices" in out and "TIMEOUT" in out
+
+
+def test_fleet_escapes_names_in_the_terminal(db: Path) -> None:
+    out = _run("fleet", "--db", str(db), "--color", "always", cwd=db.parent).stdout
+    assert "\x1b[31malert" not in out  # the name's own escape is shown, not obeyed
+    assert "red\\x1b[31malert" in out
+    assert MARKUP in out  # rich markup in a name is text, not style
+    assert HOSTILE in out
+
+
+def test_fleet_json_has_every_row_and_filters(db: Path) -> None:
+    done = _run(
+        "fleet", "--db", str(db), "--format", "json", "--service", "desk-svc", cwd=db.parent
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["runs"] == 10 and data["window"]["service"] == "desk-svc"
+    outcomes = {row["outcome"]: row["runs"] for row in data["outcomes"]}
+    assert outcomes == {
+        "ok": 1, "degraded": 1, "failed:recursion": 3, "failed:child": 2,
+        "failed:refused": 1, "cancelled": 1, "incomplete": 1,
+    }  # fmt: skip
+    assert {c["circle"] for c in data["circles"]} == {
+        "billing -> orders -> billing",
+        "critic -> planner -> writer -> critic",
+        f"{HOSTILE} -> {ANSI} -> {HOSTILE}",
+    }
+    since = json.loads(
+        _run("fleet", "--db", str(db), "--format", "json", "--since", "1h", cwd=db.parent).stdout
+    )
+    assert since["runs"] == 0 and since["previous_runs"] == 0  # the hand-made runs are long past
+
+
+def test_fleet_bad_since_is_one_clear_line(db: Path) -> None:
+    done = _run("fleet", "--db", str(db), "--since", "yesterday-ish", cwd=db.parent)
+    assert done.returncode == 2
+    assert done.stderr.startswith("Error: --since 'yesterday-ish'")
+    assert "Traceback" not in done.stderr
+
+
+def test_dashboard_writes_the_default_file(db: Path, tmp_path: Path) -> None:
+    done = _run("dashboard", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "dashboards" / "fleet-health.html"
+    assert "dashboards/fleet-health.html" in done.stderr
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "Fleet health" in text
+    assert HOSTILE not in text  # escaped wherever it appears

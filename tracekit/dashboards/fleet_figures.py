@@ -1,0 +1,168 @@
+"""The fleet's figures: outcomes over time, failure rates by origin agent, latency by agent.
+
+Each builder takes a DataFrame from :mod:`tracekit.fleet` and returns a
+``plotly.graph_objects.Figure``. Names from traces go into figures
+HTML-escaped: plotly draws a subset of HTML in labels and hover text, so an
+agent called ``<b>x</b>`` must show those characters, not bold text.
+
+Example:
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"bucket": pd.to_datetime(["2026-01-05"]), "outcome": ["ok"], "runs": [3]})
+    >>> [t.name for t in outcomes_figure(frame).data]
+    ['ok']
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Final
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tracekit.describe import escape
+from tracekit.failures import OUTCOMES
+from tracekit.tree_html import RECURSION_COLOR
+
+__all__ = [
+    "OUTCOME_COLORS",
+    "failure_rate_figure",
+    "label",
+    "latency_figure",
+    "outcomes_figure",
+    "style",
+]
+
+#: One colour per outcome; recursion has its own (wrong by construction).
+OUTCOME_COLORS: Final[dict[str, str]] = {
+    "ok": "#2da44e",
+    "degraded": "#d4a72c",
+    "failed:recursion": RECURSION_COLOR,
+    "failed:child": "#cf222e",
+    "failed:refused": "#e16f24",
+    "cancelled": "#8c959f",
+    "incomplete": "#218bff",
+}
+_CODE_COLORS: Final = (
+    "#cf222e", "#e16f24", "#bf8700", "#8250df", "#0969da", "#1a7f37", "#bc4c00",
+    "#6e7781", "#a475f9", "#57606a", "#fa4549", "#54aeff",
+)  # fmt: skip
+_FONT: Final = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
+_TOP: Final = 15  # agents shown in the bar charts
+
+
+def label(value: Any) -> str:
+    """A name from a trace as safe text for a figure or a page: control characters
+    shown escaped (``\\x1b``), then HTML-escaped ('?' for nothing)."""
+    if value is None or value != value:
+        return "?"
+    return html.escape(escape(str(value)))
+
+
+_esc = label
+
+
+def style(fig: go.Figure, *, title: str, height: int = 360) -> go.Figure:
+    """The dashboard's look: white, light grid, one font, legend on top."""
+    fig.update_layout(
+        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
+        template="plotly_white",
+        font={"family": _FONT, "size": 12, "color": "#1f2328"},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.0, "title": None},
+        hoverlabel={"font": {"family": _FONT}},
+    )
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def outcomes_figure(over_time: pd.DataFrame) -> go.Figure:
+    """Runs per time bucket, stacked by outcome, recursion in its own colour.
+
+    Args:
+        over_time: ``bucket``, ``outcome``, ``runs`` (:func:`tracekit.fleet.outcomes_over_time`).
+    """
+    fig = go.Figure()
+    present = set(over_time["outcome"].dropna())
+    for outcome in (o for o in OUTCOMES if o in present):
+        rows = over_time[over_time["outcome"] == outcome]
+        fig.add_bar(
+            x=rows["bucket"],
+            y=rows["runs"],
+            name=outcome,
+            marker={"color": OUTCOME_COLORS[outcome], "line": {"width": 0}},
+            hovertemplate=f"{outcome}: %{{y:,}} runs<br>%{{x}}<extra></extra>",
+        )
+    fig.update_layout(barmode="stack", bargap=0.08)
+    fig.update_yaxes(title="runs")
+    return style(fig, title="Outcomes over time")
+
+
+def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
+    """Child failures per call to each origin agent, stacked by the code the failure began with.
+
+    Args:
+        failures: ``outcome``, ``origin_agent``, ``origin_code``, ``runs``, ``rate``
+            (:func:`tracekit.fleet.child_failures`); only ``failed:child`` rows are drawn.
+    """
+    fig = go.Figure()
+    failures = failures[failures["outcome"] == "failed:child"]
+    if failures.empty:
+        return style(fig, title="Child-failure rate by origin agent: no child failures")
+    totals = failures.groupby("origin_agent", dropna=False)["rate"].sum().nlargest(_TOP)
+    agents = list(totals.sort_values().index)
+    shown = failures[failures["origin_agent"].isin(agents)]
+    codes = list(
+        shown.groupby("origin_code", dropna=False)["runs"].sum().sort_values(ascending=False).index
+    )
+    for n, code in enumerate(codes):
+        rows = shown[shown["origin_code"].eq(code) if code == code else shown["origin_code"].isna()]
+        rate = rows.groupby("origin_agent", dropna=False)["rate"].sum().reindex(agents)
+        runs = rows.groupby("origin_agent", dropna=False)["runs"].sum().reindex(agents)
+        fig.add_bar(
+            y=[_esc(a) for a in agents],
+            x=rate.fillna(0).to_numpy(),
+            orientation="h",
+            name=_esc(code),
+            marker={"color": _CODE_COLORS[n % len(_CODE_COLORS)]},
+            customdata=runs.fillna(0).astype(int).to_numpy(),
+            hovertemplate=f"%{{y}}: {_esc(code)}<br>%{{x:.2%}} of calls, %{{customdata:,}} runs<extra></extra>",
+        )
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title="runs failed there, per call to the agent", tickformat=".1%")
+    style(fig, title="Child-failure rate by origin agent", height=max(380, 150 + 26 * len(agents)))
+    # many codes: the legend goes under the plot, where it cannot cover the title
+    fig.update_layout(
+        legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0.0},
+        margin={"t": 50, "b": 20},
+    )
+    return fig
+
+
+def latency_figure(latency: pd.DataFrame) -> go.Figure:
+    """p50, p95 and p99 duration of each agent's calls (the slowest p95 first).
+
+    Args:
+        latency: ``agent``, ``p50_ms``, ``p95_ms``, ``p99_ms`` (:func:`tracekit.fleet.agent_latency`).
+    """
+    fig = go.Figure()
+    rows = latency.dropna(subset=["p95_ms"]).head(_TOP).iloc[::-1]
+    names = [_esc(a) for a in rows["agent"]]
+    for column, label, color in (
+        ("p50_ms", "p50", "#54aeff"),
+        ("p95_ms", "p95", "#0969da"),
+        ("p99_ms", "p99", "#0a3069"),
+    ):
+        fig.add_bar(
+            y=names,
+            x=rows[column].to_numpy() / 1000.0,
+            orientation="h",
+            name=label,
+            marker={"color": color},
+            hovertemplate=f"%{{y}} {label}: %{{x:.2f}} s<extra></extra>",
+        )
+    fig.update_layout(barmode="group", bargap=0.25, bargroupgap=0.05)
+    fig.update_xaxes(title="seconds")
+    return style(fig, title="Latency by agent", height=max(320, 60 + 34 * len(names)))

@@ -1,0 +1,291 @@
+"""The fleet-health dashboard: one self-contained HTML file (plotly.js inline, opens offline).
+
+Built from the same queries as ``tracekit fleet`` (:func:`tracekit.fleet.fleet_report`).
+Every name from a trace is HTML-escaped where it enters the page: an agent
+called ``<script>alert(1)</script>`` shows as that text and runs nothing.
+
+Example:
+    >>> write_dashboard("dashboards/fleet-health.html", db="fleet.duckdb")  # doctest: +SKIP
+    PosixPath('dashboards/fleet-health.html')
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tracekit.dashboards.fleet_figures import (
+    OUTCOME_COLORS,
+    failure_rate_figure,
+    label,
+    latency_figure,
+    outcomes_figure,
+)
+from tracekit.dashboards.graph import delegation_graph
+from tracekit.describe import describe_agent_tree, format_ms
+from tracekit.errors import TracekitError
+from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
+
+__all__ = ["build_dashboard", "write_dashboard"]
+
+_CSS: Final = """
+*{box-sizing:border-box}
+body{margin:0;background:#f6f8fa;color:#1f2328;
+  font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+header{background:#fff;border-bottom:1px solid #d0d7de;padding:18px 32px}
+header h1{margin:0;font-size:22px}
+header p{margin:4px 0 0;color:#59636e}
+main{max-width:1280px;margin:0 auto;padding:20px 32px 48px}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(128px,1fr));gap:12px;margin-bottom:18px}
+.card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 14px;border-top:4px solid var(--c)}
+.card .n{font-size:24px;font-weight:600}
+.card .l{color:#59636e;font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.card .s{color:#59636e;font-size:12px}
+section{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 18px;margin-bottom:18px}
+section h2{margin:0 0 4px;font-size:17px}
+section p.note{margin:0 0 12px;color:#59636e}
+.grid2{display:grid;grid-template-columns:1fr 1fr;gap:18px}
+@media (max-width:1000px){.grid2{grid-template-columns:1fr}}
+.grid2 section{margin-bottom:0}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{color:#59636e;font-weight:600;background:#f6f8fa}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:11px;font-weight:700;
+  color:#fff;background:#8250df}
+.badge.new{background:#cf222e}
+.circle{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;color:#8250df;font-weight:600}
+details{border:1px solid #d0d7de;border-radius:6px;margin:8px 0;background:#fff}
+summary{cursor:pointer;padding:8px 12px;font-weight:600}
+pre{margin:0;padding:10px 14px;background:#f6f8fa;border-top:1px solid #d0d7de;overflow:auto;font-size:12px}
+.empty{color:#59636e;font-style:italic}
+footer{color:#59636e;text-align:center;font-size:12px;padding:12px}
+"""
+_CONFIG: Final = {"displaylogo": False, "responsive": True}
+
+
+def _e(value: Any) -> str:
+    """A value as escaped HTML text ('-' for nothing)."""
+    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return html.escape(value.strftime("%Y-%m-%d %H:%M"))
+    return label(value)
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _figure(fig: go.Figure, first: bool) -> str:
+    return str(
+        fig.to_html(
+            full_html=False,
+            include_plotlyjs=bool(first),
+            config=_CONFIG,
+            default_width="100%",
+        )
+    )
+
+
+def _cards(report: FleetReport) -> str:
+    shares = report.outcomes.set_index("outcome")
+    cards = [
+        f'<div class="card" style="--c:#1f2328"><div class="l">runs</div><div class="n">{report.runs:,}</div></div>'
+    ]
+    for outcome in shares.index:
+        runs, share = int(shares.loc[outcome, "runs"]), float(shares.loc[outcome, "share"])
+        extra = ""
+        if outcome == "incomplete":
+            extra = f'<div class="s">{report.incomplete["crashed"]:,} crashed, {report.incomplete["running"]:,} running</div>'
+        elif outcome == "failed:recursion":
+            extra = f'<div class="s">{len(report.circles):,} circle{"s" * (len(report.circles) != 1)}</div>'
+        cards.append(
+            f'<div class="card" style="--c:{OUTCOME_COLORS[outcome]}"><div class="l">{_e(outcome)}</div>'
+            f'<div class="n">{_pct(share)}</div><div class="s">{runs:,} runs</div>{extra}</div>'
+        )
+    return f'<div class="cards">{"".join(cards)}</div>'
+
+
+def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], empty: str) -> str:
+    """An HTML table: (column, header, kind) where kind is text, num, pct, ms or circle."""
+    if frame.empty:
+        return f'<p class="empty">{html.escape(empty)}</p>'
+    head = "".join(
+        f'<th class="{"num" if k in ("num", "pct", "ms") else ""}">{html.escape(h)}</th>'
+        for _, h, k in columns
+    )
+    rows = []
+    for row in frame.to_dict(orient="records"):
+        cells = []
+        for column, _, kind in columns:
+            value = row.get(column)
+            if kind == "num":
+                cells.append(f'<td class="num">{int(value):,}</td>')
+            elif kind == "pct":
+                cells.append(f'<td class="num">{_pct(float(value))}</td>')
+            elif kind == "ms":
+                ok = value is not None and not (isinstance(value, float) and math.isnan(value))
+                cells.append(f'<td class="num">{format_ms(float(value)) if ok else "-"}</td>')
+            elif kind == "circle":
+                cells.append(f'<td><span class="circle">{_e(value)}</span></td>')
+            elif kind == "act":
+                label = "ACT · NEW" if value is True else "ACT"
+                cells.append(
+                    f'<td><span class="badge{" new" if value is True else ""}">{label}</span></td>'
+                )
+            else:
+                cells.append(f"<td>{_e(value)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _circles(report: FleetReport) -> str:
+    frame = report.circles.copy()
+    frame["act"] = frame.get("new", pd.Series(pd.NA, index=frame.index))
+    return _table(
+        frame,
+        [("act", "", "act"), ("circle", "circle", "circle"), ("runs", "runs", "num"),
+         ("failed", "failed", "num"), ("services", "services", "text"),
+         ("first_seen", "first seen", "text"), ("last_seen", "last seen", "text")],
+        "No recursion circle in this window.",
+    )  # fmt: skip
+
+
+def _worst(store: Any, report: FleetReport) -> str:
+    worst = worst_runs(store, report.filter)
+    if worst.empty:
+        return '<p class="empty">No failed run in this window.</p>'
+    parts = []
+    for row in worst.to_dict(orient="records"):
+        try:
+            text = describe_agent_tree(store.tree(row["run_id"]))
+        except TracekitError as exc:
+            text = f"(tree unavailable: {exc})"
+        why = (
+            row["circle"]
+            if isinstance(row["circle"], str)
+            else f"{row['origin_agent']} {row['origin_code']}"
+        )
+        parts.append(
+            f"<details><summary>{_e(row['outcome'])} · run <code>{_e(row['run_id'])}</code> · "
+            f"{_e(row['service'])} · {_e(why)} · {int(row['failed_invocations'])} failed calls</summary>"
+            f"<pre>{html.escape(text)}</pre></details>"  # describe escapes control characters
+        )
+    return "".join(parts)
+
+
+def _window(report: FleetReport) -> str:
+    flt = report.filter
+    what = (
+        f"runs started {flt.start:%Y-%m-%d %H:%M} to {flt.end:%Y-%m-%d %H:%M} UTC"
+        if flt.start is not None and flt.end is not None
+        else "every run in the store"
+    )
+    what = html.escape(what)
+    if flt.service:
+        what += f", service {label(flt.service)}"
+    if flt.agent:
+        what += f", agent {label(flt.agent)}"
+    return what
+
+
+def build_dashboard(
+    store: Any, *, since: str | None = None, service: str | None = None, agent: str | None = None
+) -> str:
+    """The dashboard of a store as one HTML document (a string).
+
+    Args:
+        store: a :class:`tracekit.store.Store` (classified first if writable).
+        since, service, agent: the filters of ``tracekit fleet``.
+    """
+    report = fleet_report(store, since=since, service=service, agent=agent)
+    over_time = outcomes_over_time(store, report.filter)
+    figures = [
+        outcomes_figure(over_time),
+        delegation_graph(
+            report.edges,
+            report.circles["circle"],
+            title="Delegation graph (recursion circles in purple)",
+        ),
+        failure_rate_figure(report.failures),
+        latency_figure(report.latency),
+    ]
+    plots = [_figure(fig, i == 0) for i, fig in enumerate(figures)]
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    failures = _table(
+        report.failures.head(20),
+        [("origin_agent", "origin agent", "text"), ("origin_code", "code", "text"),
+         ("outcome", "outcome", "text"), ("runs", "runs", "num"), ("share", "share of runs", "pct"),
+         ("rate", "per call", "pct")],
+        "No failed run in this window.",
+    )  # fmt: skip
+    degraded = _table(
+        report.degraded,
+        [("run_id", "run", "text"), ("start_at", "started", "text"), ("service", "service", "text"),
+         ("agent", "entry agent", "text"), ("origin_agent", "failed agent", "text"),
+         ("origin_code", "code", "text"), ("duration_ms", "duration", "ms")],
+        "No degraded run in this window.",
+    )  # fmt: skip
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Fleet health · tracekit</title><style>{_CSS}</style></head>
+<body>
+<header><h1>Fleet health</h1><p>{_window(report)} · generated {generated}</p></header>
+<main>
+{_cards(report)}
+<section>{plots[0]}</section>
+<section><h2>Recursion circles</h2>
+<p class="note">A circle of agents is wrong by construction: the flow will take that route again. Act on each one, even if it happened once.</p>
+{_circles(report)}
+{plots[1]}</section>
+<div class="grid2"><section>{plots[2]}</section><section>{plots[3]}</section></div>
+<section style="margin-top:18px"><h2>Failures by origin</h2>
+<p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it as AGENT_FAILED.</p>
+{failures}</section>
+<section><h2>Degraded runs</h2>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it: they only looked fine. Newest first.</p>
+{degraded}</section>
+<section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls. Click to see the tree.</p>
+{_worst(store, report)}</section>
+</main>
+<footer>tracekit {html.escape(_version())}</footer>
+</body></html>
+"""
+
+
+def _version() -> str:
+    from tracekit import __version__
+
+    return __version__
+
+
+def write_dashboard(
+    out: str | os.PathLike[str] = "dashboards/fleet-health.html",
+    *,
+    db: str | os.PathLike[str] | None = None,
+    since: str | None = None,
+    service: str | None = None,
+    agent: str | None = None,
+) -> Path:
+    """Open the store, build the dashboard and write it to ``out`` (folders made as needed)."""
+    from tracekit.fleet import open_for_report
+
+    with open_for_report(db) as store:
+        page = build_dashboard(store, since=since, service=service, agent=agent)
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise TracekitError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return path
