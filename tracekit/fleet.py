@@ -239,6 +239,7 @@ def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     con, flt = _con(store), flt or FleetFilter()
     where, params = flt.runs_where("r")
     calls, call_params = flt.calls_where("i")
+    source = _calls(con)
     return _df(
         con,
         f"""
@@ -248,7 +249,7 @@ def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
             WHERE outcome IN ('failed:child', 'failed:refused') GROUP BY ALL
         ),
         used AS (
-            SELECT i.agent, count(*) AS calls FROM invocations i
+            SELECT i.agent, count(*) AS calls FROM {source} i
             WHERE i.agent IN (SELECT origin_agent FROM f) AND {calls} GROUP BY ALL
         )
         SELECT f.outcome, f.origin_agent, f.origin_code, f.runs,
@@ -256,7 +257,7 @@ def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
             f.runs / greatest(coalesce(used.calls, f.runs), 1) AS rate
         FROM f LEFT JOIN used ON used.agent = f.origin_agent
         ORDER BY f.runs DESC, f.origin_agent, f.origin_code
-        """.replace("{calls}", calls),
+        """,
         params + call_params,
     )
 
