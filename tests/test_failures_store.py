@@ -1,0 +1,126 @@
+"""classify_store on real ingested traces: the same classes as the pure rules, set-based."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _fleet_helpers import CASES, ROLES, T0, all_cases, deep_failure, handled, write
+
+from tracekit.events import Exit
+from tracekit.failures import classify_run, classify_store, run_facts
+from tracekit.readers import read_trace
+from tracekit.simulate import simulate
+from tracekit.store import Store
+
+_COLUMNS = ("outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code")
+
+
+def _runs(store: Store) -> dict[str, dict]:
+    frame = store.sql(f"SELECT run_id, {', '.join(_COLUMNS)}, classified_at FROM runs")
+    return {row["run_id"]: row for row in frame.to_dict(orient="records")}
+
+
+def _none(value: object) -> object:
+    return None if value is None or value != value else value
+
+
+def test_hand_made_runs_classified_in_the_store(tmp_path: Path) -> None:
+    trace = write(tmp_path / "cases.jsonl", all_cases())
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(trace)
+        report = classify_store(store)
+        assert report.runs == len(CASES)
+        rows = _runs(store)
+        for run_id, (_, expected) in CASES.items():
+            got = {k: _none(rows[run_id][k]) for k in expected}
+            assert got == expected, run_id
+        roles = store.sql(
+            "SELECT invocation_id, failure_role FROM invocations WHERE failure_role IS NOT NULL"
+        )
+        assert dict(zip(roles["invocation_id"], roles["failure_role"], strict=True)) == ROLES
+        assert store.sql("SELECT count(*) AS n FROM runs WHERE classified_at IS NULL")["n"][0] == 0
+
+
+def test_classify_is_idempotent_and_picks_up_what_a_later_ingest_changed(tmp_path: Path) -> None:
+    events = deep_failure("late")
+    exits = [e for e in events if isinstance(e, Exit) or e.__struct_config__.tag == "run.end"]
+    first = write(tmp_path / "first.jsonl", [e for e in events if e not in exits])
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(first)
+        assert classify_store(store).outcomes == {"incomplete": 1}
+        assert classify_store(store).runs == 0  # nothing new: nothing done
+        store.ingest(write(tmp_path / "second.jsonl", exits))  # the exits arrive later
+        assert classify_store(store).outcomes == {"failed:child": 1}
+        row = _runs(store)["late"]
+        assert (row["origin_agent"], row["origin_code"]) == ("invoices", "TIMEOUT")
+
+
+def test_fleet_calls_resolve_the_caller(tmp_path: Path) -> None:
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write(tmp_path / "h.jsonl", handled("h", t0=T0)))
+        classify_store(store)
+        calls = store.sql("SELECT caller, agent, status FROM fleet_calls ORDER BY agent")
+        assert calls.to_dict(orient="records") == [
+            {"caller": "desk", "agent": "billing", "status": "ok"},
+            {"caller": "billing", "agent": "refunds", "status": "error"},
+            {"caller": "desk", "agent": "reply", "status": "ok"},
+        ]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    base = tmp_path_factory.mktemp("fleet")
+    trace, truth = base / "fleet.jsonl", base / "truth.jsonl"
+    simulate(trace, runs=500, seed=33, truth=truth)
+    db = base / "fleet.duckdb"
+    with Store(db) as store:
+        store.ingest(trace)
+        classify_store(store)
+    return trace, truth, db
+
+
+def test_simulated_fleet_in_the_store_matches_the_truth(fleet: tuple[Path, Path, Path]) -> None:
+    _, truth, db = fleet
+    with Store(db, read_only=True) as store:
+        rows = _runs(store)
+    outcomes = set()
+    for line in truth.read_text().splitlines():
+        expected = json.loads(line)
+        row = rows[expected["run_id"]]
+        for key in _COLUMNS:
+            if key in expected:
+                assert _none(row[key]) == expected[key], (expected["run_id"], key)
+        outcomes.add(row["outcome"])
+    assert len(rows) == 500 and len(outcomes) == 7
+
+
+def test_set_based_classification_equals_the_pure_rules_on_full_facts(
+    fleet: tuple[Path, Path, Path],
+) -> None:
+    trace, _, db = fleet
+    with Store(db, read_only=True) as store:
+        rows = _runs(store)
+    for facts in run_facts(read_trace(trace).events):
+        finding = classify_run(facts)
+        row = rows[facts.run_id]
+        assert row["outcome"] == finding.outcome, facts.run_id
+        assert _none(row["circle"]) == finding.circle
+        assert _none(row["origin_agent"]) == finding.origin_agent
+        assert _none(row["origin_code"]) == finding.origin_code
+
+
+def test_the_same_fleet_from_otlp_gets_the_same_classes(tmp_path: Path) -> None:
+    truth = tmp_path / "truth.jsonl"
+    simulate(tmp_path / "fleet.otlp.jsonl", runs=300, seed=34, format="otlp", truth=truth)
+    with Store(tmp_path / "otlp.duckdb") as store:
+        store.ingest(tmp_path / "fleet.otlp.jsonl")
+        classify_store(store)
+        rows = _runs(store)
+    for line in truth.read_text().splitlines():
+        expected = json.loads(line)
+        row = rows[expected["run_id"]]
+        for key in _COLUMNS:
+            if key in expected:
+                assert _none(row[key]) == expected[key], (expected["run_id"], key)
