@@ -46,7 +46,7 @@ main{max-width:1280px;margin:0 auto;padding:20px 32px 48px}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(128px,1fr));gap:12px;margin-bottom:18px}
 .card{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 14px;border-top:4px solid var(--c)}
 .card .n{font-size:24px;font-weight:600}
-.card .l{color:#59636e;font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.card .l{color:#59636e;font-size:11px;text-transform:uppercase;letter-spacing:.02em;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .card .s{color:#59636e;font-size:12px}
 section{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 18px;margin-bottom:18px}
 section h2{margin:0 0 4px;font-size:17px}
