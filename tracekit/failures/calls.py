@@ -29,14 +29,14 @@ CREATE TABLE IF NOT EXISTS fleet_calls (
 )
 """
 
-# Runs being classified lose their old rows (and so do calls re-rooted since,
-# or whose root is gone), then get their calls back with the caller resolved.
+# Runs being classified lose their old rows, and so do runs that are no
+# longer roots; then they get their calls back with the caller resolved. (A
+# call re-rooted by a late parent had its old root rebuilt by the ingest, so
+# that root is either being classified again or gone.)
 _SYNC: Final = """
 DELETE FROM fleet_calls
 WHERE root_run_id IN (SELECT run_id FROM _fleet_todo)
-   OR root_run_id NOT IN (SELECT run_id FROM runs)
-   OR invocation_id IN (
-       SELECT invocation_id FROM invocations WHERE root_run_id IN (SELECT run_id FROM _fleet_todo));
+   OR root_run_id NOT IN (SELECT run_id FROM runs);
 
 INSERT INTO fleet_calls
 SELECT i.root_run_id, i.invocation_id, coalesce(p.agent, r.agent, '?'), i.agent, i.service,
