@@ -97,3 +97,12 @@ def test_dashboard_writes_the_default_file(db: Path, tmp_path: Path) -> None:
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "Fleet health" in text
     assert HOSTILE not in text  # escaped wherever it appears
+
+
+def test_fleet_on_a_missing_store_says_so_and_creates_nothing(tmp_path: Path) -> None:
+    for command in ("fleet", "dashboard"):
+        done = _run(command, "--db", "missing.duckdb", cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr.startswith(
+            "Error: missing.duckdb: no store here"
+        )
+    assert not (tmp_path / "missing.duckdb").exists()

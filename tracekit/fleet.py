@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
@@ -31,6 +32,7 @@ from tracekit.errors import StoreLockedError
 from tracekit.failures import OUTCOMES, classify_store
 from tracekit.failures.rules import STALE_AFTER_MS
 from tracekit.store import Store
+from tracekit.store.db import default_path
 from tracekit.store.query import parse_since
 
 __all__ = [
@@ -134,10 +136,13 @@ def open_for_report(db: str | os.PathLike[str] | None) -> Store:
     """Open a store to report on: for writing, so new runs get classified first;
     read-only when another process holds it (the report then reads what is classified).
     """
+    path = Path(db) if db is not None else default_path()
+    if not path.exists():  # a report never creates an empty store
+        return Store(path, read_only=True)  # raises StoreError: no store here
     try:
-        return Store(db)
+        return Store(path)
     except StoreLockedError:
-        return Store(db, read_only=True)
+        return Store(path, read_only=True)
 
 
 def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
