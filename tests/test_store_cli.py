@@ -24,20 +24,19 @@ def test_ingest_prints_the_reconciling_line_and_runs_lists_them(tmp_path: Path) 
     table = cli("runs", db=db).stdout.splitlines()
     assert table[0].split()[:3] == ["run_id", "service", "agent"]
     assert len(table) == 7
-    outcomes = cli(
-        "sql", "SELECT count(*) AS n FROM runs WHERE outcome IS NULL", "--format", "csv", db=db
-    )
-    assert outcomes.stdout.splitlines() == ["n", "0"]  # the ingest classified every run
+    from tracekit import Store
+
+    with Store(db, read_only=True) as store:
+        assert store.runs().outcome.notna().all()  # the ingest classified every run
+        assert len(store.runs(agent="billing")) == 6
+        assert store.runs(agent="front", since="2h").empty  # ts are in 1970
+        assert len(store.runs(since="1970-01-01T00:00:00")) == 6
     failed = cli("runs", "--status", "error", "--format", "json", db=db).stdout.splitlines()
     assert sorted(json.loads(r)["run_id"] for r in failed) == ["r0", "r3"]
     csv = cli("runs", "--limit", "2", "--format", "csv", db=db).stdout.splitlines()
     assert csv[0].startswith("run_id,") and len(csv) == 3
     empty = cli("runs", "--service", "nope", db=db)
     assert (empty.stdout, empty.stderr) == ("", "(no rows)\n")
-    assert len(cli("runs", "--agent", "billing", db=db).stdout.splitlines()) == 7
-    assert cli("runs", "--agent", "front", "--since", "2h", db=db).stdout == ""  # ts are in 1970
-    old = cli("runs", "--since", "1970-01-01T00:00:00", "--format", "csv", db=db)
-    assert len(old.stdout.splitlines()) == 7
     bad = cli("runs", "--since", "yesterday", db=db, check=False)
     assert bad.returncode == 2 and "not a time span" in bad.stderr
 
@@ -122,6 +121,15 @@ def test_a_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
             holder.stdout.close()
 
 
+def _tree(*args: str) -> str:
+    """``tracekit tree`` run in process (the subprocess tests above cover the script)."""
+    from typer.testing import CliRunner
+
+    from tracekit.cli import app
+
+    return CliRunner().invoke(app, ["tree", *args, "--color", "never"]).stdout
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None:
     from tracekit import Store
@@ -133,9 +141,17 @@ def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None
     started = sorted(runs[runs.has_start].run_id)
     assert started
     for run_id in started:
-        from_file = cli("tree", str(sample), "--run", run_id, "--color", "never", check=False)
-        from_store = cli("tree", run_id, "--color", "never", "--db", str(db), check=False)
-        assert from_store.stdout == from_file.stdout, run_id
+        from_store = _tree(run_id, "--db", str(db))
+        assert from_store and from_store == _tree(str(sample), "--run", run_id), run_id
     if len(runs) == 1:  # the run's own file: the whole output is the same
-        whole = cli("tree", str(sample), "--color", "never", check=False)
-        assert from_store.stdout == whole.stdout
+        assert from_store == _tree(str(sample))
+
+
+def test_tree_db_through_the_script(tmp_path: Path) -> None:
+    sample = next(p for p in SAMPLES if p.stem == "child_failure")
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(sample), db=db)
+    from_store = cli("tree", "run-fail", "--color", "never", "--db", str(db))
+    assert from_store.stdout == cli("tree", str(sample), "--color", "never").stdout
+    missing = cli("tree", "nope", "--db", str(db), check=False)
+    assert missing.returncode == 2 and "no root run 'nope'" in missing.stderr
