@@ -155,3 +155,16 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
     assert from_store.stdout == cli("tree", str(sample), "--color", "never").stdout
     missing = cli("tree", "nope", "--db", str(db), check=False)
     assert missing.returncode == 2 and "no root run 'nope'" in missing.stderr
+
+
+def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:
+    from tracekit import Store
+    from tracekit.store.render import render
+
+    long_id = "run-" + "x" * 70
+    trace = write(tmp_path / "a.jsonl", run_lines(long_id))
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(trace)
+        text = render(store.runs(), "table", width=100)
+    assert long_id in text
+    assert all(line == line.rstrip() for line in text.splitlines())

@@ -364,7 +364,9 @@ def _emit(df: Any, format: TableFormat) -> None:
     if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
         return
-    _print_view(render(df, format.value, width=shutil.get_terminal_size((160, 24)).columns), [])
+    # On a terminal, fit its width; into a pipe or a file, nothing is cut.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100_000
+    _print_view(render(df, format.value, width=width), [])
 
 
 def _clean(text: str) -> str:

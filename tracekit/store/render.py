@@ -67,11 +67,18 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 
 def _table(df: pd.DataFrame, width: int | None) -> str:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in df.columns:
-        table.add_column(str(column), no_wrap=True, overflow="ellipsis", min_width=len(str(column)))
-    for row in df.itertuples(index=False):
-        table.add_row(*(clean(v, 60) for v in row))
+    cut = [None if str(c).endswith("_id") else 60 for c in df.columns]
+    rows = [
+        [clean(v, w) for v, w in zip(row, cut, strict=True)] for row in df.itertuples(index=False)
+    ]
+    for i, column in enumerate(df.columns):
+        name = str(column)
+        # Ids are copied into other commands: never cut them short.
+        widest = max((len(r[i]) for r in rows), default=0) if name.endswith("_id") else 0
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=max(len(name), widest))
+    for row in rows:
+        table.add_row(*row)
     buffer = io.StringIO()
     console = Console(file=buffer, width=width or 200, no_color=True, highlight=False, markup=False)
     console.print(table)
-    return buffer.getvalue().rstrip("\n")
+    return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
