@@ -153,7 +153,8 @@ def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult
     """Read OTLP JSON: one ``TracesData`` object per line, or one whole document.
 
     A trace's spans may be spread over many lines, so every line is fed to
-    one converter and the records are made once all lines are in.
+    one converter; a trace's records are made once it looks complete (its
+    root span ended, then 64 lines without it), the rest at the end.
     """
     with gc_paused():  # millions of acyclic spans: collections would only walk them
         return _read_otlp_lines(lines, path, strict=strict)
@@ -174,6 +175,8 @@ def _read_otlp_lines(lines: Iterator[bytes], path: str, *, strict: bool) -> Read
             if line.strip():
                 result.lines_read += 1
                 _feed(result, converter, line, number, strict=strict)
+                # Traces that look complete are mapped now, so spans are not all held.
+                result.events.extend(event for _, event in converter.take_complete())
     result.events.extend(converter.finish())
     return result
 
