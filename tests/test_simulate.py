@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from tracekit.errors import TracekitError
 from tracekit.events import ErrorInfo
+from tracekit.failures import canonical_circle
 from tracekit.readers import read_trace
 from tracekit.readers.otlp import REFUSALS
 from tracekit.simulate import (
     SimulationRates,
-    canonical_circle,
     parse_duration_ms,
     simulate,
 )
@@ -205,12 +205,6 @@ def test_bad_arguments_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(TracekitError, match="not a duration"):
         parse_duration_ms("soon")
     assert parse_duration_ms("90s") == 90_000 and parse_duration_ms("7d") == 7 * 86_400_000
-
-
-def test_canonical_circle_is_one_name_for_one_circle() -> None:
-    assert canonical_circle(["b", "c", "a", "b"]) == "a -> b -> c -> a"
-    assert canonical_circle(["c", "a", "b", "c"]) == "a -> b -> c -> a"
-    assert canonical_circle(["a", "c", "b", "a"]) == "a -> c -> b -> a"  # the other direction
 
 
 @settings(max_examples=8, deadline=None)

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, TypeAlias
 
@@ -40,6 +41,7 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "Status",
+    "canonical_circle",
     "decode_event",
     "encode_event",
     "event_from_dict",
@@ -53,6 +55,25 @@ Failure: TypeAlias = Literal["delegation", "agent"]
 KINDS: Final = ("delegate", "handoff", "subagent")
 STATUSES: Final = ("ok", "error", "refused", "cancelled", "pending")
 EVENT_TYPES: Final = ("enter", "exit", "node", "run.start", "run.end")
+
+
+def canonical_circle(chain: Sequence[str]) -> str:
+    """One name for a circle however it was entered: rotated to start at its least name.
+
+    Direction is kept (``a -> c -> b -> a`` is another circle than ``a -> b -> c -> a``).
+
+    Example:
+        >>> canonical_circle(["b", "a", "b"]), canonical_circle(["a", "b", "a"])
+        ('a -> b -> a', 'a -> b -> a')
+        >>> canonical_circle(["c", "a", "b", "c"])
+        'a -> b -> c -> a'
+    """
+    ring = list(chain[:-1]) if len(chain) > 1 and chain[0] == chain[-1] else list(chain)
+    if not ring:
+        return ""
+    first = ring.index(min(ring))
+    ring = ring[first:] + ring[:first]
+    return " -> ".join([*ring, ring[0]])
 
 
 def parse_ts(value: float | str) -> float:

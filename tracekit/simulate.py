@@ -33,7 +33,7 @@ from typing import IO, Any, Final, Literal
 import msgspec
 
 from tracekit.errors import TracekitError
-from tracekit.events import Event, parse_ts
+from tracekit.events import Event, canonical_circle, parse_ts
 from tracekit.simulation.catalog import SERVICES
 from tracekit.simulation.cut import cut
 from tracekit.simulation.grow import Grower
@@ -51,7 +51,6 @@ from tracekit.simulation.v1 import v1_events
 __all__ = [
     "SimulationRates",
     "SimulationReport",
-    "canonical_circle",
     "describe_report",
     "parse_duration_ms",
     "simulate",
@@ -121,21 +120,6 @@ def describe_report(report: SimulationReport) -> str:
         line += f" as {report.spans:,} OTLP spans"
     line += f" ({shares})" if shares else ""
     return line + (f"; truth in {report.truth}" if report.truth else "")
-
-
-def canonical_circle(chain: list[str] | tuple[str, ...]) -> str:
-    """One name for a circle however it was entered: rotated to start at its least name.
-
-    Example:
-        >>> canonical_circle(["billing", "refunds", "billing"]), canonical_circle(["refunds", "billing", "refunds"])
-        ('billing -> refunds -> billing', 'billing -> refunds -> billing')
-    """
-    ring = list(chain[:-1]) if len(chain) > 1 and chain[0] == chain[-1] else list(chain)
-    if not ring:
-        return ""
-    first = ring.index(min(ring))
-    ring = ring[first:] + ring[:first]
-    return " -> ".join([*ring, ring[0]])
 
 
 def simulate(

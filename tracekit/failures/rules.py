@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from tracekit.events import ErrorInfo
+from tracekit.events import ErrorInfo, canonical_circle
 
 __all__ = [
     "CANCELLED",
@@ -183,25 +183,6 @@ class Finding:
 
 
 Rule: TypeAlias = Callable[[RunFacts], "Finding | None"]
-
-
-def canonical_circle(chain: Sequence[str]) -> str:
-    """One name for a circle however it was entered: rotated to start at its least name.
-
-    Direction is kept (``a -> c -> b -> a`` is another circle than ``a -> b -> c -> a``).
-
-    Example:
-        >>> canonical_circle(["b", "a", "b"]), canonical_circle(["a", "b", "a"])
-        ('a -> b -> a', 'a -> b -> a')
-        >>> canonical_circle(["c", "a", "b", "c"])
-        'a -> b -> c -> a'
-    """
-    ring = list(chain[:-1]) if len(chain) > 1 and chain[0] == chain[-1] else list(chain)
-    if not ring:
-        return ""
-    first = ring.index(min(ring))
-    ring = ring[first:] + ring[:first]
-    return " -> ".join([*ring, ring[0]])
 
 
 def innermost(error: ErrorInfo | None) -> ErrorInfo | None:

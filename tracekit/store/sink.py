@@ -2,7 +2,7 @@
 
 Example:
     >>> from tracekit import AgentTracer, StoreSink  # doctest: +SKIP
-    >>> tracer = AgentTracer(sink=StoreSink("fleet.duckdb"))  # doctest: +SKIP
+    >>> tracer = AgentTracer(StoreSink("fleet.duckdb"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
