@@ -106,6 +106,22 @@ def test_ties_in_ts_are_ordered_by_seq_then_by_line() -> None:
     assert describe_agent_tree(agent_tree(by_line)) == "first\nsecond"
 
 
+def test_ties_out_of_seq_order_after_a_copy_are_sorted() -> None:
+    # The fold checks the order as it goes; a copy between the ties must not hide a step back.
+    events = [node(5, "r", "b", seq=2), node(5, "r", "b", seq=2), node(5, "r", "a", seq=1)]
+    forest = build_forest(events)
+    assert describe_agent_tree(forest.runs[0].steps) == "a\nb"
+    assert forest.integrity.duplicates == 1
+
+
+@pytest.mark.parametrize("odd", [float("-inf"), float("nan"), float("inf")])
+def test_odd_times_sort_as_python_sorts_them(odd: float) -> None:
+    events = [node(odd, "r", "odd"), node(1, "r", "x"), node(odd, "r", "again"), node(2, "r", "y")]
+    expected = sorted(events, key=lambda e: e.ts)  # what a sort of the whole trace gives
+    names = [step.id for step in build_forest(events).runs[0].steps]
+    assert names == [e.id for e in expected]
+
+
 def test_enter_without_exit_is_running() -> None:
     events = [node(1, "r", "decide"), enter(2, "i", "r/sql", "r", "sql")]
     forest = build_forest(events)

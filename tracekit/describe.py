@@ -430,10 +430,13 @@ def tree_view(
     errors_only: bool = False,
     color: bool = False,
     strict: bool = False,
+    hold: list[object] | None = None,
 ) -> TreeView:
     """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
 
     Bad lines are skipped and summed up for stderr unless ``strict``.
+    ``hold``, if given, receives the records and the forest, so that a caller
+    about to end the process is not made to wait while they are freed here.
 
     Raises:
         TraceFileError: the file is missing, unreadable or not a trace.
@@ -451,6 +454,8 @@ def tree_view(
             color=color,
             source=source,
         )
+    if hold is not None:
+        hold.extend((result, forest))
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
     if not result.events:
         notes.append(f"{escape(source)}: no records")

@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from operator import attrgetter, le
 from typing import Any, Final
@@ -124,11 +125,14 @@ def build_forest(events: Iterable[Event]) -> Forest:
 
 def _build(records: list[Event]) -> Forest:
     builder = _Builder()
-    builder.fold(_ordered(records))
+    if not builder.fold(records):  # out of order: sort (stable) and fold again
+        records = _ordered(records)
+        builder = _Builder()
+        builder.fold(records, check=False)
     if builder.early:  # exits whose enter never came: give each a start and fold again
         lone = {key: exit_ for key, exit_ in builder.early.items()}
         builder = _Builder(lone)
-        builder.fold(_ordered(records + [_stand_in(e) for e in lone.values()]))
+        builder.fold(_ordered(records + [_stand_in(e) for e in lone.values()]), check=False)
     return builder.finish()
 
 
@@ -143,6 +147,11 @@ def _ordered(events: list[Event]) -> list[Event]:
 
 def _seq_key(event: Event) -> tuple[float, int]:
     return (event.ts, event.seq if event.seq is not None else -1)
+
+
+def _seq_of(event: Event) -> int:
+    """A tie's order: ``seq``, and -1 (first) where it has none, as :func:`_ordered` sorts."""
+    return event.seq if event.seq is not None else -1
 
 
 def _stand_in(exit_: Exit) -> Enter:
@@ -175,29 +184,43 @@ class _Builder:
         # Node steps are frozen values, so one object serves every repeat of a name.
         self._node_steps: dict[str, NodeStep] = {}
 
-    def fold(self, events: list[Event]) -> None:
-        """One pass over the ordered records.
+    def fold(self, events: list[Event], *, check: bool = True) -> bool:
+        """One pass over the records; False (and a useless builder) if they are out of order.
+
+        ``check=False`` folds a list already sorted by :func:`_ordered` to the end.
 
         Written as one loop with the common cases inline because it runs once
         per record of traces with millions of them; the odd cases (copies,
-        conflicts, lone exits, shared runs) go to the methods below.
+        conflicts, lone exits, shared runs) go to the methods below. The order
+        check (``ts``, ties by ``seq``) rides along, so an ordered trace, the
+        usual case, is neither sorted nor scanned twice. Records are the exact
+        v1 classes (``type(event) is Node`` is the cheapest dispatch).
         """
         items, owner, by_id = self.items, self.owner, self.steps
         get = items.get
         shared, lone, early = self._node_steps, self.lone, self.early
-        last_ts: float | None = None
+        last_ts = -math.inf
         first: Event | None = None
         same: list[Event] | None = None
         for event in events:
-            if event.ts == last_ts:
+            ts = event.ts
+            if ts == last_ts and first is not None:
                 if same is None or same[0] is not first:
-                    same = [first]  # type: ignore[list-item]
+                    same = [first]
+                # same[-1] carries the highest seq of this millisecond so far
+                # (a skipped copy equals an earlier record).
+                if check and event.seq != same[-1].seq and _seq_of(event) < _seq_of(same[-1]):
+                    return False
                 if self._seen(event, same):
                     self.integrity.duplicates += 1
                     continue
+            elif ts > last_ts or first is None:
+                last_ts, first = ts, event
+            elif check:  # out of order (or not a number): the caller sorts
+                return False
             else:
-                last_ts, first = event.ts, event
-            if isinstance(event, Node):
+                last_ts, first = ts, event
+            if type(event) is Node:
                 steps = get(event.runId)
                 if steps is None:
                     steps = items[event.runId] = []
@@ -208,25 +231,38 @@ class _Builder:
                     steps.append(step)
                 else:
                     steps.append(_node_step(event))
-            elif isinstance(event, Enter):
+            elif type(event) is Enter:
                 key, child = event.invocationId, event.runId
                 if key in by_id or child in owner or key in lone:
                     self._enter(event)
                     continue
+                parent = event.parentRunId
                 steps = get(child)
-                if steps is None and child != event.parentRunId:
+                if steps is None and child != parent:
                     steps = items[child] = []
                 else:  # named before its enter: out of order, or a circle
                     steps = self._child_steps(event)
-                agent = _started(event, steps)
+                agent = AgentStep(  # _started(), inline
+                    agent=event.agent,
+                    node=event.node,
+                    kind=event.kind,
+                    runId=child,
+                    parentRunId=parent,
+                    invocationId=key,
+                    ok=None,
+                    status="running",
+                    durationMs=None,
+                    startTs=ts,
+                    steps=steps,
+                )
                 owner[child] = by_id[key] = agent
-                steps = get(event.parentRunId)
+                steps = get(parent)
                 if steps is None:
-                    steps = items[event.parentRunId] = []
+                    steps = items[parent] = []
                 steps.append(agent)
                 if early and key in early:
                     _finish(agent, early.pop(key))
-            elif isinstance(event, Exit):
+            elif type(event) is Exit:
                 done = by_id.get(event.invocationId)
                 if done is None or done.endTs is not None or event.durationMs is None:
                     self._exit(event)
@@ -234,10 +270,11 @@ class _Builder:
                 done.ok = event.ok
                 done.status = event.status or "ok"
                 done.error = event.error
-                done.endTs = event.ts
+                done.endTs = ts
                 done.durationMs = event.durationMs
             else:
-                self._run_record(event)
+                self._run_record(event)  # type: ignore[arg-type]
+        return True
 
     def _child_steps(self, event: Enter) -> list[Step]:
         """The new child run's step list; one that exists already hints at a cycle."""
