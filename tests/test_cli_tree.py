@@ -6,8 +6,10 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
 from _tree_helpers import SAMPLES, call, node, run_cli, write_jsonl
 
+from tracekit._cli_quick import quick_tree_args
 from tracekit.events import ErrorInfo, RunEnd, RunStart
 
 ORCHESTRATOR = SAMPLES / "agent_orchestrator.jsonl"
@@ -178,3 +180,60 @@ def test_escapes_terminal_control_in_names(tmp_path: Path) -> None:
 def test_an_empty_trace_says_so(tmp_path: Path) -> None:
     result = run_cli("tree", "-", input=b"")
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "-: no records\n")
+
+
+ODD = str(SAMPLES / "odd_trace.jsonl")
+FAILING = str(SAMPLES / "child_failure.jsonl")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tree", ODD],
+        ["tree", "--color", "always", ODD, "--max-depth", "1"],
+        ["tree", FAILING, "--errors", "--strict", "--color", "never"],
+        ["tree", "--format", "json", ODD],
+        ["tree", ODD, "--format", "text", "--max-depth", "0", "--color", "auto"],
+    ],
+)
+def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str]) -> None:
+    # The console script reads these without typer (tracekit._cli_quick); typer's runner must agree.
+    from typer.testing import CliRunner
+
+    from tracekit.cli import app
+
+    assert quick_tree_args(argv) is not None
+    typer_run = CliRunner().invoke(app, argv, env={"NO_COLOR": "1"})
+    script_run = run_cli(*argv)
+    assert (script_run.returncode, script_run.stdout, script_run.stderr) == (
+        typer_run.exit_code,
+        typer_run.stdout,
+        typer_run.stderr,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tree"],
+        ["tree", "--help"],
+        ["tree", "a.jsonl", "b.jsonl"],
+        ["tree", "a.jsonl", "--max-depth", "-1"],
+        ["tree", "a.jsonl", "--max-depth", " 1"],
+        ["tree", "a.jsonl", "--color=never"],
+        ["tree", "a.jsonl", "--color", "NEVER"],
+        ["tree", "a.jsonl", "--run"],
+        ["tree", "a.jsonl", "--run", "--errors"],
+        ["tree", "a.jsonl", "--db", "x.duckdb"],
+        ["tree", "--", "a.jsonl"],
+        ["tree", "-x.jsonl"],
+        ["runs"],
+    ],
+)
+def test_anything_unusual_is_left_to_typer(argv: list[str]) -> None:
+    assert quick_tree_args(argv) is None
+
+
+def test_a_usage_error_is_still_typers() -> None:
+    result = run_cli("tree", ODD, "--max-depth", "-1")
+    assert result.returncode == 2 and "--max-depth" in result.stderr and result.stdout == ""

@@ -9,6 +9,7 @@ import pytest
 from _tree_helpers import ROOT
 
 MODULES = [
+    "tracekit._cli_quick",
     "tracekit._gcpause",
     "tracekit.describe",
     "tracekit.readers",

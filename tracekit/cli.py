@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tracekit._cli_quick import quick_tree_args
 from tracekit.describe import tree_view
 from tracekit.errors import TracekitError
 from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
@@ -113,14 +114,27 @@ def tree_command(
         view = _store_tree_view(db, file, format, max_depth, errors, _use_color(color))
         _print_view(view.stdout, view.stderr)
         return
+    _tree(file, run, format.value, _use_color(color), max_depth, errors, strict)
+
+
+def _tree(
+    file: str,
+    run: str | None,
+    fmt: str,
+    color: bool,
+    max_depth: int | None,
+    errors: bool,
+    strict: bool,
+) -> None:
+    """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
     _HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
     view = tree_view(
         file,
         run_id=run,
-        fmt=format.value,
+        fmt=fmt,
         max_depth=max_depth,
         errors_only=errors,
-        color=_use_color(color),
+        color=color,
         strict=strict,
         hold=_HELD,  # freed by the process's end, not object by object
     )
@@ -462,8 +476,13 @@ def dashboard_command(
 def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()
+    quick = quick_tree_args(sys.argv[1:])
     try:
-        app(standalone_mode=False)
+        if quick is not None:  # a plain `tracekit tree FILE ...`: typer's parse is slow
+            color = ColorMode(quick.pop("color"))
+            _tree(**quick, color=_use_color(color))
+        else:
+            app(standalone_mode=False)
     except TracekitError as exc:
         _fail(exc)
     except typer.Exit as exc:
