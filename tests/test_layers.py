@@ -40,6 +40,7 @@ LAYERS = {
     "simulate": 4,
     "simulation": 4,
     "cli": 4,
+    "_cli_quick": 4,
 }
 
 
