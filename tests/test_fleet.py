@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
+import pandas as pd
 import pytest
 from _fleet_helpers import T0, deep_failure, handled, healthy, recursion, refused, write
 
@@ -17,6 +22,8 @@ from tracekit.fleet import (
     recursion_circles,
     worst_runs,
 )
+from tracekit.fleet_frames import to_frame
+from tracekit.fleet_queries import fetch
 from tracekit.store import Store
 
 NOW = datetime.fromtimestamp((T0 + 2 * 3_600_000) / 1000, UTC)  # two hours after T0
@@ -124,8 +131,6 @@ def test_over_time_and_worst_runs(db: Path) -> None:
 
 
 def test_to_dict_is_plain_json(db: Path) -> None:
-    import json
-
     with Store(db) as store:
         data = fleet_report(store, since="1h", now=NOW).to_dict()
     text = json.dumps(data, allow_nan=False)
@@ -144,3 +149,61 @@ def test_read_only_store_uses_the_join_and_agrees(db: Path, tmp_path: Path) -> N
         fleet_report(store, now=NOW)  # rebuilt
         again = delegation_edges(store)
     assert edges.to_dict(orient="records") == again.to_dict(orient="records")
+
+
+def test_report_tables_equal_the_functions_one_by_one(db: Path) -> None:
+    """The report reads both windows in one scan; each table must equal its own query."""
+    from tracekit.fleet import child_failures, degraded_runs, incomplete_states, outcome_shares
+
+    with Store(db) as store:
+        for kw in ({"since": "1h"}, {"agent": "billing"}, {"service": "orders-svc", "since": "2h"}):
+            report = fleet_report(store, now=NOW, **kw)  # type: ignore[arg-type]
+            flt = report.filter
+            pairs = [
+                (report.outcomes[["outcome", "runs", "share"]], outcome_shares(store, flt)),
+                (report.circles.drop(columns="new"), recursion_circles(store, flt)),
+                (report.failures, child_failures(store, flt)),
+                (report.degraded, degraded_runs(store, flt)),
+                (report.latency, agent_latency(store, flt)),
+                (report.edges, delegation_edges(store, flt)),
+            ]
+            for got, alone in pairs:
+                pd.testing.assert_frame_equal(got, alone)
+            assert report.incomplete == incomplete_states(store, flt, now=NOW)
+            if report.previous_runs is not None:
+                before = outcome_shares(store, flt.previous())
+                assert report.outcomes["previous_runs"].tolist() == before["runs"].tolist()
+                assert report.previous_runs == before["runs"].sum()
+
+
+def test_rows_become_the_frames_duckdb_would_give() -> None:
+    """The report fetches tuples (no pandas); its DataFrames are typed as ``.df()`` types them."""
+    con = duckdb.connect()
+    sql = """
+        SELECT * FROM (VALUES
+            (1::BIGINT, NULL::BIGINT, 2::INTEGER, 1.5::DOUBLE, 'a', NULL::VARCHAR,
+             TIMESTAMP '2026-01-05 08:00:00.009', TRUE, NULL::TIMESTAMP),
+            (2, 3, NULL, NULL, NULL, NULL, NULL, FALSE, NULL)
+        ) t(n, maybe_n, small, x, name, nothing, seen, flag, never)
+    """
+    for query in (sql, sql + " LIMIT 1", sql + " WHERE false"):
+        got = to_frame(fetch(con, query))
+        pd.testing.assert_frame_equal(got, con.execute(query).df(), check_exact=True)
+    con.close()
+
+
+def test_the_fleet_command_imports_no_pandas(db: Path) -> None:
+    """Half of a short command's time was importing pandas and pyarrow: the report needs neither."""
+    with Store(db) as store:
+        fleet_report(store)  # classified: classifying new runs is the one step that uses pandas
+    code = (
+        "import sys\n"
+        "from tracekit.cli import main\n"
+        f"sys.argv = ['tracekit', 'fleet', '--db', {str(db)!r}, '--format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = {'pandas', 'numpy', 'pyarrow', 'plotly', 'opentelemetry'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["runs"] == 7
+    assert done.stderr.strip() == "[]"

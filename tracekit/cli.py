@@ -16,9 +16,10 @@ from typing import Annotated, Any
 import typer
 
 from tracekit._cli_quick import quick_tree_args
-from tracekit.describe import tree_view
 from tracekit.errors import TracekitError
-from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
+
+# Each command imports what it uses when it runs: `tracekit fleet` never loads
+# the readers, the simulator or pandas (an import is most of a short command's time).
 
 app = typer.Typer(
     name="tracekit",
@@ -127,6 +128,8 @@ def _tree(
     strict: bool,
 ) -> None:
     """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
+    from tracekit.describe import tree_view
+
     _HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
     view = tree_view(
         file,
@@ -211,6 +214,8 @@ def simulate_command(
     ] = 0.01,
 ) -> None:
     """Write a seeded fleet of simulated runs, and optionally its ground truth."""
+    from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
+
     rates = SimulationRates(
         failure=failure_rate,
         recursion=recursion_rate,

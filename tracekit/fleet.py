@@ -12,6 +12,10 @@ that started in the window, of the service, whose tree invoked the agent.
 Call-level metrics (latency, delegation edges) count the invocations that
 started in the window, of the service, made by or to the agent.
 
+The queries live in :mod:`tracekit.fleet_queries` and fetch plain rows;
+:class:`FleetReport` keeps those rows and makes a DataFrame of a table when
+it is first read, so ``tracekit fleet`` never imports pandas.
+
 Example:
     >>> report = fleet_report(Store("fleet.duckdb"), since="24h")  # doctest: +SKIP
     >>> report.outcomes[["outcome", "runs", "share"]]  # doctest: +SKIP
@@ -21,19 +25,41 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import duckdb
-import pandas as pd
 
 from tracekit.errors import StoreLockedError
-from tracekit.failures import OUTCOMES, classify_store
+from tracekit.failures import classify_store
 from tracekit.failures.rules import STALE_AFTER_MS
+from tracekit.fleet_frames import to_frame
+from tracekit.fleet_queries import (
+    FleetFilter,
+    Rows,
+    calls_source,
+    circle_rows,
+    degraded_rows,
+    edge_rows,
+    latency_rows,
+    over_time_rows,
+    run_groups,
+    worst_rows,
+)
+from tracekit.fleet_tables import (
+    circles_table,
+    edges_table,
+    failures_table,
+    incomplete_counts,
+    outcome_counts,
+    outcomes_table,
+)
 from tracekit.store import Store
 from tracekit.store.db import default_path
-from tracekit.store.query import parse_since
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FleetFilter",
@@ -56,82 +82,6 @@ class _HasCon(Protocol):
     read_only: bool
 
 
-@dataclass(frozen=True, slots=True)
-class FleetFilter:
-    """Which runs and calls a metric looks at.
-
-    Attributes:
-        start: the window opens (naive UTC); None for the whole store.
-        end: the window closes (exclusive); None for no bound.
-        service: only this service.
-        agent: only runs that invoked this agent (or calls by or to it).
-    """
-
-    start: datetime | None = None
-    end: datetime | None = None
-    service: str | None = None
-    agent: str | None = None
-
-    @classmethod
-    def make(
-        cls,
-        since: str | datetime | None = None,
-        service: str | None = None,
-        agent: str | None = None,
-        *,
-        now: datetime | None = None,
-    ) -> FleetFilter:
-        """A filter from the CLI's options; ``since`` is a span back from ``now`` or a time."""
-        now = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
-        start = parse_since(since, now=now) if isinstance(since, str) else since
-        return cls(
-            start=start, end=now if start is not None else None, service=service, agent=agent
-        )
-
-    def previous(self) -> FleetFilter | None:
-        """The window of the same length just before this one (None without a window)."""
-        if self.start is None or self.end is None:
-            return None
-        length = self.end - self.start
-        return FleetFilter(self.start - length, self.start, self.service, self.agent)
-
-    def runs_where(self, alias: str = "") -> tuple[str, list[Any]]:
-        """SQL conditions on ``runs`` and their parameters."""
-        p = f"{alias}." if alias else ""
-        where: list[str] = ["TRUE"]
-        params: list[Any] = []
-        if self.start is not None:
-            where.append(f"{p}start_at >= ?")
-            params.append(self.start)
-        if self.end is not None:
-            where.append(f"{p}start_at < ?")
-            params.append(self.end)
-        if self.service is not None:
-            where.append(f"{p}service = ?")
-            params.append(self.service)
-        if self.agent is not None:
-            where.append(
-                f"({p}agent = ? OR {p}run_id IN"
-                " (SELECT root_run_id FROM invocations WHERE agent = ?))"
-            )
-            params += [self.agent, self.agent]
-        return " AND ".join(where), params
-
-    def calls_where(self, alias: str) -> tuple[str, list[Any]]:
-        """SQL conditions on ``invocations`` (the window by the call's own start)."""
-        where: list[str] = ["TRUE"]
-        params: list[Any] = []
-        for column, op, value in (
-            ("start_at", ">=", self.start),
-            ("start_at", "<", self.end),
-            ("service", "=", self.service),
-        ):
-            if value is not None:
-                where.append(f"{alias}.{column} {op} ?")
-                params.append(value)
-        return " AND ".join(where), params
-
-
 def open_for_report(db: str | os.PathLike[str] | None) -> Store:
     """Open a store to report on: for writing, so new runs get classified first;
     read-only when another process holds it (the report then reads what is classified).
@@ -145,36 +95,27 @@ def open_for_report(db: str | os.PathLike[str] | None) -> Store:
         return Store(path, read_only=True)
 
 
-def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+def _open(store: _HasCon | duckdb.DuckDBPyConnection) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """The connection, classified first when writable; True when every run is known classified."""
     if isinstance(store, duckdb.DuckDBPyConnection):
-        return store
-    if not getattr(store, "read_only", False):
-        classify_store(store)
-    return store.con
+        return store, False
+    if getattr(store, "read_only", False):
+        return store.con, False
+    classify_store(store)
+    return store.con, True
 
 
-# The calls with their caller, joined on the fly: what ``fleet_calls`` holds.
-_JOINED_CALLS: Final = """(
-    SELECT i.root_run_id, i.invocation_id, coalesce(p.agent, r.agent, '?') AS caller, i.agent,
-        i.service, i.start_at, i.status, i.duration_ms
-    FROM invocations i
-    LEFT JOIN invocations p ON p.invocation_id = i.parent_invocation_id
-    LEFT JOIN runs r ON i.parent_invocation_id IS NULL AND r.run_id = i.parent_run_id
-    WHERE i.root_run_id IS NOT NULL
-)"""
+def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    return _open(store)[0]
 
 
-def _calls(con: duckdb.DuckDBPyConnection) -> str:
-    """``fleet_calls`` when it is up to date (every run classified), else the join itself."""
-    row = con.execute(
-        "SELECT (SELECT count(*) FROM duckdb_tables() WHERE table_name = 'fleet_calls'),"
-        " (SELECT count(*) FROM runs WHERE classified_at IS NULL)"
-    ).fetchone()
-    return "fleet_calls" if row and row[0] and not row[1] else _JOINED_CALLS
+def _source(store: _HasCon | duckdb.DuckDBPyConnection) -> tuple[duckdb.DuckDBPyConnection, str]:
+    con, classified = _open(store)
+    return con, calls_source(con, unclassified=0 if classified else None)
 
 
-def _df(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pd.DataFrame:
-    return con.execute(sql, params).df()
+def _running_since(now: datetime | None) -> float:
+    return (now or datetime.now(UTC)).timestamp() * 1000.0 - STALE_AFTER_MS
 
 
 def outcome_shares(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -182,32 +123,19 @@ def outcome_shares(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
 
     Columns: ``outcome``, ``runs``, ``share`` (0..1).
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.runs_where()
-    counts = _df(
-        con, f"SELECT outcome, count(*) AS runs FROM runs WHERE {where} GROUP BY ALL", params
-    )
-    frame = pd.DataFrame({"outcome": list(OUTCOMES)}).merge(counts, how="left", on="outcome")
-    frame["runs"] = frame["runs"].fillna(0).astype("int64")
-    total = int(frame["runs"].sum())
-    frame["share"] = frame["runs"] / total if total else 0.0
-    return frame
+    groups = run_groups(_con(store), flt or FleetFilter(), None, 0.0)
+    return _outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
+        ["outcome", "runs", "share"]
+    ]
 
 
 def incomplete_states(
     store: Any, flt: FleetFilter | None = None, *, now: datetime | None = None
 ) -> dict[str, int]:
     """Incomplete runs told apart by age: ``crashed`` (quiet for 15 minutes) or ``running``."""
-    con, flt = _con(store), flt or FleetFilter()
-    now_ms = (now or datetime.now(UTC)).timestamp() * 1000.0
-    where, params = flt.runs_where()
-    row = con.execute(
-        f"SELECT count(*) FILTER (WHERE coalesce(end_ms, start_ms, 0) >= ?),"
-        f" count(*) FROM runs WHERE outcome = 'incomplete' AND {where}",
-        [now_ms - STALE_AFTER_MS, *params],
-    ).fetchone()
-    running, total = (int(row[0]), int(row[1])) if row else (0, 0)
-    return {"crashed": total - running, "running": running}
+    return incomplete_counts(
+        run_groups(_con(store), flt or FleetFilter(), None, _running_since(now))
+    )
 
 
 def recursion_circles(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -218,20 +146,8 @@ def recursion_circles(store: Any, flt: FleetFilter | None = None) -> pd.DataFram
     ``runs``, ``failed`` (runs it failed), ``services``, ``first_seen``,
     ``last_seen``, ``action`` (always True).
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.runs_where()
-    return _df(
-        con,
-        f"""
-        SELECT circle, count(*) AS runs,
-            count(*) FILTER (WHERE outcome = 'failed:recursion') AS failed,
-            string_agg(DISTINCT coalesce(service, '?'), ', ' ORDER BY coalesce(service, '?')) AS services,
-            min(start_at) AS first_seen, max(start_at) AS last_seen, TRUE AS action
-        FROM runs WHERE circle IS NOT NULL AND {where}
-        GROUP BY circle ORDER BY runs DESC, circle
-        """,
-        params,
-    )
+    table = circles_table(circle_rows(_con(store), flt or FleetFilter()), compare=False)
+    return to_frame(_without(table, "new"))
 
 
 def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -241,30 +157,10 @@ def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     ``origin_code``, ``runs``, ``share`` (of all runs in the window) and
     ``rate`` (failed runs that began there, per call made to that agent).
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.runs_where("r")
-    calls, call_params = flt.calls_where("i")
-    source = _calls(con)
-    return _df(
-        con,
-        f"""
-        WITH r AS (SELECT * FROM runs r WHERE {where}),
-        f AS (
-            SELECT outcome, origin_agent, origin_code, count(*) AS runs FROM r
-            WHERE outcome IN ('failed:child', 'failed:refused') GROUP BY ALL
-        ),
-        used AS (
-            SELECT i.agent, count(*) AS calls FROM {source} i
-            WHERE i.agent IN (SELECT origin_agent FROM f) AND {calls} GROUP BY ALL
-        )
-        SELECT f.outcome, f.origin_agent, f.origin_code, f.runs,
-            f.runs / (SELECT count(*) FROM r) AS share,
-            f.runs / greatest(coalesce(used.calls, f.runs), 1) AS rate
-        FROM f LEFT JOIN used ON used.agent = f.origin_agent
-        ORDER BY f.runs DESC, f.origin_agent, f.origin_code
-        """,
-        params + call_params,
-    )
+    con, source = _source(store)
+    flt = flt or FleetFilter()
+    groups = run_groups(con, flt, None, 0.0)
+    return to_frame(failures_table(groups, edge_rows(con, flt, source)))
 
 
 def degraded_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 20) -> pd.DataFrame:
@@ -273,18 +169,7 @@ def degraded_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 20
     Columns: ``run_id``, ``start_at``, ``service``, ``agent``,
     ``origin_agent``, ``origin_code``, ``circle``, ``failed_invocations``, ``duration_ms``.
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.runs_where()
-    return _df(
-        con,
-        f"""
-        SELECT run_id, start_at, service, agent, origin_agent, origin_code, circle,
-            failed_invocations, duration_ms
-        FROM runs WHERE outcome = 'degraded' AND {where}
-        ORDER BY start_ms DESC NULLS LAST, run_id LIMIT {int(limit)}
-        """,
-        params,
-    )
+    return to_frame(degraded_rows(_con(store), flt or FleetFilter(), limit))
 
 
 def worst_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 5) -> pd.DataFrame:
@@ -293,20 +178,7 @@ def worst_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 5) ->
     Columns: ``run_id``, ``outcome``, ``start_at``, ``service``, ``agent``,
     ``circle``, ``origin_agent``, ``origin_code``, ``failed_invocations``, ``duration_ms``.
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.runs_where()
-    return _df(
-        con,
-        f"""
-        SELECT run_id, outcome, start_at, service, agent, circle, origin_agent, origin_code,
-            failed_invocations, duration_ms
-        FROM runs WHERE outcome LIKE 'failed:%' AND {where}
-        ORDER BY outcome = 'failed:recursion' DESC, failed_invocations DESC,
-            duration_ms DESC NULLS LAST, run_id
-        LIMIT {int(limit)}
-        """,
-        params,
-    )
+    return to_frame(worst_rows(_con(store), flt or FleetFilter(), limit))
 
 
 def agent_latency(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -314,23 +186,8 @@ def agent_latency(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
 
     Columns: ``agent``, ``calls``, ``failed`` (threw), ``p50_ms``, ``p95_ms``, ``p99_ms``.
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.calls_where("i")
-    where += " AND i.status NOT IN ('refused', 'running', 'pending')"
-    if flt.agent is not None:
-        where += " AND i.agent = ?"
-        params.append(flt.agent)
-    return _df(
-        con,
-        f"""
-        SELECT agent, calls, failed, q[1] AS p50_ms, q[2] AS p95_ms, q[3] AS p99_ms FROM (
-            SELECT agent, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS failed,
-                quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q
-            FROM {_calls(con)} i WHERE {where} GROUP BY agent
-        ) ORDER BY p95_ms DESC NULLS LAST, agent
-        """,
-        params,
-    )
+    con, source = _source(store)
+    return to_frame(latency_rows(con, flt or FleetFilter(), source))
 
 
 def delegation_edges(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -340,39 +197,9 @@ def delegation_edges(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame
     ``caller``, ``callee``, ``calls``, ``failed`` (threw or refused),
     ``refused``, ``failure_rate``.
     """
-    con, flt = _con(store), flt or FleetFilter()
-    where, params = flt.calls_where("i")
-    outer, outer_params = "TRUE", []
-    if flt.agent is not None:
-        outer, outer_params = "(caller = ? OR callee = ?)", [flt.agent, flt.agent]
-    return _df(
-        con,
-        f"""
-        WITH e AS (
-            SELECT caller, agent AS callee, count(*) AS calls,
-                count(*) FILTER (WHERE status IN ('error', 'refused')) AS failed,
-                count(*) FILTER (WHERE status = 'refused') AS refused
-            FROM {_calls(con)} i WHERE {where} GROUP BY ALL
-        )
-        SELECT *, failed / calls AS failure_rate FROM e WHERE {outer}
-        ORDER BY calls DESC, caller, callee
-        """,
-        params + outer_params,
-    )
-
-
-def _bucket(flt: FleetFilter, con: duckdb.DuckDBPyConnection) -> timedelta:
-    where, params = flt.runs_where()
-    row = con.execute(
-        f"SELECT min(start_at), max(start_at) FROM runs WHERE {where}", params
-    ).fetchone()
-    start = flt.start or (row[0] if row else None)
-    end = flt.end or (row[1] if row else None)
-    span = (end - start) if start is not None and end is not None else timedelta(hours=1)
-    for step in (1, 5, 15, 30, 60, 180, 360, 720, 1440, 10080):
-        if span / timedelta(minutes=step) <= 60:
-            return timedelta(minutes=step)
-    return timedelta(days=30)
+    con, source = _source(store)
+    flt = flt or FleetFilter()
+    return to_frame(edges_table(edge_rows(con, flt, source), flt.agent))
 
 
 def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -380,42 +207,112 @@ def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFra
 
     Columns: ``bucket`` (start of the bucket, UTC), ``outcome``, ``runs``.
     """
-    con, flt = _con(store), flt or FleetFilter()
-    step = _bucket(flt, con)
-    where, params = flt.runs_where()
-    return _df(
-        con,
-        f"""
-        SELECT time_bucket(INTERVAL '{int(step.total_seconds())} seconds', start_at) AS bucket,
-            outcome, count(*) AS runs
-        FROM runs WHERE start_at IS NOT NULL AND {where}
-        GROUP BY ALL ORDER BY bucket, outcome
-        """,
-        params,
+    return to_frame(over_time_rows(_con(store), flt or FleetFilter()))
+
+
+def _without(rows: Rows, column: str) -> Rows:
+    at = rows.columns.index(column)
+    return Rows(
+        rows.columns[:at] + rows.columns[at + 1 :],
+        rows.types[:at] + rows.types[at + 1 :],
+        [row[:at] + row[at + 1 :] for row in rows.rows],
     )
+
+
+def _outcomes_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    data = rows.records()
+    frame = pd.DataFrame({"outcome": [r["outcome"] for r in data]})
+    frame["runs"] = pd.Series([r["runs"] for r in data], dtype="int64")
+    frame["share"] = pd.Series([r["share"] for r in data], dtype="float64")
+    for column, dtype in (
+        ("previous_runs", "int64"),
+        ("previous_share", "float64"),
+        ("change", "float64"),
+    ):
+        if compare:
+            frame[column] = pd.Series([r[column] for r in data], dtype=dtype)
+        else:
+            frame[column] = pd.NA
+    return frame
+
+
+def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
+    import pandas as pd
+
+    frame = to_frame(_without(rows, "new"))
+    if compare:
+        frame["new"] = pd.Series(rows.column("new"), dtype=bool)
+    else:
+        frame["new"] = pd.NA
+    return frame
+
+
+_TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges")
 
 
 @dataclass(slots=True)
 class FleetReport:
-    """Everything ``tracekit fleet`` prints, as DataFrames.
+    """Everything ``tracekit fleet`` prints: each table as rows, and as a DataFrame on demand.
 
     ``outcomes`` has, beside ``runs`` and ``share``, ``previous_runs``,
     ``previous_share`` and ``change`` (share points) against the previous
     window of the same length, when there is a window. ``circles`` marks the
-    circles not seen in the previous window as ``new``.
+    circles not seen in the previous window as ``new``. ``tables`` holds the
+    same tables as plain rows (:class:`tracekit.fleet_queries.Rows`).
     """
 
     filter: FleetFilter
     runs: int
-    outcomes: pd.DataFrame
     incomplete: dict[str, int]
-    circles: pd.DataFrame
-    failures: pd.DataFrame
-    degraded: pd.DataFrame
-    latency: pd.DataFrame
-    edges: pd.DataFrame
+    tables: dict[str, Rows]
     previous_runs: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    _frames: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """One table as a DataFrame (made once, then the same object)."""
+        if name not in self._frames:
+            compare = self.previous_runs is not None
+            rows = self.tables[name]
+            if name == "outcomes":
+                self._frames[name] = _outcomes_frame(rows, compare=compare)
+            elif name == "circles":
+                self._frames[name] = _circles_frame(rows, compare=compare)
+            else:
+                self._frames[name] = to_frame(rows)
+        return self._frames[name]
+
+    @property
+    def outcomes(self) -> pd.DataFrame:
+        """Runs, share and change of each outcome."""
+        return self.frame("outcomes")
+
+    @property
+    def circles(self) -> pd.DataFrame:
+        """The recursion circles, each to act on."""
+        return self.frame("circles")
+
+    @property
+    def failures(self) -> pd.DataFrame:
+        """Failed runs by origin agent and code."""
+        return self.frame("failures")
+
+    @property
+    def degraded(self) -> pd.DataFrame:
+        """The newest degraded runs."""
+        return self.frame("degraded")
+
+    @property
+    def latency(self) -> pd.DataFrame:
+        """p50/p95/p99 by agent."""
+        return self.frame("latency")
+
+    @property
+    def edges(self) -> pd.DataFrame:
+        """The delegation edges."""
+        return self.frame("edges")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists of records, ISO times), ready for JSON."""
@@ -430,30 +327,21 @@ class FleetReport:
             "previous_runs": self.previous_runs,
             "incomplete": self.incomplete,
             **{
-                name: _records(getattr(self, name))
-                for name in ("outcomes", "circles", "failures", "degraded", "latency", "edges")
+                name: [
+                    {k: _plain(v) for k, v in row.items()} for row in self.tables[name].records()
+                ]
+                for name in _TABLES
             },
         }
 
 
-def _iso(moment: Any) -> str | None:
-    if moment is None or (not isinstance(moment, str) and pd.isna(moment)):
-        return None
-    return pd.Timestamp(moment).isoformat() + "Z"
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    out = []
-    for row in frame.to_dict(orient="records"):
-        out.append({k: _plain(v) for k, v in row.items()})
-    return out
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat() + "Z"
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, (pd.Timestamp, datetime)):
+    if isinstance(value, datetime):
         return _iso(value)
-    if hasattr(value, "item"):  # numpy scalars
-        value = value.item()
     if isinstance(value, float) and value != value:
         return None
     return value
@@ -469,6 +357,8 @@ def fleet_report(
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
+    Five queries (:mod:`tracekit.fleet_queries`) read both windows at once.
+
     Args:
         store: a :class:`tracekit.store.Store` (classified first if writable).
         since: a span back from now (``24h``, ``7d``) or an ISO time; None for all.
@@ -476,37 +366,23 @@ def fleet_report(
         agent: only runs that invoked this agent, calls by or to it.
         now: the end of the window (default: the clock).
     """
-    con = _con(store)
+    con, source = _source(store)
     flt = FleetFilter.make(since, service, agent, now=now)
-    outcomes = outcome_shares(con, flt)
-    circles = recursion_circles(con, flt)
-    report = FleetReport(
+    prev = flt.previous()
+    groups = run_groups(con, flt, prev, _running_since(now))
+    edges = edge_rows(con, flt, source)
+    tables = {
+        "outcomes": outcomes_table(groups, compare=prev is not None),
+        "circles": circles_table(circle_rows(con, flt, prev), compare=prev is not None),
+        "failures": failures_table(groups, edges),
+        "degraded": degraded_rows(con, flt),
+        "latency": latency_rows(con, flt, source),
+        "edges": edges_table(edges, flt.agent),
+    }
+    return FleetReport(
         filter=flt,
-        runs=int(outcomes["runs"].sum()),
-        outcomes=outcomes,
-        incomplete=incomplete_states(con, flt, now=now),
-        circles=circles,
-        failures=child_failures(con, flt),
-        degraded=degraded_runs(con, flt),
-        latency=agent_latency(con, flt),
-        edges=delegation_edges(con, flt),
+        runs=sum(outcome_counts(groups).values()),
+        incomplete=incomplete_counts(groups),
+        tables=tables,
+        previous_runs=sum(outcome_counts(groups, False).values()) if prev else None,
     )
-    _compare(report, con, flt.previous())
-    return report
-
-
-def _compare(report: FleetReport, con: duckdb.DuckDBPyConnection, prev: FleetFilter | None) -> None:
-    frame = report.outcomes
-    if prev is None:
-        frame["previous_runs"] = pd.NA
-        frame["previous_share"] = pd.NA
-        frame["change"] = pd.NA
-        report.circles["new"] = pd.NA
-        return
-    before = outcome_shares(con, prev)
-    report.previous_runs = int(before["runs"].sum())
-    frame["previous_runs"] = before["runs"].to_numpy()
-    frame["previous_share"] = before["share"].to_numpy()
-    frame["change"] = frame["share"] - frame["previous_share"]
-    seen = set(recursion_circles(con, prev)["circle"])
-    report.circles["new"] = ~report.circles["circle"].isin(seen)

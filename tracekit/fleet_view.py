@@ -18,13 +18,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from tracekit.describe import escape, format_ms
 from tracekit.fleet import FleetReport
+from tracekit.fleet_queries import Rows
 
 __all__ = ["fleet_json", "fleet_text", "render_fleet"]
 
@@ -40,8 +40,12 @@ _OUTCOME_STYLE: Final = {
 _ROWS: Final = 15  # rows shown per table; --format json has them all
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _text(value: Any, style: str = "") -> Text:
-    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return Text("-", style="dim")
     if isinstance(value, datetime):
         return Text(value.strftime("%Y-%m-%d %H:%M"), style=style)
@@ -49,19 +53,19 @@ def _text(value: Any, style: str = "") -> Text:
 
 
 def _pct(value: Any) -> Text:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return Text("-", style="dim")
     return Text(f"{100 * float(value):.1f}%")
 
 
 def _ms(value: Any) -> Text:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return Text("-", style="dim")
     return Text(format_ms(float(value)))
 
 
 def _change(value: Any) -> Text:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return Text("-", style="dim")
     points = 100 * float(value)
     return Text(
@@ -72,20 +76,20 @@ def _change(value: Any) -> Text:
 def _table(
     title: str,
     columns: Sequence[str],
-    frame: pd.DataFrame,
+    rows: Rows,
     cells: Callable[[dict[str, Any]], Sequence[Text]],
     empty: str,
 ) -> Table | Text:
-    if frame.empty:
+    if not rows:
         return Text(f"{title}: {empty}", style="dim")
-    more = len(frame) - _ROWS
+    more = len(rows) - _ROWS
     caption = f"{more} more: --format json lists them all" if more > 0 else None
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in columns:
         table.add_column(
             column, justify="right" if column[:1].isdigit() or column in _NUMERIC else "left"
         )
-    for row in frame.head(_ROWS).to_dict(orient="records"):
+    for row in rows.records()[:_ROWS]:
         table.add_row(*cells(row))
     return table
 
@@ -128,7 +132,11 @@ def _outcomes(report: FleetReport) -> Table | Text:
     if report.previous_runs is not None:
         title += f" (previous window: {report.previous_runs:,})"
     return _table(
-        title, ["outcome", "runs", "share", "before", "change"], report.outcomes, cells, "none"
+        title,
+        ["outcome", "runs", "share", "before", "change"],
+        report.tables["outcomes"],
+        cells,
+        "none",
     )
 
 
@@ -148,7 +156,7 @@ def _circles(report: FleetReport) -> Table | Text:
     return _table(
         "Recursion circles (wrong by construction: act on each, even once)",
         ["", "circle", "runs", "services", "first seen", "last seen"],
-        report.circles,
+        report.tables["circles"],
         cells,
         "none seen",
     )
@@ -168,7 +176,7 @@ def _failures(report: FleetReport) -> Table | Text:
     return _table(
         "Failures by origin (where they began, however deep)",
         ["origin agent", "code", "kind", "runs", "share", "rate"],
-        report.failures,
+        report.tables["failures"],
         cells,
         "none",
     )
@@ -184,11 +192,11 @@ def _degraded(report: FleetReport) -> Table | Text:
             _text(row["origin_code"]),
         ]
 
-    total = int(report.outcomes.set_index("outcome").loc["degraded", "runs"])
+    total = {r["outcome"]: r["runs"] for r in report.tables["outcomes"].records()}["degraded"]
     return _table(
         f"Degraded runs: ended ok, a delegation inside failed ({total:,}; newest)",
         ["run", "started", "service", "failed agent", "code"],
-        report.degraded,
+        report.tables["degraded"],
         cells,
         "none",
     )
@@ -208,7 +216,7 @@ def _latency(report: FleetReport) -> Table | Text:
     return _table(
         "Latency by agent",
         ["agent", "calls", "failed", "p50", "p95", "p99"],
-        report.latency,
+        report.tables["latency"],
         cells,
         "no calls",
     )
@@ -227,7 +235,7 @@ def _edges(report: FleetReport) -> Table | Text:
     return _table(
         "Delegations (caller -> callee)",
         ["caller", "callee", "calls", "failed", "failure rate"],
-        report.edges,
+        report.tables["edges"],
         cells,
         "none",
     )

@@ -16,15 +16,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import duckdb
 import msgspec
-import pandas as pd
 
 from tracekit.events import ErrorInfo
 from tracekit.failures.calls import sync_calls
 from tracekit.failures.rules import Call, RunFacts, classify_run, failure_roles
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ClassifyReport", "classify_store"]
 
@@ -128,6 +130,8 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
 
 
 def _classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame]:
+    import pandas as pd  # only when there is work: a report on a classified store skips it
+
     findings: list[tuple[Any, ...]] = []
     roles: list[tuple[str, str]] = []
     for facts in _hard_facts(con):

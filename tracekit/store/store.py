@@ -15,21 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from tracekit.errors import StoreError
 from tracekit.events import Event, decode_event
 from tracekit.store.db import connect, default_path
-from tracekit.store.ingest import (
-    Format,
-    IngestReport,
-    ProgressFactory,
-    ingest_paths,
-    ingest_records,
-)
 from tracekit.store.query import check_read_only, runs_query
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from tracekit.store.ingest import Format, IngestReport, ProgressFactory
     from tracekit.tree import AgentTree
 
 __all__ = ["Store"]
@@ -86,6 +81,8 @@ class Store:
             >>> Store("f.duckdb").ingest("run.jsonl").totals.accepted  # doctest: +SKIP
             42
         """
+        from tracekit.store.ingest import ingest_paths  # pyarrow: only when ingesting
+
         self._writable()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -95,6 +92,8 @@ class Store:
         self, lines: list[bytes], *, source: str, first_line: int = 1
     ) -> IngestReport:
         """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers)."""
+        from tracekit.store.ingest import ingest_records
+
         self._writable()
         return ingest_records(self.con, lines, source=source, first_line=first_line)
 
