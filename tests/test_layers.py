@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tracekit"
 #: Layer of each top-level part of the package (module or subpackage).
 LAYERS = {
     "_gcpause": 0,
+    "_text": 0,
     "errors": 0,
     "events": 0,
     "readers": 1,
@@ -37,6 +38,7 @@ LAYERS = {
     "fleet_frames": 3,
     "fleet_queries": 3,
     "fleet_tables": 3,
+    "fleet_rich": 4,
     "fleet_view": 4,
     "dashboards": 4,
     "notebook": 4,

@@ -11,6 +11,7 @@ from _tree_helpers import ROOT
 MODULES = [
     "tracekit._cli_quick",
     "tracekit._gcpause",
+    "tracekit._text",
     "tracekit.describe",
     "tracekit.readers",
     "tracekit.readers.jsonl",

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tracekit._cli_quick import quick_tree_args
+from tracekit._cli_quick import quick_fleet_args, quick_tree_args
 from tracekit.errors import TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
@@ -450,12 +450,25 @@ def fleet_command(
 
     With --since, each share is compared with the window of the same length just before.
     """
+    _fleet(db, since, service, agent, format.value, color.value)
+
+
+def _fleet(
+    db: str | None,
+    since: str | None,
+    service: str | None,
+    agent: str | None,
+    fmt: str,
+    color: str,
+) -> None:
+    """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.fleet_view import fleet_text
 
     text = fleet_text(
-        db, since=since, service=service, agent=agent, fmt=format.value, color=_use_color(color)
+        db, since=since, service=service, agent=agent, fmt=fmt, color=_use_color(ColorMode(color))
     )
     _print_view(text, [])
+    _FAST_EXIT.append(0)  # the store is closed and the output flushed
 
 
 @app.command("dashboard")
@@ -482,10 +495,13 @@ def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()
     quick = quick_tree_args(sys.argv[1:])
+    fleet = quick_fleet_args(sys.argv[1:])
     try:
         if quick is not None:  # a plain `tracekit tree FILE ...`: typer's parse is slow
             color = ColorMode(quick.pop("color"))
             _tree(**quick, color=_use_color(color))
+        elif fleet is not None:  # and a plain `tracekit fleet ...` (0.09 s of it)
+            _fleet(**fleet)
         else:
             app(standalone_mode=False)
     except TracekitError as exc:

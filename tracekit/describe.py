@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final, NamedTuple
 
 from tracekit._gcpause import gc_paused
+from tracekit._text import escape, format_ms
 from tracekit.errors import TracekitError, TraceReadError
 from tracekit.events import ErrorInfo
 from tracekit.readers import read_trace
@@ -70,39 +71,8 @@ def _deep_pad(depth: int) -> str:
     return "  " * _MAX_INDENT + f"[depth {depth}] "
 
 
-def escape(text: str) -> str:
-    r"""Make a name from a trace safe to print: control characters become escapes.
-
-    Example:
-        >>> escape("sql\x1b[31m")
-        'sql\\x1b[31m'
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else _escape_char(c) for c in text)
-
-
-def _escape_char(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 def _paint(text: str, code: str | None, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
-
-
-def format_ms(ms: float) -> str:
-    """Format a duration: ``11ms``, ``0.4ms``, ``12.5s`` from ten seconds on.
-
-    Example:
-        >>> format_ms(11), format_ms(0.4), format_ms(12500)
-        ('11ms', '0.4ms', '12.5s')
-    """
-    if ms >= 10_000:
-        return f"{ms / 1000:.1f}s"
-    if ms >= 1 or ms == 0:
-        return f"{ms:.0f}ms"
-    return f"{ms:.1f}ms"
 
 
 def _error_text(status: str, error: ErrorInfo | None) -> str:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import duckdb
 
 from tracekit.errors import StoreLockedError
-from tracekit.failures import classify_store
-from tracekit.failures.rules import STALE_AFTER_MS
+from tracekit.failures.classify import classify_store
+from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet_frames import to_frame
 from tracekit.fleet_queries import (
     FleetFilter,

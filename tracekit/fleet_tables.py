@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from tracekit.failures.rules import OUTCOMES
+from tracekit.failures.outcomes import OUTCOMES
 from tracekit.fleet_queries import Rows
 
 __all__ = [

@@ -2,26 +2,64 @@
 
 :mod:`tracekit.failures.rules` holds the definition (small pure rules applied
 in order); :func:`classify_store` applies them to a store's new runs;
-:func:`classify_events` to the runs of a trace, without a store.
+:func:`classify_events` to the runs of a trace, without a store. Names load
+on first use: a report on a classified store needs ``classify_store``'s
+check alone, not the rules, the event model or the tree.
 """
 
 from __future__ import annotations
 
-from tracekit.failures.classify import ClassifyReport, classify_store
-from tracekit.failures.facts import classify_events, run_facts
-from tracekit.failures.rules import (
-    OUTCOMES,
-    RULES,
-    Call,
-    Finding,
-    RunFacts,
-    canonical_circle,
-    classify_run,
-    failing_origin,
-    failure_role,
-    failure_roles,
-    incomplete_state,
-)
+import importlib as _importlib
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
+from tracekit.failures.outcomes import OUTCOMES
+
+if _TYPE_CHECKING:
+    from tracekit.failures.classify import ClassifyReport, classify_store
+    from tracekit.failures.facts import classify_events, run_facts
+    from tracekit.failures.rules import (
+        RULES,
+        Call,
+        Finding,
+        RunFacts,
+        canonical_circle,
+        classify_run,
+        failing_origin,
+        failure_role,
+        failure_roles,
+        incomplete_state,
+    )
+
+_LAZY: dict[str, str] = {
+    "ClassifyReport": "tracekit.failures.classify",
+    "classify_store": "tracekit.failures.classify",
+    "classify_events": "tracekit.failures.facts",
+    "run_facts": "tracekit.failures.facts",
+    **dict.fromkeys(
+        (
+            "RULES",
+            "Call",
+            "Finding",
+            "RunFacts",
+            "canonical_circle",
+            "classify_run",
+            "failing_origin",
+            "failure_role",
+            "failure_roles",
+            "incomplete_state",
+        ),
+        "tracekit.failures.rules",
+    ),
+}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracekit.failures' has no attribute {name!r}")
+    return getattr(_importlib.import_module(module), name)
+
 
 __all__ = [
     "OUTCOMES",

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 from tracekit.events import ErrorInfo, canonical_circle
+from tracekit.failures.outcomes import OUTCOMES, STALE_AFTER_MS, Outcome
 
 __all__ = [
     "CANCELLED",
@@ -67,27 +68,8 @@ __all__ = [
     "innermost",
 ]
 
-Outcome: TypeAlias = Literal[
-    "ok",
-    "degraded",
-    "failed:recursion",
-    "failed:child",
-    "failed:refused",
-    "cancelled",
-    "incomplete",
-]
 Role: TypeAlias = Literal["origin", "wrapped"]
 
-#: Every outcome, in the order a report lists them (healthy first).
-OUTCOMES: Final[tuple[Outcome, ...]] = (
-    "ok",
-    "degraded",
-    "failed:recursion",
-    "failed:child",
-    "failed:refused",
-    "cancelled",
-    "incomplete",
-)
 RECURSION: Final = "AGENT_RECURSION"
 CANCELLED: Final = "CANCELLED"
 #: The codes of a call refused before the child ran (the seed's four checks, and input).
@@ -104,8 +86,6 @@ REFUSAL_CODES: Final = frozenset(
 WRAPPER_CODES: Final = frozenset({"AGENT_FAILED", RECURSION})
 #: An invocation that did not work: it threw, or was refused.
 FAILED_STATUSES: Final = frozenset({"error", "refused"})
-#: An incomplete run quiet for longer than this is taken as crashed (15 minutes).
-STALE_AFTER_MS: Final = 15 * 60_000.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,15 +6,20 @@ import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from tracekit.store.sink import StoreSink
 from tracekit.store.store import Store
 
 if _TYPE_CHECKING:
     from tracekit.store.ingest import IngestReport, SourceReport
+    from tracekit.store.sink import StoreSink
 
-# The ingest pipeline imports pyarrow (~80 ms): loaded on first use, so that
-# commands that only read the store (tracekit fleet) do not pay for it.
-_LAZY = {"IngestReport": "tracekit.store.ingest", "SourceReport": "tracekit.store.ingest"}
+# The ingest pipeline imports pyarrow (~80 ms) and the sink the event model:
+# loaded on first use, so that commands that only read the store (tracekit
+# fleet) pay for neither.
+_LAZY = {
+    "IngestReport": "tracekit.store.ingest",
+    "SourceReport": "tracekit.store.ingest",
+    "StoreSink": "tracekit.store.sink",
+}
 
 
 def __getattr__(name: str) -> _Any:

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from tracekit.errors import StoreError
-from tracekit.events import Event, decode_event
 from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_read_only, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from tracekit.events import Event
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory
     from tracekit.tree import AgentTree
 
@@ -159,6 +159,8 @@ class Store:
             """.replace("?::VARCHAR", "$1::VARCHAR"),
             [run_id],
         ).fetchall()
+        from tracekit.events import decode_event  # msgspec: only when records are read
+
         return [decode_event(raw) for (raw,) in rows]
 
     def tree(self, run_id: str) -> AgentTree:

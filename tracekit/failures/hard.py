@@ -1,0 +1,83 @@
+"""The runs the set-based pass cannot settle, through the pure rules.
+
+Runs that ended badly or hold a failed or cancelled invocation (the temp table
+``_fleet_hard``) are read in one query, only their failed and cancelled
+invocations (the rules look at no others), and classified by
+:func:`~tracekit.failures.rules.classify_run`. Imported by
+:func:`~tracekit.failures.classify.classify_store` only when it has runs to
+classify: a report on a classified store loads neither the rules nor pandas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+import duckdb
+import msgspec
+import pandas as pd
+
+from tracekit.events import ErrorInfo
+from tracekit.failures.rules import Call, RunFacts, classify_run, failure_roles
+
+__all__ = ["classify_hard"]
+
+_HARD_RUNS: Final = """
+SELECT r.run_id, r.agent, r.has_end, r.ok, e.error
+FROM runs r JOIN _fleet_hard h USING (run_id)
+LEFT JOIN (
+    SELECT run_id, any_value(json_extract_string(raw, '$.error')) AS error
+    FROM events WHERE type = 'run.end' AND run_id IN (SELECT run_id FROM _fleet_hard)
+    GROUP BY run_id
+) e USING (run_id)
+"""
+
+_HARD_CALLS: Final = """
+SELECT root_run_id, invocation_id, parent_invocation_id, agent, status,
+    CAST(error AS VARCHAR) AS error, end_ms
+FROM invocations
+WHERE status IN ('error', 'refused', 'cancelled')
+  AND root_run_id IN (SELECT run_id FROM _fleet_hard)
+ORDER BY root_run_id, end_ms NULLS FIRST, invocation_id
+"""
+
+_ERROR: Final = msgspec.json.Decoder(ErrorInfo | None)
+
+
+def _error(text: str | None) -> ErrorInfo | None:
+    if not text:
+        return None
+    try:
+        return _ERROR.decode(text)
+    except msgspec.DecodeError:  # not an error object: the code alone is all we know
+        return None
+
+
+def _calls_by_run(con: duckdb.DuckDBPyConnection) -> dict[str, list[Call]]:
+    by_run: dict[str, list[Call]] = {}
+    rows = con.execute(_HARD_CALLS).fetchall()
+    for root, inv, parent, agent, status, error, end_ms in rows:
+        by_run.setdefault(root, []).append(Call(inv, parent, agent, status, _error(error), end_ms))
+    return by_run
+
+
+def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
+    calls = _calls_by_run(con)
+    for run_id, agent, has_end, ok, error in con.execute(_HARD_RUNS).fetchall():
+        yield RunFacts(run_id, agent, has_end, ok, _error(error), tuple(calls.get(run_id, ())))
+
+
+def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Findings (one row a run) and failure roles (one row a failed invocation) of ``_fleet_hard``."""
+    findings: list[tuple[Any, ...]] = []
+    roles: list[tuple[str, str]] = []
+    for facts in _hard_facts(con):
+        f = classify_run(facts)
+        origin = f.origin.invocation_id if f.origin is not None else None
+        findings.append((facts.run_id, f.outcome, f.circle, origin, f.origin_agent, f.origin_code))
+        roles.extend(failure_roles(facts.calls).items())
+    columns = ["run_id", "outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code"]
+    return (
+        pd.DataFrame(findings, columns=columns, dtype=object),
+        pd.DataFrame(roles, columns=["invocation_id", "role"], dtype=object),
+    )

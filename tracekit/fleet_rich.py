@@ -1,0 +1,274 @@
+"""The fleet report as terminal text: rich tables (:func:`tracekit.fleet_view.render_fleet`).
+
+Names from traces are data: each cell is a rich ``Text`` (so ``[red]`` in an
+agent's name is not markup) with control characters escaped
+(:func:`tracekit.describe.escape`), so a name cannot move the cursor or
+change colours.
+
+Example:
+    >>> print(render_fleet(fleet_report(Store("fleet.duckdb")), width=100))  # doctest: +SKIP
+
+Only this module imports rich for the report: ``--format json`` does without it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from tracekit._text import escape, format_ms
+from tracekit.fleet import FleetReport
+from tracekit.fleet_queries import Rows
+
+__all__ = ["render_fleet"]
+
+_OUTCOME_STYLE: Final = {
+    "ok": "green",
+    "degraded": "yellow",
+    "failed:recursion": "bold magenta",
+    "failed:child": "red",
+    "failed:refused": "red",
+    "cancelled": "dim",
+    "incomplete": "cyan",
+}
+_ROWS: Final = 15  # rows shown per table; --format json has them all
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value: Any, style: str = "") -> Text:
+    if _missing(value):
+        return Text("-", style="dim")
+    if isinstance(value, datetime):
+        return Text(value.strftime("%Y-%m-%d %H:%M"), style=style)
+    return Text(escape(str(value)), style=style)
+
+
+def _pct(value: Any) -> Text:
+    if _missing(value):
+        return Text("-", style="dim")
+    return Text(f"{100 * float(value):.1f}%")
+
+
+def _ms(value: Any) -> Text:
+    if _missing(value):
+        return Text("-", style="dim")
+    return Text(format_ms(float(value)))
+
+
+def _change(value: Any) -> Text:
+    if _missing(value):
+        return Text("-", style="dim")
+    points = 100 * float(value)
+    return Text(
+        f"{points:+.1f} pt", style="red" if points > 0.05 else "green" if points < -0.05 else ""
+    )
+
+
+def _table(
+    title: str,
+    columns: Sequence[str],
+    rows: Rows,
+    cells: Callable[[dict[str, Any]], Sequence[Text]],
+    empty: str,
+) -> Table | Text:
+    if not rows:
+        return Text(f"{title}: {empty}", style="dim")
+    more = len(rows) - _ROWS
+    caption = f"{more} more: --format json lists them all" if more > 0 else None
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for column in columns:
+        table.add_column(
+            column, justify="right" if column[:1].isdigit() or column in _NUMERIC else "left"
+        )
+    for row in rows.records()[:_ROWS]:
+        table.add_row(*cells(row))
+    return table
+
+
+_NUMERIC: Final = frozenset(
+    {
+        "runs",
+        "share",
+        "before",
+        "change",
+        "calls",
+        "failed",
+        "rate",
+        "p50",
+        "p95",
+        "p99",
+        "failure rate",
+        "depth",
+    }
+)
+
+
+def _outcomes(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        name = row["outcome"]
+        label = name
+        if name == "incomplete" and row["runs"]:
+            label += (
+                f" ({report.incomplete['crashed']} crashed, {report.incomplete['running']} running)"
+            )
+        return [
+            Text(label, style=_OUTCOME_STYLE.get(name, "")),
+            Text(f"{row['runs']:,}"),
+            _pct(row["share"]),
+            _pct(row["previous_share"]),
+            _change(row["change"]),
+        ]
+
+    title = f"Runs: {report.runs:,}"
+    if report.previous_runs is not None:
+        title += f" (previous window: {report.previous_runs:,})"
+    return _table(
+        title,
+        ["outcome", "runs", "share", "before", "change"],
+        report.tables["outcomes"],
+        cells,
+        "none",
+    )
+
+
+def _circles(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        new = row.get("new")
+        flag = "ACT: new" if new is True else "ACT"
+        return [
+            Text(flag, style="bold magenta"),
+            _text(row["circle"], "magenta"),
+            Text(f"{row['runs']:,}"),
+            _text(row["services"]),
+            _text(row["first_seen"]),
+            _text(row["last_seen"]),
+        ]
+
+    return _table(
+        "Recursion circles (wrong by construction: act on each, even once)",
+        ["", "circle", "runs", "services", "first seen", "last seen"],
+        report.tables["circles"],
+        cells,
+        "none seen",
+    )
+
+
+def _failures(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [
+            _text(row["origin_agent"]),
+            _text(row["origin_code"]),
+            _text(row["outcome"].split(":")[-1]),
+            Text(f"{row['runs']:,}"),
+            _pct(row["share"]),
+            _pct(row["rate"]),
+        ]
+
+    return _table(
+        "Failures by origin (where they began, however deep)",
+        ["origin agent", "code", "kind", "runs", "share", "rate"],
+        report.tables["failures"],
+        cells,
+        "none",
+    )
+
+
+def _degraded(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [
+            _text(row["run_id"]),
+            _text(row["start_at"]),
+            _text(row["service"]),
+            _text(row["origin_agent"]),
+            _text(row["origin_code"]),
+        ]
+
+    total = {r["outcome"]: r["runs"] for r in report.tables["outcomes"].records()}["degraded"]
+    return _table(
+        f"Degraded runs: ended ok, a delegation inside failed ({total:,}; newest)",
+        ["run", "started", "service", "failed agent", "code"],
+        report.tables["degraded"],
+        cells,
+        "none",
+    )
+
+
+def _latency(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [
+            _text(row["agent"]),
+            Text(f"{row['calls']:,}"),
+            Text(f"{row['failed']:,}"),
+            _ms(row["p50_ms"]),
+            _ms(row["p95_ms"]),
+            _ms(row["p99_ms"]),
+        ]
+
+    return _table(
+        "Latency by agent",
+        ["agent", "calls", "failed", "p50", "p95", "p99"],
+        report.tables["latency"],
+        cells,
+        "no calls",
+    )
+
+
+def _edges(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [
+            _text(row["caller"]),
+            _text(row["callee"]),
+            Text(f"{row['calls']:,}"),
+            Text(f"{row['failed']:,}"),
+            _pct(row["failure_rate"]),
+        ]
+
+    return _table(
+        "Delegations (caller -> callee)",
+        ["caller", "callee", "calls", "failed", "failure rate"],
+        report.tables["edges"],
+        cells,
+        "none",
+    )
+
+
+def _window(report: FleetReport) -> Text:
+    flt = report.filter
+    parts = []
+    if flt.start is not None:
+        parts.append(f"runs started {flt.start:%Y-%m-%d %H:%M} to {flt.end:%Y-%m-%d %H:%M} UTC")
+    else:
+        parts.append("every run in the store")
+    if flt.service:
+        parts.append(f"service {escape(flt.service)}")
+    if flt.agent:
+        parts.append(f"agent {escape(flt.agent)}")
+    return Text("Fleet health: " + ", ".join(parts), style="bold")
+
+
+def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) -> str:
+    """The report as rich tables, one after another, at a fixed width."""
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        highlight=False,
+        emoji=False,
+    )
+    console.print(_window(report))
+    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
+        console.print()
+        console.print(part(report))
+    return out.getvalue().rstrip("\n")
