@@ -8,7 +8,7 @@ In the same run, alternating, the script times:
   invocations GROUP BY agent`` over the same store, in-process (an open
   connection) and as a fresh Python process that opens the store and runs it;
 * ``fleet_report(store)`` in-process (every section, both windows), and
-  ``tracekit fleet --format json`` as a command;
+  ``tracekit fleet --format json`` and ``tracekit fleet`` (the tables) as commands;
 * ``tracekit dashboard`` as a command (the whole HTML page written);
 * once, ``classify_store`` over every run (what ``tracekit ingest`` adds).
 
@@ -101,6 +101,9 @@ def main() -> None:
     cases["bare GROUP BY scan, new process"] = command(sys.executable, "-c", BARE_PROCESS, str(db))
     cases["tracekit fleet --format json"] = command(
         str(BIN / "tracekit"), "fleet", "--db", str(db), "--format", "json"
+    )
+    cases["tracekit fleet (tables)"] = command(
+        str(BIN / "tracekit"), "fleet", "--db", str(db), "--color", "never"
     )
     cases["tracekit dashboard"] = command(
         str(BIN / "tracekit"), "dashboard", "--db", str(db), "--out", str(page)
