@@ -251,6 +251,29 @@ def test_bad_lines_are_rejected_with_line_and_reason_and_the_rest_kept(tmp_path:
         assert late.values.tolist() == [[1767225600000.0, 8]]
 
 
+def test_line_numbers_stay_exact_across_parallel_record_batches(tmp_path: Path) -> None:
+    # A chunk is scanned by DuckDB as several record batches at once (BATCH_ROWS
+    # rows each): every line's number, every reject and every record must survive.
+    good = fleet(6_000)  # 36,000 lines: three record batches and more
+    bad_at = [2, 16_384, 16_385, 32_769, 36_003]
+    lines = list(good)
+    for n in bad_at:
+        lines.insert(n - 1, f'{{"type": "bad-{n}"\n')
+    trace = write(tmp_path / "big.jsonl", lines)
+    with Store(tmp_path / "s.duckdb") as store:
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 36005 lines read = 36000 accepted + 5 rejected + 0 duplicates"
+        )
+        rejects = store.rejects()
+        assert rejects.line.tolist() == bad_at
+        assert rejects.raw.tolist() == [f'{{"type": "bad-{n}"' for n in bad_at]
+        stored = store.sql("SELECT line, raw FROM events ORDER BY line")
+        numbers = [n for n in range(1, len(lines) + 1) if n not in bad_at]
+        assert stored.line.tolist() == numbers
+        assert stored.raw.tolist() == [lines[n - 1].rstrip("\n") for n in numbers]
+
+
 def test_lines_that_are_not_utf8_are_rejected(tmp_path: Path) -> None:
     trace = tmp_path / "bytes.jsonl"
     trace.write_bytes("".join(run_lines("r1")[:2]).encode() + b'{"type":"\xff"}\n')

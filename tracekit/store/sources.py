@@ -36,7 +36,10 @@ __all__ = [
     "text_table",
 ]
 
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 64 << 20
+# DuckDB scans an Arrow table one record batch per thread: a chunk cut into
+# batches of this many rows is parsed on every core, not on one.
+BATCH_ROWS = 16_384
 _SAMPLE = 64 << 10
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 _GLOB_CHARS = frozenset("*?[")
@@ -208,14 +211,19 @@ def _lines_table_slow(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
 
 def text_table(numbers: list[int], items: list[int], texts: list[str], raws: list[str]) -> pa.Table:
     """Build a batch table from Python lists (the slow paths: OTLP, odd bytes, a sink)."""
-    return pa.table(
+    return _split(pa.table(
         {
             "line": pa.array(numbers, pa.int64()),
             "item": pa.array(items, pa.int32()),
             "text": pa.array(texts, pa.large_string()),
             "raw": pa.array(raws, pa.large_string()),
         }
-    )
+    ))
+
+
+def _split(table: pa.Table) -> pa.Table:
+    """The same rows as several record batches, so that DuckDB parses them in parallel."""
+    return pa.Table.from_batches(table.to_batches(max_chunksize=BATCH_ROWS), table.schema)
 
 
 def _lines_table(data: bytes, first_line: int) -> pa.Table:
@@ -232,7 +240,7 @@ def _lines_table(data: bytes, first_line: int) -> pa.Table:
     )
     lines = pa.array(np.arange(first_line, first_line + count, dtype=np.int64))
     items = pa.array(np.zeros(count, dtype=np.int32))
-    table = pa.table({"line": lines, "item": items, "text": text, "raw": text})
+    table = _split(pa.table({"line": lines, "item": items, "text": text, "raw": text}))
     # Empty lines are not records; whitespace-only ones are left to the SQL count.
     filled = count - int(np.count_nonzero(np.diff(offsets) == 0))
     return table.replace_schema_metadata({b"filled": str(filled).encode()})
