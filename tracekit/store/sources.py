@@ -211,14 +211,16 @@ def _lines_table_slow(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
 
 def text_table(numbers: list[int], items: list[int], texts: list[str], raws: list[str]) -> pa.Table:
     """Build a batch table from Python lists (the slow paths: OTLP, odd bytes, a sink)."""
-    return _split(pa.table(
-        {
-            "line": pa.array(numbers, pa.int64()),
-            "item": pa.array(items, pa.int32()),
-            "text": pa.array(texts, pa.large_string()),
-            "raw": pa.array(raws, pa.large_string()),
-        }
-    ))
+    return _split(
+        pa.table(
+            {
+                "line": pa.array(numbers, pa.int64()),
+                "item": pa.array(items, pa.int32()),
+                "text": pa.array(texts, pa.large_string()),
+                "raw": pa.array(raws, pa.large_string()),
+            }
+        )
+    )
 
 
 def _split(table: pa.Table) -> pa.Table:
