@@ -354,3 +354,27 @@ def test_an_interrupted_ingest_is_finished_by_the_next(
         )
         assert counts(store) == (24, 4, 4)
         assert store.ingest_log().finished_at.notna().all()
+
+
+def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
+    import duckdb
+
+    from tracekit.store.ingest import ingest_paths
+    from tracekit.store.schema import MIGRATIONS
+
+    trace = write(tmp_path / "fleet.jsonl", fleet(3))
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(MIGRATIONS[0])
+    con.execute("INSERT INTO schema_version (version) VALUES (1)")
+    ingest_paths(con, [trace])
+    before = con.execute("SELECT * FROM events ORDER BY line").fetchall()
+    con.close()
+    with Store(path) as store:
+        assert store.sql("SELECT max(version) AS v FROM schema_version").v.iloc[0] == 2
+        assert store.con.execute("SELECT * FROM events ORDER BY line").fetchall() == before
+        ddl = store.sql("SELECT sql FROM duckdb_tables() WHERE table_name = 'events'").sql.iloc[0]
+        assert "COMPRESSION ZSTD" in ddl.upper()
+        assert "hand_over -> billing (ok, 3ms)" in str(store.tree("r1"))
+        again = store.ingest(trace)
+        assert again.totals.read == 0 and counts(store)[0] == len(before)
