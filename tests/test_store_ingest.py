@@ -11,6 +11,7 @@ import pytest
 
 from tests._store_helpers import fleet, line, run_lines, write
 from tracekit import Store
+from tracekit.store import sources
 
 
 def counts(store: Store) -> tuple[int, int, int]:
@@ -251,9 +252,12 @@ def test_bad_lines_are_rejected_with_line_and_reason_and_the_rest_kept(tmp_path:
         assert late.values.tolist() == [[1767225600000.0, 8]]
 
 
-def test_line_numbers_stay_exact_across_parallel_record_batches(tmp_path: Path) -> None:
+def test_line_numbers_stay_exact_across_parallel_record_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A chunk is scanned by DuckDB as several record batches at once (BATCH_ROWS
     # rows each): every line's number, every reject and every record must survive.
+    monkeypatch.setattr(sources, "BATCH_ROWS", 16_384)
     good = fleet(6_000)  # 36,000 lines: three record batches and more
     bad_at = [2, 16_384, 16_385, 32_769, 36_003]
     lines = list(good)
