@@ -34,14 +34,16 @@ WHERE i.root_run_id IS NOT NULL;
 _REBUILD: Final = f"""
 CREATE OR REPLACE TEMP TABLE _rebuilt AS
 WITH ev AS (
-    SELECT e.* FROM events e SEMI JOIN _touched t
+    -- Named columns, not e.*: the raw JSON is read only for an exit's error.
+    SELECT e.type, e.invocation_id, e.run_id, e.parent_run_id, e.agent, e.node, e.kind,
+        e.service, e.trace_id, e.ts_ms, e.duration_ms, e.status, e.ok, e.error_code,
+        CASE WHEN e.type = 'exit' AND e.error_code IS NOT NULL
+            THEN json_extract(e.raw, '$.error') END AS err
+    FROM events e SEMI JOIN _touched t
         ON e.run_id = t.run_id AND e.invocation_id = t.invocation_id
     WHERE e.type IN ('enter', 'exit')
 ), en AS (SELECT * FROM ev WHERE type = 'enter'),
-ex AS (
-    SELECT *, CASE WHEN error_code IS NOT NULL THEN json_extract(raw, '$.error') END AS err
-    FROM ev WHERE type = 'exit'
-)
+ex AS (SELECT * FROM ev WHERE type = 'exit')
 SELECT
     coalesce(en.invocation_id, ex.invocation_id) AS invocation_id,
     coalesce(en.run_id, ex.run_id) AS run_id,
