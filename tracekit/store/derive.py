@@ -170,17 +170,16 @@ INSERT INTO runs (
     invocations, failed_invocations, max_depth)
 WITH a AS (SELECT run_id FROM _affected),
 ev AS MATERIALIZED (
+    -- The raw JSON is read out here, not carried: only run.end needs two fields of it.
     SELECT type, run_id, ts_ms, agent, service, trace_id, ok, duration_ms, error_code,
-        CASE WHEN type = 'run.end' THEN raw END AS raw
+        CASE WHEN type = 'run.end' THEN json_extract_string(raw, '$.failure') END AS failure,
+        CASE WHEN type = 'run.end' AND error_code IS NOT NULL
+            THEN json_extract_string(raw, '$.error.message') END AS error_message
     FROM events
     WHERE type IN ('run.start', 'run.end', 'node') AND run_id IN (SELECT run_id FROM a)
 ),
 s AS (SELECT * FROM ev WHERE type = 'run.start'),
-e AS (
-    SELECT *, json_extract_string(raw, '$.failure') AS failure,
-        json_extract_string(raw, '$.error.message') AS error_message
-    FROM ev WHERE type = 'run.end'
-),
+e AS (SELECT * FROM ev WHERE type = 'run.end'),
 n AS (
     SELECT run_id, min(ts_ms) AS first_ms, max(ts_ms) AS last_ms FROM ev
     WHERE type = 'node' GROUP BY run_id
