@@ -176,13 +176,15 @@ ev AS MATERIALIZED (
         CASE WHEN type = 'run.end' AND error_code IS NOT NULL
             THEN json_extract_string(raw, '$.error.message') END AS error_message
     FROM events
-    WHERE type IN ('run.start', 'run.end', 'node') AND run_id IN (SELECT run_id FROM a)
+    WHERE type IN ('run.start', 'run.end') AND run_id IN (SELECT run_id FROM a)
 ),
 s AS (SELECT * FROM ev WHERE type = 'run.start'),
 e AS (SELECT * FROM ev WHERE type = 'run.end'),
 n AS (
-    SELECT run_id, min(ts_ms) AS first_ms, max(ts_ms) AS last_ms FROM ev
-    WHERE type = 'node' GROUP BY run_id
+    -- Nodes aggregated straight from the scan: materialized with the run records,
+    -- their rows spilled to disk inside the ingest's transaction at 5M events.
+    SELECT run_id, min(ts_ms) AS first_ms, max(ts_ms) AS last_ms FROM events
+    WHERE type = 'node' AND run_id IN (SELECT run_id FROM a) GROUP BY run_id
 ),
 i AS (
     SELECT root_run_id AS run_id, count(*) AS invocations,
