@@ -237,3 +237,13 @@ def test_anything_unusual_is_left_to_typer(argv: list[str]) -> None:
 def test_a_usage_error_is_still_typers() -> None:
     result = run_cli("tree", ODD, "--max-depth", "-1")
     assert result.returncode == 2 and "--max-depth" in result.stderr and result.stdout == ""
+
+
+def test_the_quick_reading_knows_the_same_choices_as_the_commands() -> None:
+    # A choice the commands dropped must not be taken by the quick reading either.
+    from tracekit import _cli_quick
+    from tracekit.cli import ColorMode, FleetFormat, TreeFormat
+
+    assert tuple(TreeFormat) == _cli_quick.TREE_FORMATS
+    assert tuple(FleetFormat) == _cli_quick.FLEET_FORMATS
+    assert tuple(ColorMode) == _cli_quick.COLORS

@@ -6,10 +6,9 @@ change. ``tests/test_exported_members.py`` keeps this list honest.
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
 
+from tracekit._lazy import lazy_names as _lazy_names
 from tracekit.errors import (
     AgentDepthExceededError,
     AgentError,
@@ -118,13 +117,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tracekit' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+__getattr__ = _lazy_names(__name__, _LAZY)
 
 
 __all__ = [

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["quick_fleet_args", "quick_tree_args"]
+__all__ = ["COLORS", "FLEET_FORMATS", "TREE_FORMATS", "quick_fleet_args", "quick_tree_args"]
 
-_CHOICES: Final = {
-    "--format": ("fmt", ("text", "json")),
-    "--color": ("color", ("auto", "always", "never")),
-}
+#: The choices of the options that have them, as cli.py's enums list them
+#: (tests/test_cli_tree.py checks that they agree).
+TREE_FORMATS: Final = ("text", "json")
+FLEET_FORMATS: Final = ("table", "json")
+COLORS: Final = ("auto", "always", "never")
+
+_CHOICES: Final = {"--format": ("fmt", TREE_FORMATS), "--color": ("color", COLORS)}
 _FLAGS: Final = {"--errors": "errors", "--strict": "strict"}
 
 
@@ -77,10 +80,7 @@ _FLEET_VALUES: Final = {
     "--service": "service",
     "--agent": "agent",
 }
-_FLEET_CHOICES: Final = {
-    "--format": ("fmt", ("table", "json")),
-    "--color": ("color", ("auto", "always", "never")),
-}
+_FLEET_CHOICES: Final = {"--format": ("fmt", FLEET_FORMATS), "--color": ("color", COLORS)}
 
 
 def quick_fleet_args(argv: list[str]) -> dict[str, Any] | None:

@@ -115,14 +115,14 @@ def tree_command(
         view = _store_tree_view(db, file, format, max_depth, errors, _use_color(color))
         _print_view(view.stdout, view.stderr)
         return
-    _tree(file, run, format.value, _use_color(color), max_depth, errors, strict)
+    _tree(file, run, format.value, color.value, max_depth, errors, strict)
 
 
 def _tree(
     file: str,
     run: str | None,
     fmt: str,
-    color: bool,
+    color: str,
     max_depth: int | None,
     errors: bool,
     strict: bool,
@@ -137,7 +137,7 @@ def _tree(
         fmt=fmt,
         max_depth=max_depth,
         errors_only=errors,
-        color=color,
+        color=_use_color(ColorMode(color)),
         strict=strict,
         hold=_HELD,  # freed by the process's end, not object by object
     )
@@ -494,12 +494,11 @@ def dashboard_command(
 def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()
-    quick = quick_tree_args(sys.argv[1:])
-    fleet = quick_fleet_args(sys.argv[1:])
+    tree = quick_tree_args(sys.argv[1:])
+    fleet = quick_fleet_args(sys.argv[1:]) if tree is None else None
     try:
-        if quick is not None:  # a plain `tracekit tree FILE ...`: typer's parse is slow
-            color = ColorMode(quick.pop("color"))
-            _tree(**quick, color=_use_color(color))
+        if tree is not None:  # a plain `tracekit tree FILE ...`: typer's parse is slow
+            _tree(**tree)
         elif fleet is not None:  # and a plain `tracekit fleet ...` (0.09 s of it)
             _fleet(**fleet)
         else:

@@ -9,10 +9,9 @@ check alone, not the rules, the event model or the tree.
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
 
+from tracekit._lazy import lazy_names as _lazy_names
 from tracekit.failures.outcomes import OUTCOMES
 
 if _TYPE_CHECKING:
@@ -54,11 +53,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tracekit.failures' has no attribute {name!r}")
-    return getattr(_importlib.import_module(module), name)
+__getattr__ = _lazy_names(__name__, _LAZY)
 
 
 __all__ = [

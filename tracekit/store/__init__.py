@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib as _importlib
 from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
 
+from tracekit._lazy import lazy_names as _lazy_names
 from tracekit.store.store import Store
 
 if _TYPE_CHECKING:
@@ -22,11 +21,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tracekit.store' has no attribute {name!r}")
-    return getattr(_importlib.import_module(module), name)
+__getattr__ = _lazy_names(__name__, _LAZY)
 
 
 __all__ = ["IngestReport", "SourceReport", "Store", "StoreSink"]
