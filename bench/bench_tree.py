@@ -82,7 +82,7 @@ def timed(argv: list[str]) -> tuple[float, float]:
 BREAKDOWN = (
     "import sys, time\n"
     "t0 = time.perf_counter()\n"
-    "from tracekit._gcpause import gc_paused\n"
+    "from tracekit._util.gcpause import gc_paused\n"
     "from tracekit.describe import render_forest\n"
     "from tracekit.readers import read_trace\n"
     "from tracekit.tree import build_forest\n"

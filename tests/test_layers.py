@@ -20,9 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tracekit"
 
 #: Layer of each top-level part of the package (module or subpackage).
 LAYERS = {
-    "_gcpause": 0,
-    "_lazy": 0,
-    "_text": 0,
+    "_util": 0,
     "errors": 0,
     "events": 0,
     "readers": 1,

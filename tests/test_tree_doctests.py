@@ -10,8 +10,8 @@ from _tree_helpers import ROOT
 
 MODULES = [
     "tracekit._cli_quick",
-    "tracekit._gcpause",
-    "tracekit._text",
+    "tracekit._util.gcpause",
+    "tracekit._util.text",
     "tracekit.describe",
     "tracekit.readers",
     "tracekit.readers.jsonl",

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final, NamedTuple
 
-from tracekit._gcpause import gc_paused
-from tracekit._text import escape, format_ms
+from tracekit._util.gcpause import gc_paused
+from tracekit._util.text import escape, format_ms
 from tracekit.errors import TracekitError, TraceReadError
 from tracekit.events import ErrorInfo
 from tracekit.readers import read_trace

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tracekit._text import escape, format_ms
+from tracekit._util.text import escape, format_ms
 from tracekit.fleet import FleetReport
 from tracekit.fleet_queries import Rows
 

@@ -32,7 +32,7 @@ from itertools import compress, repeat
 from operator import attrgetter, eq, le
 from typing import Any, Final
 
-from tracekit._gcpause import gc_paused
+from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.steps import (
     MARK_NO_ENTER,
