@@ -9,13 +9,13 @@ import pytest
 from _tree_helpers import ROOT
 
 MODULES = [
-    "tracekit._cli_quick",
+    "tracekit.cli.quick",
     "tracekit._util.gcpause",
     "tracekit._util.text",
-    "tracekit.describe",
+    "tracekit.tree.text",
     "tracekit.readers",
     "tracekit.readers.jsonl",
-    "tracekit.steps",
+    "tracekit.tree.model",
     "tracekit.tree",
 ]
 

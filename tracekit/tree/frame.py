@@ -21,7 +21,8 @@ import pandas as pd
 
 from tracekit.events import Enter, Event, Exit
 from tracekit.readers import read_trace
-from tracekit.tree import AgentStep, Step, build_forest
+from tracekit.tree.build import build_forest
+from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["INVOCATION_COLUMNS", "invocations_frame", "read_invocations"]
 

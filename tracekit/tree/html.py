@@ -27,9 +27,9 @@ import html
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from tracekit.describe import escape, format_ms
+from tracekit._util.text import escape, format_ms
 from tracekit.events import ErrorInfo
-from tracekit.tree import AgentStep, Step
+from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["RECURSION_COLOR", "STATUS_COLORS", "tree_to_html"]
 
