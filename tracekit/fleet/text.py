@@ -1,8 +1,8 @@
-"""The fleet report as terminal text: rich tables (:func:`tracekit.fleet_view.render_fleet`).
+"""The fleet report as terminal text: rich tables (:func:`tracekit.cli.fleet.render_fleet`).
 
 Names from traces are data: each cell is a rich ``Text`` (so ``[red]`` in an
 agent's name is not markup) with control characters escaped
-(:func:`tracekit.describe.escape`), so a name cannot move the cursor or
+(:func:`tracekit.tree.text.escape`), so a name cannot move the cursor or
 change colours.
 
 Example:
@@ -15,19 +15,21 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from tracekit._util.text import escape, format_ms
-from tracekit.fleet import FleetReport
-from tracekit.fleet_queries import Rows
+from tracekit.fleet.queries import Rows
 
-__all__ = ["render_fleet"]
+if TYPE_CHECKING:  # the report draws itself with this module (__rich_console__)
+    from tracekit.fleet.report import FleetReport
+
+__all__ = ["render_fleet", "renderables"]
 
 _OUTCOME_STYLE: Final = {
     "ok": "green",
@@ -267,8 +269,13 @@ def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) 
         highlight=False,
         emoji=False,
     )
-    console.print(_window(report))
-    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
-        console.print()
-        console.print(part(report))
+    console.print(report)
     return out.getvalue().rstrip("\n")
+
+
+def renderables(report: FleetReport) -> Iterator[RenderableType]:
+    """The window line, then each table, a blank line before each."""
+    yield _window(report)
+    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
+        yield Text()
+        yield part(report)
