@@ -27,7 +27,7 @@ BIN = Path(sys.executable).parent
 ENCODE_ONLY = """
 import sys, msgspec
 from tracekit.readers import read_trace
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 simulate(sys.argv[2] + ".one", runs=1, seed=1)
 batch = read_trace(sys.argv[2] + ".one").events
 encoder, target, done = msgspec.json.Encoder(), int(sys.argv[1]), 0

@@ -61,7 +61,7 @@ DEFAULT_WINDOW_MS: Final = 24 * 3_600_000
 _EVENTS_PER_RUN: Final = 21  # the mean, measured; spreads --events fleets over the window
 _CHUNK: Final = 1 << 16  # records encoded at a time
 _OTLP_BATCH: Final = 512  # spans in one exported line, as the collector's batch processor
-_SCOPE: Final = {"name": "tracekit.simulate", "version": "1"}
+_SCOPE: Final = {"name": "tracekit.simulation.simulator", "version": "1"}
 
 
 @dataclass(frozen=True, slots=True)
