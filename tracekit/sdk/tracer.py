@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from tracekit import __version__
+from tracekit._version import __version__
 from tracekit.events import Kind
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
