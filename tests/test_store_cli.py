@@ -159,7 +159,7 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
 
 def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:
     from tracekit import Store
-    from tracekit.store.render import render
+    from tracekit.cli.tables import render
 
     long_id = "run-" + "x" * 70
     trace = write(tmp_path / "a.jsonl", run_lines(long_id))

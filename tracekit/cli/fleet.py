@@ -1,7 +1,7 @@
 """The fleet report as terminal text (rich tables) or JSON: what ``tracekit fleet`` prints.
 
 Names from traces are data: in tables each cell is a rich ``Text`` with
-control characters escaped (:mod:`tracekit.fleet_rich`); JSON escapes them
+control characters escaped (:mod:`tracekit.fleet.text`); JSON escapes them
 itself. Each format imports only what it needs (JSON: neither rich nor pandas).
 
 Example:
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 
-from tracekit.fleet import FleetReport
+from tracekit.fleet.report import FleetReport
 
 __all__ = ["fleet_json", "fleet_text", "render_fleet"]
 
 
 def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) -> str:
     """The report as rich tables, one after another, at a fixed width."""
-    from tracekit.fleet_rich import render_fleet as render
+    from tracekit.fleet.text import render_fleet as render
 
     return render(report, width=width, color=color)
 

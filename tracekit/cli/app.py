@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tracekit._cli_quick import quick_fleet_args, quick_tree_args
+from tracekit.cli.quick import quick_fleet_args, quick_tree_args
 from tracekit.errors import TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
@@ -36,7 +36,7 @@ def _root() -> None:
     # A callback keeps `tracekit <command>` a group even while it has one command.
 
 
-# --- tree (issue 2) ------------------------------------------------------------
+# --- tree ---------------------------------------------------------------------
 
 
 class TreeFormat(enum.StrEnum):
@@ -112,7 +112,16 @@ def tree_command(
     With --db, FILE is a root run id and its tree is read from the store.
     """
     if db is not None:
-        view = _store_tree_view(db, file, format, max_depth, errors, _use_color(color))
+        from tracekit.cli.tree import store_tree_view
+
+        view = store_tree_view(
+            db,
+            file,
+            fmt=format.value,
+            max_depth=max_depth,
+            errors_only=errors,
+            color=_use_color(color),
+        )
         _print_view(view.stdout, view.stderr)
         return
     _tree(file, run, format.value, color.value, max_depth, errors, strict)
@@ -128,7 +137,7 @@ def _tree(
     strict: bool,
 ) -> None:
     """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
-    from tracekit.describe import tree_view
+    from tracekit.cli.tree import tree_view
 
     _HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
     view = tree_view(
@@ -153,7 +162,7 @@ _FAST_EXIT: list[int] = []
 _HELD: list[object] = []
 
 
-# --- ingest, runs, rejects, sql, simulate (issue 4) ----------------------------
+# --- ingest, runs, rejects, sql, simulate -------------------------------------
 
 
 class SimFormat(enum.StrEnum):
@@ -214,7 +223,12 @@ def simulate_command(
     ] = 0.01,
 ) -> None:
     """Write a seeded fleet of simulated runs, and optionally its ground truth."""
-    from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
+    from tracekit.simulation.simulator import (
+        SimulationRates,
+        describe_report,
+        parse_duration_ms,
+        simulate,
+    )
 
     rates = SimulationRates(
         failure=failure_rate,
@@ -289,13 +303,11 @@ def ingest_command(
     A file ingested again adds nothing; a file that grew is read from where the
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     """
-    from tracekit.failures import classify_store
+    from tracekit.cli.progress import progress_bar
     from tracekit.store import Store
-    from tracekit.store.progress import progress_bar
 
     with Store(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
-        classify_store(store)
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts
             if source.skipped:
@@ -369,27 +381,8 @@ def sql_command(
     _emit(df, format)
 
 
-def _store_tree_view(
-    db: str, run_id: str, format: TreeFormat, max_depth: int | None, errors: bool, color: bool
-) -> Any:
-    from tracekit.describe import render_forest
-    from tracekit.store import Store
-    from tracekit.tree import build_forest
-
-    with Store(db, read_only=True) as store:
-        events = store.events(run_id)
-    return render_forest(
-        build_forest(events),
-        fmt=format.value,
-        max_depth=max_depth,
-        errors_only=errors,
-        color=color,
-        source=f"{db}:{run_id}",
-    )
-
-
 def _emit(df: Any, format: TableFormat) -> None:
-    from tracekit.store.render import render
+    from tracekit.cli.tables import render
 
     if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
@@ -401,12 +394,12 @@ def _emit(df: Any, format: TableFormat) -> None:
 
 def _clean(text: str) -> str:
     """Escape control characters in a name for the terminal."""
-    from tracekit.store.render import clean
+    from tracekit.cli.tables import clean
 
     return clean(text)
 
 
-# --- fleet, dashboard (issue 5) ------------------------------------------------
+# --- fleet, dashboard ---------------------------------------------------------
 
 
 class FleetFormat(enum.StrEnum):
@@ -462,7 +455,7 @@ def _fleet(
     color: str,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
-    from tracekit.fleet_view import fleet_text
+    from tracekit.cli.fleet import fleet_text
 
     text = fleet_text(
         db, since=since, service=service, agent=agent, fmt=fmt, color=_use_color(ColorMode(color))
