@@ -11,7 +11,7 @@ from _fleet_helpers import HOSTILE, MARKUP, T0, all_cases, hostile_run, write
 
 from tracekit.dashboards.graph import circle_edges, delegation_graph
 from tracekit.dashboards.page import build_dashboard, write_dashboard
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 from tracekit.store import Store
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

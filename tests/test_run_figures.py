@@ -14,7 +14,7 @@ from tracekit.dashboards.run_figures import (
     tree_order,
 )
 from tracekit.notebook import read_invocations
-from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
+from tracekit.tree.html import RECURSION_COLOR, STATUS_COLORS
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

@@ -1,6 +1,6 @@
 """Names and durations as terminal text: the two helpers every printer shares.
 
-They live apart from :mod:`tracekit.describe` (which re-exports them) so
+They live apart from :mod:`tracekit.tree.text` (which re-exports them) so
 that a printer such as ``tracekit fleet`` does not import the readers and
 the tree to escape a name.
 """

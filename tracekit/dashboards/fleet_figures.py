@@ -20,9 +20,9 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from tracekit.describe import escape
+from tracekit._util.text import escape
 from tracekit.failures import OUTCOMES
-from tracekit.tree_html import RECURSION_COLOR
+from tracekit.tree.html import RECURSION_COLOR
 
 __all__ = [
     "OUTCOME_COLORS",

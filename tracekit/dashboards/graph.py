@@ -26,7 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tracekit.dashboards.fleet_figures import label
-from tracekit.tree_html import RECURSION_COLOR
+from tracekit.tree.html import RECURSION_COLOR
 
 __all__ = ["circle_edges", "delegation_graph", "layout"]
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
+from tracekit._util.text import format_ms
 from tracekit.dashboards.fleet_figures import (
     OUTCOME_COLORS,
     failure_rate_figure,
@@ -29,9 +30,9 @@ from tracekit.dashboards.fleet_figures import (
     outcomes_figure,
 )
 from tracekit.dashboards.graph import delegation_graph
-from tracekit.describe import describe_agent_tree, format_ms
 from tracekit.errors import TracekitError
 from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
+from tracekit.tree.text import describe_agent_tree
 
 __all__ = ["build_dashboard", "write_dashboard"]
 
@@ -264,7 +265,7 @@ def build_dashboard(
 
 
 def _version() -> str:
-    from tracekit import __version__
+    from tracekit._version import __version__
 
     return __version__
 

@@ -26,7 +26,7 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
+from tracekit.tree.html import RECURSION_COLOR, STATUS_COLORS
 
 __all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
 

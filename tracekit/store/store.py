@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from tracekit.errors import StoreError
+from tracekit.errors import RunNotFoundError, StoreError
+from tracekit.failures.classify import classify_store
 from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_read_only, runs_query
 
@@ -69,7 +70,10 @@ class Store:
         *,
         progress: ProgressFactory | None = None,
     ) -> IngestReport:
-        """Ingest trace files, directories, globs or ``-``.
+        """Ingest trace files, directories, globs or ``-``, then classify the runs it touched.
+
+        Classification (:func:`tracekit.failures.classify_store`) is part of
+        every write, so that every read of the store is read-only.
 
         Args:
             paths: one path or several.
@@ -86,16 +90,23 @@ class Store:
         self._writable()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return ingest_paths(self.con, paths, format=format, progress=progress)
+        report = ingest_paths(self.con, paths, format=format, progress=progress)
+        classify_store(self.con)
+        return report
 
     def ingest_records(
         self, lines: list[bytes], *, source: str, first_line: int = 1
     ) -> IngestReport:
-        """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers)."""
+        """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers).
+
+        The runs they touch are classified, as by :meth:`ingest`.
+        """
         from tracekit.store.ingest import ingest_records
 
         self._writable()
-        return ingest_records(self.con, lines, source=source, first_line=first_line)
+        report = ingest_records(self.con, lines, source=source, first_line=first_line)
+        classify_store(self.con)
+        return report
 
     def runs(
         self,
@@ -145,7 +156,7 @@ class Store:
         """The records of one root run's whole tree, in the order they were read.
 
         Raises:
-            StoreError: no such root run.
+            RunNotFoundError: no such root run.
         """
         self._root(run_id)
         rows = self.con.execute(
@@ -165,9 +176,9 @@ class Store:
 
     def tree(self, run_id: str) -> AgentTree:
         """The delegation tree of one root run, as ``tracekit tree`` draws it from its file."""
-        from tracekit.tree import agent_tree
+        from tracekit.tree import build_forest
 
-        return agent_tree(self.events(run_id))
+        return build_forest(self.events(run_id)).run(run_id, source=str(self.path)).steps
 
     def sql(self, query: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run a read-only query and return its result.
@@ -197,8 +208,10 @@ class Store:
     def _root(self, run_id: str) -> None:
         row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0]
         if not row or not row[0]:
-            raise StoreError(
+            raise RunNotFoundError(
                 f"{self.path}: no root run {run_id!r}",
+                run_id=run_id,
+                source=str(self.path),
                 hint="List the runs with: tracekit runs --db " + str(self.path),
             )
 
