@@ -13,7 +13,7 @@ In the same run, alternating, the script times:
 * once, ``classify_store`` over every run (what ``tracekit ingest`` adds).
 
 Run: ``.venv/bin/python bench/bench_fleet.py`` (``--runs N``, ``--repeat K``).
-Aim (issue 5): the fleet report under 3x the bare scan; the dashboard under 10 s.
+Aim: the fleet report under 3x the bare scan; the dashboard under 10 s.
 """
 
 from __future__ import annotations

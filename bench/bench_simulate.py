@@ -8,7 +8,7 @@ v1 form. Every measurement is a child process (wall time and peak RSS from
 ``os.wait4``); medians over ``--repeat`` runs, alternating.
 
 Run: ``.venv/bin/python bench/bench_simulate.py`` (``--events N``,
-``--read-events N``, ``--repeat K``). Aim (issue 4): a 5,000,000-event fleet
+``--read-events N``, ``--repeat K``). Aim: a 5,000,000-event fleet
 in well under a minute.
 """
 

@@ -6,7 +6,7 @@ child processes, a few times each, alternating; the script reports medians,
 the ratio, and each child's peak RSS (from ``os.wait4``).
 
 Run: ``.venv/bin/python bench/bench_tree.py`` (``--events N``, ``--repeat K``).
-Aim (issue 2): the tree within 2x of parse-only, peak memory under 1.5 GB.
+Aim: the tree within 2x of parse-only, peak memory under 1.5 GB.
 """
 
 from __future__ import annotations

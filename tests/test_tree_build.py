@@ -1,4 +1,4 @@
-"""agent_tree / build_forest: the seed's meaning, and what real traces do (issue 2, point 4)."""
+"""agent_tree / build_forest: the seed's meaning, and what real traces do."""
 
 from __future__ import annotations
 
