@@ -205,7 +205,7 @@ def build_dashboard(
     """The dashboard of a store as one HTML document (a string).
 
     Args:
-        store: a :class:`tracekit.store.Store` (classified first if writable).
+        store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
         since, service, agent: the filters of ``tracekit fleet``.
     """
     report = fleet_report(store, since=since, service=service, agent=agent)
