@@ -13,11 +13,28 @@ invocation where its failure began. Both come from the fleet's own rules
 trace's records, in the columns of ``Store.invocations()``.
 
 Example:
-    >>> run = open_run("sample_traces/recursion_circle.jsonl")  # doctest: +SKIP
-    >>> run                                # the tree, inline            # doctest: +SKIP
-    >>> run.invocations[["agent", "status", "duration_ms"]]             # doctest: +SKIP
-    >>> run.timeline()                     # a plotly figure              # doctest: +SKIP
-    >>> run.root_cause()                   # where the failure began     # doctest: +SKIP
+    >>> run = open_run("sample_traces/recursion_circle.jsonl")
+    >>> run  # in Jupyter: the header and a collapsible tree
+    <RunView run run-circ · front_desk · failed:recursion, 10ms: 3 invocations>
+    >>> print(run)
+    run run-circ · front_desk · failed:recursion, 10ms
+    route
+    delegate -> orders (error AGENT_RECURSION: orders -> billing -> orders, 7ms)
+      lookup
+      delegate -> billing (error AGENT_RECURSION: orders -> billing -> orders, 4ms)
+        check
+        delegate -> orders (refused AGENT_RECURSION: orders -> billing -> orders)
+    >>> run.invocations[["agent", "status", "duration_ms"]]
+         agent   status  duration_ms
+    0   orders    error          7.0
+    1  billing    error          4.0
+    2   orders  refused          0.0
+    >>> fig = run.timeline()  # a plotly figure: a bar per invocation, a trace per status
+    >>> [(bars.type, bars.name) for bars in fig.data]
+    [('bar', 'error'), ('bar', 'refused')]
+    >>> cause = run.root_cause()  # where the failure began
+    >>> cause.agent, cause.code, cause.depth
+    ('orders', 'AGENT_RECURSION', 3)
 """
 
 from __future__ import annotations
@@ -246,8 +263,8 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
         TracekitError: the file holds no run, or the store several and none is named.
 
     Example:
-        >>> run = open_run("sample_traces/recursion_circle.jsonl")  # doctest: +SKIP
-        >>> run.outcome, run.root_cause().chain                       # doctest: +SKIP
+        >>> run = open_run("sample_traces/recursion_circle.jsonl")
+        >>> run.outcome, run.root_cause().chain
         ('failed:recursion', ['orders', 'billing', 'orders'])
     """
     if isinstance(source, str | Path):

@@ -5,7 +5,22 @@ control characters escaped (:mod:`tracekit.fleet.text`); JSON escapes them
 itself. Each format imports only what it needs (JSON: neither rich nor pandas).
 
 Example:
-    >>> print(render_fleet(fleet_report(Store("fleet.duckdb")), width=100))  # doctest: +SKIP
+    >>> from tracekit.fleet import fleet_report
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     report = fleet_report(store)
+    >>> print(render_fleet(report, width=100))
+    Fleet health: every run in the store
+    <BLANKLINE>
+    Runs: 40
+    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━┓
+    ┃ outcome          ┃ runs ┃ share ┃ before ┃ change ┃
+    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━┩
+    │ ok               │   34 │ 85.0% │      - │      - │
+    ...
+    >>> json.loads(fleet_json(report))["outcomes"][0]
+    {'outcome': 'ok', 'runs': 34, 'share': 0.85,
+     'previous_runs': None, 'previous_share': None, 'change': None}
 """
 
 from __future__ import annotations

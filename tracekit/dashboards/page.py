@@ -5,8 +5,11 @@ Every name from a trace is HTML-escaped where it enters the page: an agent
 called ``<script>alert(1)</script>`` shows as that text and runs nothing.
 
 Example:
-    >>> write_dashboard("dashboards/fleet-health.html", db="fleet.duckdb")  # doctest: +SKIP
-    PosixPath('dashboards/fleet-health.html')
+    >>> path = write_dashboard("dashboards/fleet-health.html", db="fleet.duckdb")
+    >>> print(path)
+    dashboards/fleet-health.html
+    >>> "<h1>Fleet health</h1>" in path.read_text(encoding="utf-8")
+    True
 """
 
 from __future__ import annotations

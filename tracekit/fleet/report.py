@@ -17,8 +17,17 @@ The queries live in :mod:`tracekit.fleet.queries` and fetch plain rows;
 it is first read, so ``tracekit fleet`` never imports pandas.
 
 Example:
-    >>> report = fleet_report(Store("fleet.duckdb"), since="24h")  # doctest: +SKIP
-    >>> report.outcomes[["outcome", "runs", "share"]]  # doctest: +SKIP
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     report = fleet_report(store, since="24h")
+    >>> report.outcomes[["outcome", "runs", "share"]]
+                outcome  runs  share
+    0                ok    34  0.850
+    1          degraded     4  0.100
+    2  failed:recursion     1  0.025
+    3      failed:child     1  0.025
+    4    failed:refused     0  0.000
+    5         cancelled     0  0.000
+    6        incomplete     0  0.000
 """
 
 from __future__ import annotations
@@ -352,7 +361,7 @@ def fleet_report(
     Five queries (:mod:`tracekit.fleet.queries`) read both windows at once.
 
     Args:
-        store: a :class:`tracekit.store.Store` (classified first if writable).
+        store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
         since: a span back from now (``24h``, ``7d``) or an ISO time; None for all.
         service: only this service.
         agent: only runs that invoked this agent, calls by or to it.

@@ -6,7 +6,27 @@ agent's name is not markup) with control characters escaped
 change colours.
 
 Example:
-    >>> print(render_fleet(fleet_report(Store("fleet.duckdb")), width=100))  # doctest: +SKIP
+    >>> from tracekit.fleet import fleet_report
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     print(render_fleet(fleet_report(store, since="24h"), width=100))
+    Fleet health: runs started ... to ... UTC
+    <BLANKLINE>
+    Runs: 40 (previous window: 0)
+    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓
+    ┃ outcome          ┃ runs ┃ share ┃ before ┃   change ┃
+    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩
+    │ ok               │   34 │ 85.0% │   0.0% │ +85.0 pt │
+    │ degraded         │    4 │ 10.0% │   0.0% │ +10.0 pt │
+    │ failed:recursion │    1 │  2.5% │   0.0% │  +2.5 pt │
+    │ failed:child     │    1 │  2.5% │   0.0% │  +2.5 pt │
+    │ failed:refused   │    0 │  0.0% │   0.0% │  +0.0 pt │
+    │ cancelled        │    0 │  0.0% │   0.0% │  +0.0 pt │
+    │ incomplete       │    0 │  0.0% │   0.0% │  +0.0 pt │
+    └──────────────────┴──────┴───────┴────────┴──────────┘
+    <BLANKLINE>
+    Recursion circles (wrong by construction: act on each, even once)
+    ...
 
 Only this module imports rich for the report: ``--format json`` does without it.
 """

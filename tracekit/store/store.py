@@ -1,10 +1,15 @@
 """``Store``: a DuckDB file holding a fleet of runs, and the ways to read it.
 
 Example:
-    >>> store = Store("fleet.duckdb")  # doctest: +SKIP
-    >>> print(store.ingest(["traces/"]).reconciliation())  # doctest: +SKIP
-    ingested 3 sources: 1200 lines read = 1198 accepted + 1 rejected + 1 duplicate
-    >>> store.runs(status="error", since="2h")  # doctest: +SKIP
+    >>> store = Store("fleet.duckdb")
+    >>> print(store.ingest("sample_traces/child_failure.jsonl").reconciliation())
+    ingested 1 source: 10 lines read = 10 accepted + 0 rejected + 0 duplicates
+    >>> failed = store.runs(status="error", since="24h")  # the sample's run is older
+    >>> failed[["agent", "service", "outcome"]]
+         agent       service           outcome
+    0   triage  support-desk  failed:recursion
+    1  planner  research-hub      failed:child
+    >>> store.close()
 """
 
 from __future__ import annotations
@@ -82,8 +87,9 @@ class Store:
                 given the bytes read after each chunk.
 
         Example:
-            >>> Store("f.duckdb").ingest("run.jsonl").totals.accepted  # doctest: +SKIP
-            42
+            >>> with Store("samples.duckdb") as store:
+            ...     print(store.ingest("sample_traces/recursion_circle.jsonl").totals.accepted)
+            11
         """
         from tracekit.store.ingest import ingest_paths  # pyarrow: only when ingesting
 
@@ -187,7 +193,14 @@ class Store:
             StoreError: the query is not a SELECT (the store changes only by ingest).
 
         Example:
-            >>> Store().sql("SELECT agent, count(*) FROM invocations GROUP BY 1")  # doctest: +SKIP
+            >>> Store("fleet.duckdb").sql(
+            ...     "SELECT agent, count(*) AS calls FROM invocations"
+            ...     " GROUP BY agent ORDER BY calls DESC, agent LIMIT 3"
+            ... )
+                        agent  calls
+            0  knowledge-base     42
+            1          critic     17
+            2       documents     17
         """
         check_read_only(self.con, query)
         if self.read_only:
