@@ -7,7 +7,10 @@ the tree to escape a name.
 
 from __future__ import annotations
 
-__all__ = ["escape", "format_ms"]
+import re
+from typing import Final
+
+__all__ = ["duration_ms", "escape", "format_ms"]
 
 
 def escape(text: str) -> str:
@@ -39,3 +42,24 @@ def format_ms(ms: float) -> str:
     if ms >= 1 or ms == 0:
         return f"{ms:.0f}ms"
     return f"{ms:.1f}ms"
+
+
+_UNIT_MS: Final = {"ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "d": 86400e3, "w": 604800e3}
+_DURATION: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*")
+
+
+def duration_ms(text: str, *, bare: bool = True) -> float | None:
+    """Read a duration such as ``90s``, ``30m``, ``24h`` or ``7d`` as milliseconds.
+
+    The one reader of durations: ``tracekit simulate --window`` and every
+    ``--since``. A bare number is milliseconds when ``bare``; ``None`` means
+    the text is not a duration (a caller may then try it as a time).
+
+    Example:
+        >>> duration_ms("2h"), duration_ms("1500"), duration_ms("1500", bare=False)
+        (7200000.0, 1500.0, None)
+    """
+    match = _DURATION.fullmatch(text)
+    if match is None or (match.group(2) is None and not bare):
+        return None
+    return float(match.group(1)) * _UNIT_MS[match.group(2) or "ms"]

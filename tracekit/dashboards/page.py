@@ -25,8 +25,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from tracekit._util.text import format_ms
+from tracekit._util.theme import OUTCOME_COLORS
 from tracekit.dashboards.fleet_figures import (
-    OUTCOME_COLORS,
     failure_rate_figure,
     label,
     latency_figure,

@@ -44,6 +44,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracekit._util.text import escape, format_ms
+from tracekit._util.theme import OUTCOME_STYLES
 from tracekit.fleet.queries import Rows
 
 if TYPE_CHECKING:  # the report draws itself with this module (__rich_console__)
@@ -51,15 +52,6 @@ if TYPE_CHECKING:  # the report draws itself with this module (__rich_console__)
 
 __all__ = ["render_fleet", "renderables"]
 
-_OUTCOME_STYLE: Final = {
-    "ok": "green",
-    "degraded": "yellow",
-    "failed:recursion": "bold magenta",
-    "failed:child": "red",
-    "failed:refused": "red",
-    "cancelled": "dim",
-    "incomplete": "cyan",
-}
 _ROWS: Final = 15  # rows shown per table; --format json has them all
 
 
@@ -144,7 +136,7 @@ def _outcomes(report: FleetReport) -> Table | Text:
                 f" ({report.incomplete['crashed']} crashed, {report.incomplete['running']} running)"
             )
         return [
-            Text(label, style=_OUTCOME_STYLE.get(name, "")),
+            Text(label, style=OUTCOME_STYLES.get(name, "")),
             Text(f"{row['runs']:,}"),
             _pct(row["share"]),
             _pct(row["previous_share"]),

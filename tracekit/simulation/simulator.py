@@ -22,7 +22,6 @@ from __future__ import annotations
 import gzip
 import os
 import random
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import IO, Any, Final, Literal
 
 import msgspec
 
+from tracekit._util.text import duration_ms
 from tracekit.errors import TracekitError
 from tracekit.events import Event, canonical_circle, parse_ts
 from tracekit.simulation.catalog import SERVICES
@@ -184,7 +184,6 @@ def simulate(
 
 
 _TRUTH_ENCODER: Final = msgspec.json.Encoder()
-_UNITS: Final = {"ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "d": 86400e3, "w": 604800e3}
 
 
 def parse_duration_ms(text: str) -> float:
@@ -194,10 +193,10 @@ def parse_duration_ms(text: str) -> float:
         >>> parse_duration_ms("2h"), parse_duration_ms("1500")
         (7200000.0, 1500.0)
     """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*", text)
-    if match is None:
+    ms = duration_ms(text)
+    if ms is None:
         raise TracekitError(f"{text!r} is not a duration", hint="write it as 90s, 30m, 24h or 7d")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
+    return ms
 
 
 def _start_ms(start: float | str) -> float:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
 
+from tracekit._util.text import duration_ms
 from tracekit.errors import StoreError
 
 __all__ = ["check_read_only", "parse_since", "runs_query"]
-
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
@@ -23,10 +20,10 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
         >>> parse_since("2h", now=datetime(2026, 1, 1, 12, tzinfo=UTC))
         datetime.datetime(2026, 1, 1, 10, 0)
     """
-    match = _SPAN.match(text)
-    if match:
+    span = duration_ms(text, bare=False)
+    if span is not None:
         now = now or datetime.now(UTC)
-        moment = now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        moment = now - timedelta(milliseconds=span)
         return moment.astimezone(UTC).replace(tzinfo=None)
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))

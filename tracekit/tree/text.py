@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from tracekit._util.text import escape, format_ms
+from tracekit._util.theme import STATUS_ANSI
 from tracekit.errors import TraceReadError
 from tracekit.events import ErrorInfo
 from tracekit.tree.model import AgentStep, NodeStep, Step
@@ -38,14 +39,6 @@ __all__ = [
     "describe_run_header",
 ]
 
-_COLORS: Final = {
-    "ok": "32",
-    "error": "31",
-    "refused": "35",
-    "cancelled": "33",
-    "pending": "33",
-    "running": "36",
-}
 _NO_DURATION: Final = frozenset({"refused", "running", "pending"})
 _FAILED: Final = frozenset({"error", "refused", "cancelled"})
 _SHOWN: Final = 3  # examples named per line of a report
@@ -80,7 +73,9 @@ def _agent_head(node: str | None, agent: str) -> str:
 def _agent_tail(step: AgentStep, color: bool) -> str:
     """``ok, 11ms)`` and any mark: the kind unless delegate, status, duration."""
     details: list[str] = [] if step.kind == "delegate" else [step.kind]
-    details.append(_paint(_error_text(step.status, step.error), _COLORS.get(step.status), color))
+    details.append(
+        _paint(_error_text(step.status, step.error), STATUS_ANSI.get(step.status), color)
+    )
     if step.durationMs is not None and step.status not in _NO_DURATION:
         details.append(format_ms(step.durationMs))
     tail = ", ".join(details) + ")"
@@ -233,7 +228,7 @@ def describe_run_header(run: RunTree, color: bool = False) -> str:
         details = ["no run.start/run.end"]
     else:
         status = _error_text(run.status, run.error)
-        details = [_paint(status, _COLORS.get(run.status), color)]
+        details = [_paint(status, STATUS_ANSI.get(run.status), color)]
         if run.durationMs is not None:
             details.append(format_ms(run.durationMs))
         if run.failure:
