@@ -108,7 +108,7 @@ def test_a_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         done = cli("ingest", str(trace), db=db, check=False)
         assert done.returncode == 2
-        assert f"the store is locked by `python -c import duckdb" in done.stderr
+        assert "the store is locked by `python -c import duckdb" in done.stderr
         assert f"(pid {holder.pid})" in done.stderr
         assert "Traceback" not in done.stderr
         from tracekit import Store, StoreLockedError

@@ -57,6 +57,7 @@ from tracekit.fleet_tables import (
 )
 from tracekit.store import Store
 from tracekit.store.db import default_path
+from tracekit.store.lock import retry_locked
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,13 +83,18 @@ class _HasCon(Protocol):
     read_only: bool
 
 
-def open_for_report(db: str | os.PathLike[str] | None) -> Store:
+def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> Store:
     """Open a store to report on: for writing, so new runs get classified first;
-    read-only when another process holds it (the report then reads what is classified).
+    read-only when another process reads it (the report then reads what is classified).
+    While another process writes it, try again for up to ``wait`` seconds.
     """
     path = Path(db) if db is not None else default_path()
     if not path.exists():  # a report never creates an empty store
         return Store(path, read_only=True)  # raises StoreError: no store here
+    return retry_locked(lambda: _writable_or_not(path), wait)
+
+
+def _writable_or_not(path: Path) -> Store:
     try:
         return Store(path)
     except StoreLockedError:

@@ -18,10 +18,7 @@ from typing import TypeVar
 from tracekit._text import escape
 from tracekit.errors import StoreLockedError
 
-__all__ = ["DEFAULT_WAIT", "describe_holder", "lock_error", "retry_locked"]
-
-#: How long the read commands wait for a store by default, in seconds.
-DEFAULT_WAIT = 10.0
+__all__ = ["describe_holder", "lock_error", "retry_locked"]
 
 _PID = re.compile(r"\(PID (\d+)\)")
 _FIRST_PAUSE = 0.05
