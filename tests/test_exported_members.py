@@ -57,3 +57,8 @@ def test_the_version_has_one_source() -> None:
     pyproject = (Path(tracekit.__file__).parent.parent / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject
     assert 'path = "tracekit/_version.py"' in pyproject
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: without py.typed, a user's mypy sees every tracekit name as Any."""
+    assert (Path(tracekit.__file__).parent / "py.typed").exists()

@@ -79,7 +79,7 @@ def test_sql_runs_selects_and_refuses_writes(tmp_path: Path) -> None:
     ]
     refused = cli("sql", "DELETE FROM events", db=db, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("Error: tracekit sql is read-only")
+    assert refused.stderr.startswith("Error: the store's SQL is read-only: DELETE statements")
     assert "Traceback" not in refused.stderr
 
 
@@ -108,11 +108,12 @@ def test_a_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         done = cli("ingest", str(trace), db=db, check=False)
         assert done.returncode == 2
-        assert "in use by another process" in done.stderr
+        assert "the store is locked by `python -c import duckdb" in done.stderr
+        assert f"(pid {holder.pid})" in done.stderr
         assert "Traceback" not in done.stderr
         from tracekit import Store, StoreLockedError
 
-        with pytest.raises(StoreLockedError, match=f"process {holder.pid}"):
+        with pytest.raises(StoreLockedError, match=f"pid {holder.pid}"):
             Store(db)
     finally:
         holder.kill()

@@ -14,11 +14,20 @@ __all__ = ["duration_ms", "escape", "format_ms"]
 
 
 def escape(text: str) -> str:
-    r"""Make a name from a trace safe to print: control characters become escapes.
+    r"""Make a name from a trace safe to print: what is not printable becomes an escape.
+
+    Every printer of names uses it: the tree, the fleet tables, the store's
+    tables and CSV. "Not printable" is Python's :meth:`str.isprintable`:
+    control characters (C0, DEL, C1: ESC, BEL, CR...), the bidirectional
+    controls (U+200E/F, U+202A-E, U+2066-9, which reorder what follows on
+    screen), line and paragraph separators (U+2028/9) and other format or
+    unassigned characters.
 
     Example:
         >>> escape("sql\x1b[31m")
         'sql\\x1b[31m'
+        >>> escape("invoice\u202egpj.exe")
+        'invoice\\u202egpj.exe'
     """
     if text.isprintable():
         return text

@@ -72,6 +72,18 @@ def _print_view(stdout: str, stderr: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+# A reader that finds an ingest running waits for it this long (seconds) by default.
+_DEFAULT_WAIT = 10.0
+WaitOption = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0,
+        help="Seconds to wait while another process writes the store (0: fail at once).",
+    ),
+]
+
+
 @app.command("tree")
 def tree_command(
     file: Annotated[
@@ -104,6 +116,7 @@ def tree_command(
         str | None,
         typer.Option("--db", help="Read the run from this store: the argument is then a RUN_ID."),
     ] = None,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -121,6 +134,7 @@ def tree_command(
             max_depth=max_depth,
             errors_only=errors,
             color=_use_color(color),
+            wait=wait,
         )
         _print_view(view.stdout, view.stderr)
         return
@@ -340,11 +354,12 @@ def runs_command(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many runs.")] = 50,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """List root runs, newest first."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.runs(status=status, service=service, agent=agent, since=since, limit=limit)
     if format is TableFormat.table:
         df = df[_RUN_COLUMNS]
@@ -356,11 +371,12 @@ def rejects_command(
     db: DbOption = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many lines.")] = 100,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.rejects(limit=limit)
     if format is TableFormat.table:
         df = df[["source", "line", "reason", "raw"]]
@@ -372,11 +388,12 @@ def sql_command(
     query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
-    """Run a read-only SQL query on the store (tables: see docs/store.md)."""
+    """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.sql(query)
     _emit(df, format)
 
@@ -438,12 +455,13 @@ def fleet_command(
     color: Annotated[
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
     With --since, each share is compared with the window of the same length just before.
     """
-    _fleet(db, since, service, agent, format.value, color.value)
+    _fleet(db, since, service, agent, format.value, color.value, wait)
 
 
 def _fleet(
@@ -453,12 +471,19 @@ def _fleet(
     agent: str | None,
     fmt: str,
     color: str,
+    wait: float = _DEFAULT_WAIT,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.cli.fleet import fleet_text
 
     text = fleet_text(
-        db, since=since, service=service, agent=agent, fmt=fmt, color=_use_color(ColorMode(color))
+        db,
+        since=since,
+        service=service,
+        agent=agent,
+        fmt=fmt,
+        color=_use_color(ColorMode(color)),
+        wait=wait,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
@@ -473,11 +498,12 @@ def dashboard_command(
     since: _Since = None,
     service: _Service = None,
     agent: _Agent = None,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
     from tracekit.dashboards.page import write_dashboard
 
-    path = write_dashboard(out, db=db, since=since, service=service, agent=agent)
+    path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
     print(f"dashboard written to {path}", file=sys.stderr)
 
 

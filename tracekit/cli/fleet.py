@@ -53,11 +53,13 @@ def fleet_text(
     fmt: str = "table",
     color: bool = False,
     width: int | None = None,
+    wait: float = 0.0,
 ) -> str:
-    """Open the store, classify its new runs, and return the report as text or JSON."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), classify its
+    new runs, and return the report as text or JSON."""
     from tracekit.fleet import fleet_report, open_for_report
 
-    with open_for_report(db) as store:
+    with open_for_report(db, wait=wait) as store:
         report = fleet_report(store, since=since, service=service, agent=agent)
     if fmt == "json":
         return fleet_json(report)

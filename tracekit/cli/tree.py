@@ -101,15 +101,19 @@ def store_tree_view(
     max_depth: int | None = None,
     errors_only: bool = False,
     color: bool = False,
+    wait: float = 0.0,
 ) -> TreeView:
     """Read one root run's records from a store and render its tree: ``tracekit tree RUN --db``.
 
+    ``wait`` is how long to wait for another process that writes the store.
+
     Raises:
         RunNotFoundError: the store has no such root run.
+        StoreLockedError: still locked after ``wait`` seconds.
     """
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         events = store.events(run_id)
     return render_forest(
         build_forest(events),

@@ -280,11 +280,13 @@ def write_dashboard(
     since: str | None = None,
     service: str | None = None,
     agent: str | None = None,
+    wait: float = 0.0,
 ) -> Path:
-    """Open the store, build the dashboard and write it to ``out`` (folders made as needed)."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), build the
+    dashboard and write it to ``out`` (folders made as needed)."""
     from tracekit.fleet import open_for_report
 
-    with open_for_report(db) as store:
+    with open_for_report(db, wait=wait) as store:
         page = build_dashboard(store, since=since, service=service, agent=agent)
     path = Path(out)
     try:

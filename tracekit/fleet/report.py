@@ -91,13 +91,16 @@ class _HasCon(Protocol):
     read_only: bool
 
 
-def open_for_report(db: str | os.PathLike[str] | None) -> Store:
+def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> Store:
     """Open a store to report on, read-only: every write has classified its runs already.
+
+    While another process writes the store, try again for up to ``wait`` seconds.
 
     Raises:
         StoreError: there is no store at ``db`` (a report never creates one).
+        StoreLockedError: still locked after ``wait`` seconds.
     """
-    return Store(Path(db) if db is not None else default_path(), read_only=True)
+    return Store(Path(db) if db is not None else default_path(), read_only=True, wait=wait)
 
 
 def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -44,16 +44,19 @@ class Store:
     Args:
         path: the file; ``$TRACEKIT_DB`` or ``./tracekit.duckdb`` by default.
         read_only: open without writing (several readers may share a file).
+        wait: seconds to keep trying while another process holds the file.
 
     Raises:
-        StoreLockedError: another process is writing the store.
+        StoreLockedError: another process holds the store (still, after ``wait``).
         StoreError: read-only and there is no store at ``path``.
     """
 
-    def __init__(self, path: PathLike | None = None, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: PathLike | None = None, *, read_only: bool = False, wait: float = 0.0
+    ) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.read_only = read_only
-        self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only)
+        self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only, wait=wait)
 
     def __enter__(self) -> Store:
         return self
@@ -187,10 +190,16 @@ class Store:
         return build_forest(self.events(run_id)).run(run_id, source=str(self.path)).steps
 
     def sql(self, query: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Run a read-only query and return its result.
+        """Run one SELECT (or an EXPLAIN of one) and return its result.
+
+        The query is checked by DuckDB's parser, and DuckDB reads no file for
+        it (``read_csv``, ``read_text``, ``glob``, ``COPY`` are refused). On a
+        read-only store the connection's settings are locked too; on a
+        writable one whatever the query did is rolled back.
 
         Raises:
-            StoreError: the query is not a SELECT (the store changes only by ingest).
+            StoreError: the query is not one SELECT (the store changes only by
+                ingest), or it failed.
 
         Example:
             >>> Store("fleet.duckdb").sql(
