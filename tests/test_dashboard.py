@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -76,6 +77,43 @@ def test_build_dashboard_of_an_empty_store(tmp_path: Path) -> None:
     with Store(tmp_path / "empty.duckdb") as store:
         text = build_dashboard(store)
     assert "No recursion circle" in text and "No degraded run" in text
+
+
+def _rgb(color: str) -> tuple[int, ...]:
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
+
+
+def test_code_and_agent_palette_never_wears_a_reserved_colour() -> None:
+    from tracekit._util.theme import (
+        CODE_COLORS,
+        OUTCOME_COLORS,
+        RECURSION_COLOR,
+        RESERVED_COLORS,
+        STATUS_COLORS,
+    )
+
+    reserved = {RECURSION_COLOR, *OUTCOME_COLORS.values(), *STATUS_COLORS.values()}
+    assert reserved <= RESERVED_COLORS
+    assert not {c.lower() for c in CODE_COLORS} & {c.lower() for c in RESERVED_COLORS}
+    assert len(set(CODE_COLORS)) == len(CODE_COLORS) >= 8
+    # not even a near miss: every code colour is far (in RGB) from every reserved one
+    near = min(math.dist(_rgb(c), _rgb(r)) for c in CODE_COLORS for r in RESERVED_COLORS)
+    assert near > 60, near
+
+
+def test_failure_bars_use_the_code_palette_only() -> None:
+    import pandas as pd
+
+    from tracekit._util.theme import CODE_COLORS, RESERVED_COLORS
+    from tracekit.dashboards.fleet_figures import failure_rate_figure
+
+    codes = ["RATE_LIMITED", "SCHEMA_VIOLATION", *(f"CODE_{n}" for n in range(12))]
+    frame = pd.DataFrame(
+        {"outcome": "failed:child", "origin_agent": "billing", "origin_code": codes,
+         "runs": range(len(codes), 0, -1), "rate": 0.01}
+    )  # fmt: skip
+    colors = [bar.marker.color for bar in failure_rate_figure(frame).data]
+    assert set(colors) <= set(CODE_COLORS) and not set(colors) & RESERVED_COLORS
 
 
 @pytest.mark.browser

@@ -112,8 +112,8 @@ def test_hostile_names_are_escaped_in_every_figure() -> None:
 
 def test_an_instant_refusal_still_shows_as_a_sliver() -> None:
     fig = timeline_figure(read_invocations(SAMPLES / "recursion_circle.jsonl"))
-    refused = next(trace for trace in fig.data if trace.name == "refused")
-    assert refused.x[0] > 0 and refused.marker.color == STATUS_COLORS["refused"]
+    refused = next(trace for trace in fig.data if trace.name == "recursion")
+    assert refused.x[0] > 0
     assert refused.customdata[0][4] == "0.0 ms"  # hover keeps the real duration
 
 
@@ -122,3 +122,12 @@ def test_labels_are_indented_by_depth_in_the_margin() -> None:
     shifts = [a.xshift for a in sorted(fig.layout.annotations, key=lambda a: a.y)]
     assert len(shifts) == 2 and shifts[1] > shifts[0]
     assert fig.layout.yaxis.showticklabels is False
+
+
+def test_timeline_colours_a_recursion_refusal_as_the_icicle_does() -> None:
+    frame = read_invocations(SAMPLES / "recursion_circle.jsonl")
+    bars = {t.name: t for t in timeline_figure(frame).data}
+    assert bars["recursion"].marker.color == RECURSION_COLOR
+    icicle = icicle_figure(frame).data[0]
+    refused = dict(zip(icicle.ids, icicle.marker.colors, strict=True))["inv-o2"]
+    assert refused == bars["recursion"].marker.color

@@ -15,6 +15,7 @@ __all__ = [
     "OUTCOME_COLORS",
     "OUTCOME_STYLES",
     "RECURSION_COLOR",
+    "RESERVED_COLORS",
     "STATUS_ANSI",
     "STATUS_COLORS",
 ]
@@ -66,8 +67,15 @@ OUTCOME_STYLES: Final[dict[str, str]] = {
     "incomplete": "cyan",
 }
 
-#: Error codes and agents in the dashboard's bar charts, in turn.
+#: Every colour that means a status, an outcome or a circle: nothing else may wear one.
+RESERVED_COLORS: Final = frozenset(
+    {RECURSION_COLOR, NEUTRAL, *STATUS_COLORS.values(), *OUTCOME_COLORS.values()}
+)
+
+#: Error codes and agents in the dashboard's charts, in turn. None is a reserved
+#: colour or close to one (no red, purple, orange, yellow, green, blue or grey),
+#: so a code's bar never reads as an outcome or as recursion.
 CODE_COLORS: Final = (
-    "#cf222e", "#e16f24", "#bf8700", "#8250df", "#0969da", "#1a7f37", "#bc4c00",
-    "#6e7781", "#a475f9", "#57606a", "#fa4549", "#54aeff",
+    "#1b7c83", "#bf3989", "#0a3069", "#a0785a", "#4ac2c9",
+    "#993366", "#556b2f", "#f49ac1", "#8fd3c1", "#00a3a3",
 )  # fmt: skip

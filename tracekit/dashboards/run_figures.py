@@ -31,6 +31,7 @@ from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 __all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
 
 _ROOT_ID: Final = "__run__"
+_RECURSION: Final = "recursion"  # the legend entry of a circle's refused invocation
 _ROW_HEIGHT: Final = 28
 _INDENT_PX: Final = 14
 _MAX_MARGIN_PX: Final = 320
@@ -83,7 +84,8 @@ def timeline_figure(invocations: pd.DataFrame, *, title: str | None = None) -> g
     Rows are in tree order and labels are indented by depth, so a caller sits
     above its callees; the x axis is milliseconds since the first start, so
     background subagents that ran at once show as overlapping bars. Bars are
-    coloured by status (one legend entry each); an invocation still running
+    coloured by status (one legend entry each), a recursion refusal in the
+    recursion colour as in the icicle; an invocation still running
     is drawn to the last time seen. Hover shows node, kind, duration, error.
 
     Example:
@@ -95,15 +97,15 @@ def timeline_figure(invocations: pd.DataFrame, *, title: str | None = None) -> g
     """
     rows = _timeline_rows(invocations)
     fig = go.Figure()
-    for status, group in rows.groupby("status", sort=False):
+    for shade, group in rows.groupby("shade", sort=False):
         fig.add_trace(
             go.Bar(
-                name=str(status),
+                name=str(shade),
                 orientation="h",
                 y=group["row"],
                 base=group["offset"].astype(float).tolist(),
                 x=group["width"].astype(float).tolist(),
-                marker_color=_status_color(str(status)),
+                marker_color=_shade_color(str(shade)),
                 marker_line_width=0,
                 customdata=group[["agent", "node", "kind", "status", "shown", "error"]].to_numpy(),
                 hovertemplate=_HOVER,
@@ -164,6 +166,7 @@ def _timeline_rows(invocations: pd.DataFrame) -> pd.DataFrame:
     start = rows["start_ms"].fillna(origin)
     end = rows["end_ms"].where(rows["end_ms"].notna(), last)
     rows["offset"] = start - origin
+    rows["shade"] = [_shade(s, c) for s, c in zip(rows["status"], rows["error_code"], strict=True)]
     # An instant invocation (a refusal) gets a sliver of the axis, so that it shows.
     sliver = max(last - origin, 1.0) * _SLIVER
     rows["width"] = (end - start).clip(lower=sliver)
@@ -187,6 +190,16 @@ def _duration_text(value: Any) -> str:
 
 def _status_color(status: str) -> str:
     return STATUS_COLORS.get(status, NEUTRAL)
+
+
+def _shade(status: Any, code: Any) -> str:
+    """The colour class of an invocation: its status, or ``recursion`` for a circle's refusal
+    (the timeline and the icicle both give a circle its own colour, as the tree does)."""
+    return _RECURSION if code == "AGENT_RECURSION" else str(status)
+
+
+def _shade_color(shade: str) -> str:
+    return RECURSION_COLOR if shade == _RECURSION else _status_color(shade)
 
 
 def icicle_figure(
@@ -222,7 +235,7 @@ def _hierarchy(kind: Any, invocations: pd.DataFrame, title: str | None, root: st
         p if isinstance(p, str) and p in ids else _ROOT_ID for p in rows["parent_invocation_id"]
     ]
     colors = [
-        RECURSION_COLOR if code == "AGENT_RECURSION" else _status_color(str(status))
+        _shade_color(_shade(status, code))
         for status, code in zip(rows["status"], rows["error_code"], strict=True)
     ]
     hover = [
