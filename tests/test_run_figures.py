@@ -112,9 +112,10 @@ def test_hostile_names_are_escaped_in_every_figure() -> None:
 
 def test_an_instant_refusal_still_shows_as_a_sliver() -> None:
     fig = timeline_figure(read_invocations(SAMPLES / "recursion_circle.jsonl"))
-    refused = next(trace for trace in fig.data if trace.name == "recursion")
-    assert refused.x[0] > 0
-    assert refused.customdata[0][4] == "0.0 ms"  # hover keeps the real duration
+    circle = next(trace for trace in fig.data if trace.name == "recursion")
+    at = [row[3] for row in circle.customdata].index("refused")
+    assert circle.x[at] > 0
+    assert circle.customdata[at][4] == "0.0 ms"  # hover keeps the real duration
 
 
 def test_labels_are_indented_by_depth_in_the_margin() -> None:
