@@ -42,7 +42,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_page_is_self_contained(page: Path) -> None:
     text = page.read_text()
     assert not re.search(r"<script[^>]+src=", text)  # plotly.js is inline: it opens offline
-    assert text.count("Plotly.newPlot") == 4
+    assert text.count("Plotly.newPlot") == 5  # four figures, and the runs' timelines on demand
     assert "Recursion circles" in text and "Degraded runs" in text and "Worst runs" in text
 
 
@@ -76,7 +76,7 @@ def test_graph_highlights_the_circle_edges() -> None:
 def test_build_dashboard_of_an_empty_store(tmp_path: Path) -> None:
     with Store(tmp_path / "empty.duckdb") as store:
         text = build_dashboard(store)
-    assert "No recursion circle" in text and "No degraded run" in text
+    assert "No run in this window" in text and "holds no run yet" in text
 
 
 def _rgb(color: str) -> tuple[int, ...]:
@@ -114,6 +114,33 @@ def test_failure_bars_use_the_code_palette_only() -> None:
     )  # fmt: skip
     colors = [bar.marker.color for bar in failure_rate_figure(frame).data]
     assert set(colors) <= set(CODE_COLORS) and not set(colors) & RESERVED_COLORS
+
+
+def test_an_empty_window_says_where_the_data_is(page: Path) -> None:
+    with Store(page.parent.parent / "s.duckdb", read_only=True) as store:
+        first, last = store.con.execute("SELECT min(start_at), max(start_at) FROM runs").fetchone()
+        text = build_dashboard(store, since="2000-01-01T00:00:00", service="no-such-service")
+    assert "No run in this window" in text
+    assert f"{first:%Y-%m-%d %H:%M}" in text and f"{last:%Y-%m-%d %H:%M}" in text
+    assert "Plotly.newPlot(" not in text.split("<script>", 1)[0]  # no empty axes drawn
+
+
+def test_graph_colours_an_agent_by_the_failures_that_began_in_it() -> None:
+    import pandas as pd
+
+    # desk -> billing -> refunds: refunds failed 5 times, billing only wrapped it
+    edges = pd.DataFrame(
+        {"caller": ["desk", "billing"], "callee": ["billing", "refunds"], "calls": [10, 10],
+         "failed": [5, 5], "refused": [0, 0]}
+    )  # fmt: skip
+    origins = pd.DataFrame(
+        {"agent": ["desk", "billing", "refunds"], "calls": [10, 10, 10], "origins": [0, 0, 5]}
+    )
+    fig = delegation_graph(edges, origins=origins)
+    nodes = next(t for t in fig.data if t.uid == "tk-nodes")
+    names = next(t for t in fig.data if t.uid == "tk-labels").text
+    colour = dict(zip(names, nodes.marker.color, strict=True))
+    assert colour["refunds"] == 0.5 and colour["billing"] == 0.0
 
 
 @pytest.mark.browser

@@ -27,10 +27,14 @@ import plotly.graph_objects as go
 
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR
 from tracekit.dashboards.fleet_figures import label
+from tracekit.dashboards.labels import Area, place_labels
 
 __all__ = ["circle_edges", "delegation_graph", "layout"]
 
 _EDGE: Final = "#8c959f"
+_WIDTH: Final = 1080.0  # plot area (px) of a graph of a few columns: the page's width
+_MARGIN: Final = {"l": 10, "r": 90, "t": 50, "b": 10}  # r: the colour bar
+_TRIES: Final = 6
 _SAMPLES: Final = 16  # points along each curved edge
 
 
@@ -164,6 +168,7 @@ def _edge_traces(
             showlegend=False,
             line={"color": RECURSION_COLOR if hot_ else _EDGE, "width": weight},
             opacity=1.0 if hot_ else 0.5,
+            uid=f"tk-edges-{int(hot_)}-{weight}",
         )
         for (hot_, weight), (lx, ly, lt) in sorted(lines.items())
     ]
@@ -180,38 +185,48 @@ def _edge_traces(
                 "size": 10 if hot_ else 7,
                 "color": RECURSION_COLOR if hot_ else _EDGE,
             },
+            uid=f"tk-heads-{int(hot_)}",
         )
         for hot_, (hx, hy, ha) in sorted(heads.items())
     ]
     return traces
 
 
-def _node_trace(
-    edges: pd.DataFrame, pos: dict[str, tuple[float, float]], hot: set[tuple[str, str]]
-) -> go.Scatter:
+def _origin_rates(
+    edges: pd.DataFrame, origins: pd.DataFrame | None
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Calls to each agent and the failures that began in it (without ``origins``: every
+    failed call, as the edges count them)."""
+    if origins is not None and not origins.empty:
+        frame = origins.set_index("agent")
+        return frame["calls"].astype(int).to_dict(), frame["origins"].astype(int).to_dict()
     called = edges.groupby("callee")[["calls", "failed"]].sum()
+    return called["calls"].astype(int).to_dict(), called["failed"].astype(int).to_dict()
+
+
+def _node_trace(
+    edges: pd.DataFrame,
+    pos: dict[str, tuple[float, float]],
+    hot: set[tuple[str, str]],
+    origins: pd.DataFrame | None,
+) -> go.Scatter:
+    calls_in, began = _origin_rates(edges, origins)
     in_circle = {n for pair in hot for n in pair}
     names = list(pos)
-    rates = [
-        int(called.loc[n, "failed"]) / max(int(called.loc[n, "calls"]), 1)
-        if n in called.index
-        else 0.0
-        for n in names
-    ]
-    calls = [int(called.loc[n, "calls"]) if n in called.index else 0 for n in names]
+    calls = [calls_in.get(n, 0) for n in names]
+    rates = [began.get(n, 0) / max(c, 1) for n, c in zip(names, calls, strict=True)]
     return go.Scatter(
         x=[pos[n][0] for n in names],
         y=[pos[n][1] for n in names],
-        mode="markers+text",
-        text=[label(n) for n in names],
-        textposition="top center",
-        textfont={"size": 12},
+        mode="markers",
         hovertext=[
-            f"<b>{label(n)}</b><br>{c:,} calls in, {r:.1%} failed"
+            f"<b>{label(n)}</b><br>{c:,} calls in, {r:.1%} failed there"
+            f" (began in it, not passed through)"
             for n, c, r in zip(names, calls, rates, strict=True)
         ],
         hoverinfo="text",
         showlegend=False,
+        uid="tk-nodes",
         marker={
             "size": 18,
             "color": rates,
@@ -223,10 +238,13 @@ def _node_trace(
                 "color": [RECURSION_COLOR if n in in_circle else NEUTRAL for n in names],
             },
             "colorbar": {
-                "title": {"text": "failed"},
+                "title": {"text": "failures<br>begun"},
                 "tickformat": ".0%",
                 "thickness": 10,
                 "len": 0.6,
+                "x": 1.0,
+                "xanchor": "left",
+                "xpad": 8,
             },
         },
     )
@@ -249,13 +267,23 @@ def _drop_never_ran(edges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 
 def delegation_graph(
-    edges: pd.DataFrame, circles: Iterable[str] = (), *, title: str = "Delegation graph"
+    edges: pd.DataFrame,
+    circles: Iterable[str] = (),
+    *,
+    origins: pd.DataFrame | None = None,
+    title: str = "Delegation graph",
 ) -> go.Figure:
     """Draw caller -> callee edges; the edges of the given circles stand out.
+
+    An agent's colour is the share of calls to it where a failure began
+    (``origins``): a caller that only wrapped its callee's failure is not
+    blamed for it.
 
     Args:
         edges: ``caller``, ``callee``, ``calls``, ``failed`` (:func:`tracekit.fleet.delegation_edges`).
         circles: canonical circles (``"a -> b -> a"``) whose edges to highlight.
+        origins: ``agent``, ``calls``, ``origins`` (failures that began there), as
+            :func:`tracekit.dashboards.queries.origin_failures`; without it, every failed call.
         title: the figure's title.
     """
     hot = circle_edges(circles)
@@ -263,17 +291,60 @@ def delegation_graph(
     if hidden:
         title += f" · {hidden} names only ever refused not drawn"
     pos = layout(edges)
-    fig = go.Figure([*_edge_traces(edges, pos, hot), _node_trace(edges, pos, hot)] if pos else [])
     columns = max((x for x, _ in pos.values()), default=0.0)
     rows = max((abs(y) for _, y in pos.values()), default=1.0)
+    area, spots = _roomy_enough(edges, pos, columns, rows)
+    traces = [*_edge_traces(edges, pos, hot), _node_trace(edges, pos, hot, origins)]
+    fig = go.Figure([*traces, _label_trace(pos, spots)] if pos else [])
     fig.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
         template="plotly_white",
-        height=max(420, int(90 * rows) + 160),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        autosize=False,
+        width=int(area.width) + _MARGIN["l"] + _MARGIN["r"],
+        height=int(area.height) + _MARGIN["t"] + _MARGIN["b"],
+        margin=_MARGIN,
         hovermode="closest",
         font={"family": "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"},
     )
-    fig.update_xaxes(visible=False, range=[-0.5, columns + 0.5])
-    fig.update_yaxes(visible=False, range=[-rows - 0.6, rows + 0.6])
+    fig.update_xaxes(visible=False, range=[area.x0, area.x1])
+    fig.update_yaxes(visible=False, range=[area.y0, area.y1])
     return fig
+
+
+def _roomy_enough(
+    edges: pd.DataFrame, pos: dict[str, tuple[float, float]], columns: float, rows: float
+) -> tuple[Area, dict[str, tuple[float, float]]]:
+    """The plot area, grown until every label has a clear place, and the labels' places."""
+    lines = [list(zip(*_curve(pos[a], pos[b]), strict=True)) for a, b in _pairs(edges)]
+    heads = [line[-3] for line in lines if len(line) > 3]
+    width = max(_WIDTH, 240.0 * (columns + 1))
+    height = max(360.0, 90.0 * rows + 100)
+    for _ in range(_TRIES):
+        area = Area(-0.5, columns + 0.5, -rows - 0.6, rows + 0.6, width, height)
+        spots = place_labels(pos, lines, heads, area)
+        if spots is not None:
+            return area, spots
+        width, height = width * 1.15, height * 1.3
+    return area, {n: (x, y + 0.25) for n, (x, y) in pos.items()}  # crowded past all tries
+
+
+def _pairs(edges: pd.DataFrame) -> list[tuple[str, str]]:
+    return list(edges[["caller", "callee"]].itertuples(index=False, name=None))
+
+
+def _label_trace(
+    pos: dict[str, tuple[float, float]], spots: dict[str, tuple[float, float]]
+) -> go.Scatter:
+    names = list(pos)
+    return go.Scatter(
+        x=[spots[n][0] for n in names],
+        y=[spots[n][1] for n in names],
+        mode="text",
+        text=[label(n) for n in names],
+        textposition="middle center",
+        textfont={"size": 12, "color": "#1f2328"},
+        hoverinfo="skip",
+        showlegend=False,
+        cliponaxis=False,
+        uid="tk-labels",
+    )

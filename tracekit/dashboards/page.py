@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import html
-import math
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +23,6 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from tracekit._util.text import format_ms
 from tracekit._util.theme import OUTCOME_COLORS
 from tracekit.dashboards.fleet_figures import (
     failure_rate_figure,
@@ -33,9 +31,17 @@ from tracekit.dashboards.fleet_figures import (
     outcomes_figure,
 )
 from tracekit.dashboards.graph import delegation_graph
+from tracekit.dashboards.queries import (
+    StoreSpan,
+    all_degraded,
+    circle_examples,
+    origin_failures,
+    store_span,
+)
+from tracekit.dashboards.runs import embedded_runs
+from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.errors import TracekitError
 from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
-from tracekit.tree.text import describe_agent_tree
 
 __all__ = ["build_dashboard", "write_dashboard"]
 
@@ -71,18 +77,23 @@ details{border:1px solid #d0d7de;border-radius:6px;margin:8px 0;background:#fff}
 summary{cursor:pointer;padding:8px 12px;font-weight:600}
 pre{margin:0;padding:10px 14px;background:#f6f8fa;border-top:1px solid #d0d7de;overflow:auto;font-size:12px}
 .empty{color:#59636e;font-style:italic}
+.tk-table .count{margin:0 0 6px;color:#59636e;font-size:12px}
+.tk-table .pager{margin:6px 0 0;color:#59636e;font-size:12px}
+.tk-table .pager button{font:inherit;margin:0 4px;padding:1px 8px;cursor:pointer}
+.tk-table th{cursor:pointer;user-select:none}
+.tk-table th[data-dir=asc]::after{content:" \\25B2"}
+.tk-table th[data-dir=desc]::after{content:" \\25BC"}
+a.run{color:#0969da;text-decoration:none}
+a.run:hover{text-decoration:underline}
+.run-body{padding:8px 14px;border-top:1px solid #d0d7de}
+.graph{overflow-x:auto}
+.nothing p{margin:6px 0 0}
 footer{color:#59636e;text-align:center;font-size:12px;padding:12px}
 """
 _CONFIG: Final = {"displaylogo": False, "responsive": True}
 
 
-def _e(value: Any) -> str:
-    """A value as escaped HTML text ('-' for nothing)."""
-    if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, (pd.Timestamp, datetime)):
-        return html.escape(value.strftime("%Y-%m-%d %H:%M"))
-    return label(value)
+_e = cell_text
 
 
 def _pct(value: float) -> str:
@@ -119,72 +130,34 @@ def _cards(report: FleetReport) -> str:
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
-def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], empty: str) -> str:
-    """An HTML table: (column, header, kind) where kind is text, num, pct, ms or circle."""
-    if frame.empty:
-        return f'<p class="empty">{html.escape(empty)}</p>'
-    head = "".join(
-        f'<th class="{"num" if k in ("num", "pct", "ms") else ""}">{html.escape(h)}</th>'
-        for _, h, k in columns
-    )
-    rows = []
-    for row in frame.to_dict(orient="records"):
-        cells = []
-        for column, _, kind in columns:
-            value = row.get(column)
-            if kind == "num":
-                cells.append(f'<td class="num">{int(value):,}</td>')
-            elif kind == "pct":
-                cells.append(f'<td class="num">{_pct(float(value))}</td>')
-            elif kind == "ms":
-                ok = value is not None and not (isinstance(value, float) and math.isnan(value))
-                cells.append(f'<td class="num">{format_ms(float(value)) if ok else "-"}</td>')
-            elif kind == "circle":
-                cells.append(f'<td><span class="circle">{_e(value)}</span></td>')
-            elif kind == "act":
-                label = "ACT · NEW" if value is True else "ACT"
-                cells.append(
-                    f'<td><span class="badge{" new" if value is True else ""}">{label}</span></td>'
-                )
-            else:
-                cells.append(f"<td>{_e(value)}</td>")
-        rows.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-
-
-def _circles(report: FleetReport) -> str:
+def _circles(report: FleetReport, examples: dict[str, str], links: dict[str, str]) -> str:
     frame = report.circles.copy()
     frame["act"] = frame.get("new", pd.Series(pd.NA, index=frame.index))
-    return _table(
+    frame["example"] = [examples.get(str(c)) for c in frame["circle"]]
+    return table(
         frame,
-        [("act", "", "act"), ("circle", "circle", "circle"), ("runs", "runs", "num"),
-         ("failed", "failed", "num"), ("services", "services", "text"),
+        [("act", "", "act"), ("circle", "circle", "circle"), ("example", "example run", "run"),
+         ("runs", "runs", "num"), ("failed", "failed", "num"), ("services", "services", "text"),
          ("first_seen", "first seen", "text"), ("last_seen", "last seen", "text")],
         "No recursion circle in this window.",
+        links=links, name="circles",
     )  # fmt: skip
 
 
-def _worst(store: Any, report: FleetReport) -> str:
-    worst = worst_runs(store, report.filter)
-    if worst.empty:
-        return '<p class="empty">No failed run in this window.</p>'
-    parts = []
-    for row in worst.to_dict(orient="records"):
-        try:
-            text = describe_agent_tree(store.tree(row["run_id"]))
-        except TracekitError as exc:
-            text = f"(tree unavailable: {exc})"
-        why = (
-            row["circle"]
-            if isinstance(row["circle"], str)
-            else f"{row['origin_agent']} {row['origin_code']}"
-        )
-        parts.append(
-            f"<details><summary>{_e(row['outcome'])} · run <code>{_e(row['run_id'])}</code> · "
-            f"{_e(row['service'])} · {_e(why)} · {int(row['failed_invocations'])} failed calls</summary>"
-            f"<pre>{html.escape(text)}</pre></details>"  # describe escapes control characters
-        )
-    return "".join(parts)
+def _worst(worst: pd.DataFrame, links: dict[str, str]) -> str:
+    frame = worst.copy()
+    frame["why"] = [
+        c if isinstance(c, str) else f"{a} {k}"
+        for c, a, k in zip(frame["circle"], frame["origin_agent"], frame["origin_code"], strict=True)
+    ] if not frame.empty else []  # fmt: skip
+    return table(
+        frame,
+        [("run_id", "run", "run"), ("outcome", "outcome", "text"), ("service", "service", "text"),
+         ("why", "why", "text"), ("failed_invocations", "failed calls", "num"),
+         ("duration_ms", "duration", "ms")],
+        "No failed run in this window.",
+        links=links, name="worst runs",
+    )  # fmt: skip
 
 
 def _window(report: FleetReport) -> str:
@@ -212,33 +185,8 @@ def build_dashboard(
         since, service, agent: the filters of ``tracekit fleet``.
     """
     report = fleet_report(store, since=since, service=service, agent=agent)
-    over_time = outcomes_over_time(store, report.filter)
-    figures = [
-        outcomes_figure(over_time),
-        delegation_graph(
-            report.edges,
-            report.circles["circle"],
-            title="Delegation graph (recursion circles in purple)",
-        ),
-        failure_rate_figure(report.failures),
-        latency_figure(report.latency),
-    ]
-    plots = [_figure(fig, i == 0) for i, fig in enumerate(figures)]
+    body = _body(store, report) if report.runs else _nothing_here(store_span(store))
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    failures = _table(
-        report.failures.head(20),
-        [("origin_agent", "origin agent", "text"), ("origin_code", "code", "text"),
-         ("outcome", "outcome", "text"), ("runs", "runs", "num"), ("share", "share of runs", "pct"),
-         ("rate", "per call", "pct")],
-        "No failed run in this window.",
-    )  # fmt: skip
-    degraded = _table(
-        report.degraded,
-        [("run_id", "run", "text"), ("start_at", "started", "text"), ("service", "service", "text"),
-         ("agent", "entry agent", "text"), ("origin_agent", "failed agent", "text"),
-         ("origin_code", "code", "text"), ("duration_ms", "duration", "ms")],
-        "No degraded run in this window.",
-    )  # fmt: skip
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -246,25 +194,89 @@ def build_dashboard(
 <body>
 <header><h1>Fleet health</h1><p>{_window(report)} · generated {generated}</p></header>
 <main>
-{_cards(report)}
+{body}
+</main>
+<footer>tracekit {html.escape(_version())}</footer>
+<script>{SCRIPT}</script>
+</body></html>
+"""
+
+
+def _nothing_here(span: StoreSpan) -> str:
+    """An empty window: where the data is, instead of empty axes."""
+    if not span.runs or span.first is None or span.last is None:
+        where = "The store holds no run yet: <code>tracekit ingest FILE</code> adds some."
+    else:
+        where = (
+            f"The store holds {span.runs:,} run{'s' * (span.runs != 1)}: the first started"
+            f" {span.first:%Y-%m-%d %H:%M} UTC, the last {span.last:%Y-%m-%d %H:%M} UTC."
+            " Widen <code>--since</code> (or drop it, or the service and agent filters) to see them."
+        )
+    return f'<section class="nothing"><h2>No run in this window</h2><p>{where}</p></section>'
+
+
+def _figures(store: Any, report: FleetReport) -> list[str]:
+    origins = origin_failures(store, report.filter)
+    figures = [
+        outcomes_figure(outcomes_over_time(store, report.filter)),
+        delegation_graph(
+            report.edges,
+            report.circles["circle"],
+            origins=origins,
+            title="Delegation graph (recursion circles in purple)",
+        ),
+        failure_rate_figure(report.failures),
+        latency_figure(report.latency),
+    ]
+    return [_figure(fig, i == 0) for i, fig in enumerate(figures)]
+
+
+def _body(store: Any, report: FleetReport) -> str:
+    """Cards, figures, tables (every row) and the runs they list, embedded."""
+    plots = _figures(store, report)
+    examples = circle_examples(store, report.filter)
+    worst = worst_runs(store, report.filter)
+    degraded = all_degraded(store, report.filter)
+    listed = [*worst["run_id"], *examples.values(), *degraded["run_id"]]
+    runs, links = embedded_runs(store, listed)
+    return f"""{_cards(report)}
 <section>{plots[0]}</section>
 <section><h2>Recursion circles</h2>
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Act on each one, even if it happened once.</p>
-{_circles(report)}
-{plots[1]}</section>
+{_circles(report, examples, links)}
+<div class="graph">{plots[1]}</div></section>
 <div class="grid2"><section>{plots[2]}</section><section>{plots[3]}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it as AGENT_FAILED.</p>
-{failures}</section>
+{_failures(report)}</section>
 <section><h2>Degraded runs</h2>
 <p class="note">These runs ended ok, but a delegation inside failed and a caller handled it: they only looked fine. Newest first.</p>
-{degraded}</section>
-<section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls. Click to see the tree.</p>
-{_worst(store, report)}</section>
-</main>
-<footer>tracekit {html.escape(_version())}</footer>
-</body></html>
-"""
+{_degraded(degraded, links)}</section>
+<section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls. A run id opens its tree and timeline below.</p>
+{_worst(worst, links)}</section>
+<section id="runs"><h2>Runs</h2>{runs}</section>"""
+
+
+def _failures(report: FleetReport) -> str:
+    return table(
+        report.failures,
+        [("origin_agent", "origin agent", "text"), ("origin_code", "code", "text"),
+         ("outcome", "outcome", "text"), ("runs", "runs", "num"), ("share", "share of runs", "pct"),
+         ("rate", "per call", "pct")],
+        "No failed run in this window.",
+        name="origins",
+    )  # fmt: skip
+
+
+def _degraded(degraded: pd.DataFrame, links: dict[str, str]) -> str:
+    return table(
+        degraded,
+        [("run_id", "run", "run"), ("start_at", "started", "text"), ("service", "service", "text"),
+         ("agent", "entry agent", "text"), ("origin_agent", "failed agent", "text"),
+         ("origin_code", "code", "text"), ("duration_ms", "duration", "ms")],
+        "No degraded run in this window.",
+        links=links, name="degraded runs",
+    )  # fmt: skip
 
 
 def _version() -> str:

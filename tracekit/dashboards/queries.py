@@ -1,0 +1,91 @@
+"""What the dashboard reads beyond the fleet report: every row, example runs, origins, the span.
+
+The fleet report caps its run lists for the terminal; the page pages through
+every row instead, so it reads them here, with the report's own filter. Each
+function only reads the store it is given (SQL on its tables).
+
+Example:
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     span = store_span(store)
+    >>> span.runs > 0 and span.first <= span.last
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from tracekit.fleet import FleetFilter
+
+__all__ = ["StoreSpan", "all_degraded", "circle_examples", "origin_failures", "store_span"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSpan:
+    """How many root runs the store holds, and when the first and the last started."""
+
+    runs: int
+    first: datetime | None
+    last: datetime | None
+
+
+def _frame(store: Any, sql: str, params: list[Any]) -> pd.DataFrame:
+    return store.con.execute(sql, params).df()
+
+
+def all_degraded(store: Any, flt: FleetFilter) -> pd.DataFrame:
+    """Every degraded run in the window, newest first (the report keeps only the newest 20)."""
+    where, params = flt.runs_where()
+    return _frame(
+        store,
+        f"""
+        SELECT run_id, start_at, service, agent, origin_agent, origin_code, circle,
+            failed_invocations, duration_ms
+        FROM runs WHERE outcome = 'degraded' AND {where}
+        ORDER BY start_ms DESC NULLS LAST, run_id
+        """,
+        params,
+    )
+
+
+def circle_examples(store: Any, flt: FleetFilter) -> dict[str, str]:
+    """One run for each circle: the newest that failed on it, else the newest that met it."""
+    where, params = flt.runs_where()
+    rows = store.con.execute(
+        f"""
+        SELECT circle, arg_max(run_id, (outcome = 'failed:recursion', start_ms, run_id))
+        FROM runs WHERE circle IS NOT NULL AND {where} GROUP BY circle
+        """,
+        params,
+    ).fetchall()
+    return {str(circle): str(run) for circle, run in rows}
+
+
+def origin_failures(store: Any, flt: FleetFilter) -> pd.DataFrame:
+    """Calls to each agent in the window and how many failures began there.
+
+    A failure that began in an agent counts against it once; the callers that
+    only wrapped it (``failure_role = 'wrapped'``) are not blamed. Columns:
+    ``agent``, ``calls``, ``origins``.
+    """
+    where, params = flt.calls_where("i")
+    return _frame(
+        store,
+        f"""
+        SELECT i.agent, count(*) AS calls,
+            count(*) FILTER (WHERE i.failure_role = 'origin') AS origins
+        FROM invocations i WHERE i.root_run_id IS NOT NULL AND {where} GROUP BY i.agent
+        """,
+        params,
+    )
+
+
+def store_span(store: Any) -> StoreSpan:
+    """The store's root runs: how many, the first and the last start."""
+    row = store.con.execute("SELECT count(*), min(start_at), max(start_at) FROM runs").fetchone()
+    return StoreSpan(int(row[0]), row[1], row[2]) if row else StoreSpan(0, None, None)

@@ -1,0 +1,165 @@
+"""The page's tables: every row in the HTML, paged and sortable by a little inline script.
+
+A table holds all its rows (without JavaScript they all show) and says how
+many; the script shows them a page at a time and sorts on a click on a
+header, by each cell's ``data-v`` (the raw number or text). A run id links
+to the run's tree further down the page when that run is embedded there.
+Every value from a trace is HTML-escaped.
+
+Example:
+    >>> import pandas as pd
+    >>> text = table(pd.DataFrame({"run_id": ["r1"], "runs": [3]}),
+    ...              [("run_id", "run", "run"), ("runs", "runs", "num")], "none", links={"r1": "run-0"})
+    >>> 'href="#run-0"' in text and 'data-total="1"' in text
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+import pandas as pd
+
+from tracekit._util.text import format_ms
+from tracekit.dashboards.fleet_figures import label
+
+__all__ = ["PAGE_ROWS", "SCRIPT", "Column", "cell_text", "table"]
+
+#: Rows on one page of a table.
+PAGE_ROWS: Final = 20
+_NUMERIC: Final = frozenset({"num", "pct", "ms"})
+
+Column = tuple[str, str, str]  # (column, header, kind)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
+
+
+def cell_text(value: Any) -> str:
+    """A value as escaped HTML text ('-' for nothing, times to the minute)."""
+    if _missing(value):
+        return "-"
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return html.escape(value.strftime("%Y-%m-%d %H:%M"))
+    return label(value)
+
+
+def _sort_key(value: Any, kind: str) -> str:
+    if _missing(value):
+        return ""
+    if kind in _NUMERIC:
+        return repr(float(value))
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return value.isoformat()
+    return label(value)  # control characters shown escaped, quotes too: an attribute
+
+
+def _cell(value: Any, kind: str, links: Mapping[str, str]) -> str:
+    if kind == "num":
+        shown = "-" if _missing(value) else f"{int(value):,}"
+    elif kind == "pct":
+        shown = "-" if _missing(value) else f"{100 * float(value):.1f}%"
+    elif kind == "ms":
+        shown = "-" if _missing(value) else format_ms(float(value))
+    elif kind == "circle":
+        shown = f'<span class="circle">{cell_text(value)}</span>'
+    elif kind == "act":
+        shown = f'<span class="badge{" new" if value is True else ""}">ACT{" · NEW" if value is True else ""}</span>'
+    elif kind == "run" and isinstance(value, str) and value in links:
+        shown = f'<a class="run" href="#{links[value]}"><code>{cell_text(value)}</code></a>'
+    else:
+        shown = f"<code>{cell_text(value)}</code>" if kind == "run" else cell_text(value)
+    css = ' class="num"' if kind in _NUMERIC else ""
+    return f'<td{css} data-v="{_sort_key(value, kind)}">{shown}</td>'
+
+
+def table(
+    frame: pd.DataFrame,
+    columns: list[Column],
+    empty: str,
+    *,
+    links: Mapping[str, str] | None = None,
+    name: str = "",
+) -> str:
+    """Every row of ``frame`` as a table; kind is text, num, pct, ms, circle, act or run.
+
+    Args:
+        frame: the rows, in the order to show first.
+        columns: (column, header, kind) for each column shown.
+        empty: the sentence shown instead of an empty table.
+        links: run id to the id of its element on the page (kind ``run``).
+        name: what a row is, for the count above the table ("12 degraded runs").
+    """
+    if frame.empty:
+        return f'<p class="empty">{html.escape(empty)}</p>'
+    links = links or {}
+    head = "".join(
+        f'<th class="{"num" if k in _NUMERIC else ""}" data-kind="{"n" if k in _NUMERIC else "t"}">'
+        f"{html.escape(h)}</th>"
+        for _, h, k in columns
+    )
+    body = "".join(
+        "<tr>" + "".join(_cell(row.get(c), k, links) for c, _, k in columns) + "</tr>"
+        for row in frame.to_dict(orient="records")
+    )
+    total = len(frame)
+    count = f"{total:,} {html.escape(name or 'rows')}" if name else f"{total:,} rows"
+    return (
+        f'<div class="tk-table" data-total="{total}" data-page="{PAGE_ROWS}">'
+        f'<p class="count">{count}</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        '<p class="pager"></p></div>'
+    )
+
+
+#: Pages and sorts every ``.tk-table``; opens an embedded run when its link is followed.
+SCRIPT: Final = """
+(function(){
+function setup(box){
+  var size=+box.dataset.page, body=box.querySelector('tbody'), pager=box.querySelector('.pager');
+  var rows=[].slice.call(body.rows), page=0, pages=Math.max(1,Math.ceil(rows.length/size));
+  function show(){
+    rows.forEach(function(r,i){r.style.display=(Math.floor(i/size)===page)?'':'none';});
+    if(rows.length<=size){pager.textContent='';return;}
+    pager.innerHTML='';
+    var first=page*size+1, last=Math.min(rows.length,(page+1)*size);
+    function btn(text,to,off){var b=document.createElement('button');b.textContent=text;
+      b.disabled=off;b.onclick=function(){page=to;show();};pager.appendChild(b);}
+    btn('\\u2039 previous',page-1,page===0);
+    pager.appendChild(document.createTextNode(' rows '+first+'\\u2013'+last+' of '+rows.length+' '));
+    btn('next \\u203a',page+1,page>=pages-1);
+  }
+  [].forEach.call(box.querySelectorAll('th'),function(th,col){
+    th.title='sort';th.onclick=function(){
+      var up=th.dataset.dir!=='asc', num=th.dataset.kind==='n';
+      [].forEach.call(box.querySelectorAll('th'),function(o){delete o.dataset.dir;});
+      th.dataset.dir=up?'asc':'desc';
+      rows.sort(function(a,b){
+        var x=a.cells[col].dataset.v, y=b.cells[col].dataset.v, c;
+        if(num){c=(x===''?-Infinity:+x)-(y===''?-Infinity:+y);}else{c=x<y?-1:x>y?1:0;}
+        return up?c:-c;});
+      rows.forEach(function(r){body.appendChild(r);});page=0;show();};
+  });
+  show();
+}
+function openRun(){
+  var id=decodeURIComponent(location.hash.slice(1)), el=id&&document.getElementById(id);
+  if(el&&el.tagName==='DETAILS'){el.open=true;el.scrollIntoView();}
+}
+function draw(d){
+  var box=d.querySelector('.timeline'), spec=d.querySelector('script.tk-spec');
+  if(!d.open||!box||!spec||box.dataset.drawn||!window.Plotly)return;
+  var fig=JSON.parse(spec.textContent);box.dataset.drawn='1';
+  Plotly.newPlot(box,fig.data,fig.layout,{displaylogo:false,responsive:true});
+}
+[].forEach.call(document.querySelectorAll('.tk-table'),setup);
+[].forEach.call(document.querySelectorAll('details.tk-run'),function(d){
+  d.addEventListener('toggle',function(){draw(d);});});
+window.addEventListener('hashchange',openRun);openRun();
+})();
+"""
