@@ -179,3 +179,94 @@ def test_browser_draws_every_plot_without_errors(page: Path, tmp_path: Path) -> 
     assert len(drawn) == 4 and all(n > 10 for n in drawn), drawn
     assert hostile_cells > 0  # shown as text
     assert (tmp_path / "fleet-health.png").stat().st_size > 50_000
+
+
+_OVERLAPS = """() => {
+  const plot = [...document.querySelectorAll('.js-plotly-plot')]
+    .find(p => p.querySelector('.tracetk-labels'));
+  const box = r => ({l: r.left, t: r.top, r: r.right, b: r.bottom});
+  const hit = (a, b) => a.l < b.r && b.l < a.r && a.t < b.b && b.t < a.b;
+  const labels = [...plot.querySelectorAll('.tracetk-labels text')]
+    .map(t => ({name: t.textContent, ...box(t.getBoundingClientRect())}));
+  const marks = [...plot.querySelectorAll('.tracetk-nodes path.point, [class*="tracetk-heads"] path.point')]
+    .map(p => box(p.getBoundingClientRect()));
+  const points = [];
+  for (const path of plot.querySelectorAll('[class*="tracetk-edges"] path.js-line')) {
+    const m = path.getScreenCTM(), n = path.getTotalLength();
+    for (let s = 0; s <= n; s += 1) {
+      const q = path.getPointAtLength(s);
+      points.push({x: m.a * q.x + m.c * q.y + m.e, y: m.b * q.x + m.d * q.y + m.f});
+    }
+  }
+  const bad = [];
+  labels.forEach((a, i) => {
+    if (marks.some(m => hit(a, m))) bad.push(a.name + ' covers a node');
+    if (points.some(p => p.x > a.l && p.x < a.r && p.y > a.t && p.y < a.b)) bad.push(a.name + ' covers an edge');
+    labels.slice(i + 1).forEach(b => { if (hit(a, b)) bad.push(a.name + ' covers ' + b.name); });
+  });
+  return {labels: labels.length, marks: marks.length, points: points.length, bad};
+}"""
+
+
+@pytest.mark.browser
+def test_browser_tables_page_sort_and_link_to_embedded_runs(page: Path, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with Store(page.parent.parent / "s.duckdb", read_only=True) as store:
+        degraded = store.con.execute(
+            "SELECT count(*) FROM runs WHERE outcome = 'degraded'"
+        ).fetchone()[0]
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, args=FLAGS,
+            viewport={"width": 1400, "height": 900},
+        )  # fmt: skip
+        try:
+            view = browser.new_page()
+            view.goto(page.as_uri())
+            view.wait_for_function(
+                "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4"
+            )
+            table = view.locator("section", has_text="Degraded runs").locator(".tk-table")
+            rows = table.locator("tbody tr")
+            assert int(table.get_attribute("data-total")) == degraded == rows.count() > 20
+            shown = lambda: [r for r in rows.all() if r.is_visible()]  # noqa: E731
+            first_page = [r.inner_text() for r in shown()]
+            assert (
+                len(first_page) == 20 and f"of {degraded}" in table.locator(".pager").inner_text()
+            )
+            table.get_by_role("button", name="next").click()
+            assert (
+                len(shown()) == min(20, degraded - 20) and shown()[0].inner_text() not in first_page
+            )
+            table.locator("th", has_text="duration").click()  # ascending
+            durations = table.evaluate(
+                "t => [...t.querySelectorAll('tbody tr')].map(r => +r.cells[6].dataset.v)"
+            )
+            assert durations == sorted(durations)
+            links = view.evaluate(
+                """() => [...document.querySelectorAll('a.run')].map(a => {
+                    const el = document.getElementById(a.getAttribute('href').slice(1));
+                    return el && el.tagName === 'DETAILS' && !el.open;})"""
+            )
+            assert links and all(links)
+            circles = view.locator("section", has_text="Recursion circles").locator("tbody tr")
+            assert circles.count() > 0
+            assert (
+                circles.locator("a.run").count() == circles.count()
+            )  # each circle: an example run
+            target = circles.first.locator("a.run").get_attribute("href")
+            circles.first.locator("a.run").click()
+            run = view.locator(f"details{target}")
+            assert run.get_attribute("open") is not None
+            run.locator(".timeline .main-svg").first.wait_for()
+            assert (
+                run.locator(".tracekit-tree").count() == 1 and "AGENT_RECURSION" in run.inner_text()
+            )
+            overlap = view.evaluate(_OVERLAPS)
+        finally:
+            browser.close()
+    assert (
+        overlap["labels"] > 5 and overlap["marks"] > overlap["labels"] and overlap["points"] > 500
+    )
+    assert overlap["bad"] == [], overlap["bad"]
