@@ -29,9 +29,9 @@ Example:
     0   orders    error          7.0
     1  billing    error          4.0
     2   orders  refused          0.0
-    >>> fig = run.timeline()  # a plotly figure: a bar per invocation, a trace per status
+    >>> fig = run.timeline()  # a plotly figure: a bar per invocation, a trace per colour
     >>> [(bars.type, bars.name) for bars in fig.data]
-    [('bar', 'error'), ('bar', 'refused')]
+    [('bar', 'recursion')]
     >>> cause = run.root_cause()  # where the failure began
     >>> cause.agent, cause.code, cause.depth
     ('orders', 'AGENT_RECURSION', 3)
