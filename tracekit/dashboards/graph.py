@@ -317,7 +317,7 @@ def _roomy_enough(
     """The plot area, grown until every label has a clear place, and the labels' places."""
     lines = [list(zip(*_curve(pos[a], pos[b]), strict=True)) for a, b in _pairs(edges)]
     heads = [line[-3] for line in lines if len(line) > 3]
-    width = max(_WIDTH, 240.0 * (columns + 1))
+    width = max(_WIDTH, 160.0 * (columns + 1))  # grown below only when labels need it
     height = max(360.0, 90.0 * rows + 100)
     for _ in range(_TRIES):
         area = Area(-0.5, columns + 0.5, -rows - 0.6, rows + 0.6, width, height)
