@@ -76,8 +76,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    import duckdb
-
     from tracekit.failures import classify_store
     from tracekit.fleet import fleet_report
     from tracekit.store import Store
@@ -94,8 +92,10 @@ def main() -> None:
 
     page = OUT / "fleet-health.html"
     cases: dict[str, Callable[[], object]] = {}
-    con = duckdb.connect(str(db), read_only=True)
+    # One connection for both: DuckDB refuses a second one to the same file
+    # with other settings in the same process (the store's are locked).
     store = Store(db, read_only=True)
+    con = store.con
     cases["bare GROUP BY scan, in-process"] = lambda: con.execute(SCAN).fetchall()
     cases["fleet_report(store), in-process"] = lambda: fleet_report(store)
     cases["bare GROUP BY scan, new process"] = command(sys.executable, "-c", BARE_PROCESS, str(db))

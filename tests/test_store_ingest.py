@@ -386,3 +386,13 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
         assert "hand_over -> billing (ok, 3ms)" in str(store.tree("r1"))
         again = store.ingest(trace)
         assert again.totals.read == 0 and counts(store)[0] == len(before)
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_duckdb_never_draws_its_own_progress_bar(tmp_path: Path, read_only: bool) -> None:
+    """A slow statement would otherwise print DuckDB's bar on the caller's stdout."""
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    with Store(db, read_only=read_only) as store:
+        setting = store.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    assert setting == (False,)

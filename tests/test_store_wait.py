@@ -82,9 +82,9 @@ def test_a_reader_fails_at_once_with_wait_0_naming_the_holder(
     db: Path, tmp_path: Path, name: str
 ) -> None:
     with holding(tmp_path / "holder.py", str(db), "rw") as holder:
-        started = time.monotonic()
+        # The holder never lets go while this runs: a reader that waited would
+        # hit the subprocess timeout instead of answering.
         done = cli(*_argv(READERS[name][0], tmp_path), "--wait", "0", db=db, check=False)
-        assert time.monotonic() - started < 8  # no waiting (the time is Python starting)
     assert done.returncode == 2
     first, *rest = done.stderr.splitlines()
     assert first == (f"Error: {db}: the store is locked by `holder.py {db} rw` (pid {holder.pid})")

@@ -57,16 +57,21 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         "preserve_insertion_order": False,
         "enable_external_access": False,
     }
-    if read_only:
-        config["lock_configuration"] = True
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=config)
+        con = duckdb.connect(str(path), read_only=read_only, config=config)
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise lock_error(path, str(exc)) from None
         raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
     except duckdb.Error as exc:
         raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
+    # DuckDB's own bar would print on stdout during a slow statement, inside a
+    # library call or between the lines a command prints (a session setting:
+    # it cannot be given at connect time). Then a reader's settings are locked.
+    con.execute("SET enable_progress_bar = false")
+    if read_only:
+        con.execute("SET lock_configuration = true")
+    return con
 
 
 def _first_line(exc: Exception) -> str:
