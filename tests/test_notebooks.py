@@ -43,7 +43,8 @@ def test_notebook_runs_top_to_bottom(
         notebook,
         timeout=TIMEOUT_S,
         kernel_name="python3",
-        resources={"metadata": {"path": str(path.parent)}},
+        # Started far from the repository: a notebook must not look for its data by cwd.
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()  # raises CellExecutionError, naming the cell, on any error
     errors = [
@@ -60,4 +61,13 @@ def test_notebook_runs_top_to_bottom(
         for kind in output.get("data", {})
     }
     assert "text/html" in shown  # the inline trees (and tables) rendered
+    figures = [
+        output["data"]
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if "application/vnd.plotly.v1+json" in output.get("data", {})
+    ]
+    assert figures, "no plotly figure shown"
+    # Each figure also carries HTML, for VS Code and exported notebooks.
+    assert all("text/html" in data for data in figures)
     assert not os.path.exists(tmp_path / "never-used.duckdb")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -68,7 +69,8 @@ def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     # DuckDB's own bar would print on stdout during a slow statement, inside a
     # library call or between the lines a command prints (a session setting:
     # it cannot be given at connect time). Then a reader's settings are locked.
-    con.execute("SET enable_progress_bar = false")
+    with contextlib.suppress(duckdb.Error):  # in Jupyter without ipywidgets DuckDB refuses
+        con.execute("SET enable_progress_bar = false")  # even to turn it off: it draws none
     if read_only:
         con.execute("SET lock_configuration = true")
     return con
