@@ -155,7 +155,23 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
     from_store = cli("tree", "run-fail", "--color", "never", "--db", str(db))
     assert from_store.stdout == cli("tree", str(sample), "--color", "never").stdout
     missing = cli("tree", "nope", "--db", str(db), check=False)
-    assert missing.returncode == 2 and "no root run 'nope'" in missing.stderr
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_tree_db_shows_a_child_run_and_honours_run(tmp_path: Path) -> None:
+    sample = next(p for p in SAMPLES if p.stem == "child_failure")
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(sample), db=db)
+    for child in ("run-fail/billing", "run-fail/billing/refunds"):
+        from_file = cli("tree", str(sample), "--run", child, "--color", "never").stdout
+        assert cli("tree", child, "--color", "never", "--db", str(db)).stdout == from_file
+        asked = cli("tree", "run-fail", "--run", child, "--color", "never", "--db", str(db))
+        assert asked.stdout == from_file, child
+    for argv in (["tree", "run-fail", "--run", "nope"], ["tree", "run-fail/nope"]):
+        missing = cli(*argv, db=db, check=False)
+        assert missing.returncode == 2 and missing.stdout == "", argv
+        assert missing.stderr.startswith("Error: ") and "nope" in missing.stderr
+        assert "Traceback" not in missing.stderr
 
 
 def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:

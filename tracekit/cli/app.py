@@ -148,7 +148,7 @@ def tree_command(
 
     Bad lines are skipped (stderr says which) unless --strict; whatever was odd
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
-    With --db, FILE is a root run id and its tree is read from the store.
+    With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
     """
     if db is not None:
         from tracekit.cli.tree import store_tree_view
@@ -156,6 +156,7 @@ def tree_command(
         view = store_tree_view(
             db,
             file,
+            run=run,
             fmt=format.value,
             max_depth=max_depth,
             errors_only=errors,
