@@ -369,11 +369,12 @@ def ingest_command(
 
     A file ingested again adds nothing; a file that grew is read from where the
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
+    A new store into which nothing went (a missing file, no trace) is not kept.
     """
+    from tracekit.cli.ingest import store_to_ingest_into
     from tracekit.cli.progress import progress_bar
-    from tracekit.store import Store
 
-    with Store(db) as store:
+    with store_to_ingest_into(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts

@@ -25,7 +25,7 @@ from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
 from tracekit.failures.classify import classify_store
 from tracekit.store.db import connect, default_path
-from tracekit.store.query import check_read_only, runs_query
+from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,7 +136,12 @@ class Store:
             agent: runs whose root agent is this, or that invoked it anywhere.
             since: a span back from now (``2h``, ``7d``) or an ISO time.
             limit: at most this many rows.
+
+        Raises:
+            StoreError: ``status`` is no status or outcome, or no run has
+                ``service`` or ``agent`` (the error lists the known ones).
         """
+        check_names(self.con, service=service, agent=agent)
         sql, params = runs_query(
             status=status, service=service, agent=agent, since=since, limit=limit
         )
