@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 
 from tests._tree_helpers import run_cli
@@ -15,9 +16,8 @@ def _sha(path: Path) -> str:
 
 def test_simulate_writes_the_fleet_and_its_truth(tmp_path: Path) -> None:
     out, truth = tmp_path / "fleet.jsonl", tmp_path / "truth.jsonl"
-    result = run_cli(
-        "simulate", "--runs", "60", "--seed", "4", "-o", str(out), "--truth", str(truth)
-    )
+    fixed = ["--runs", "60", "--seed", "4", "--start", "2026-01-05T00:00:00Z"]
+    result = run_cli("simulate", *fixed, "-o", str(out), "--truth", str(truth))
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     rows = [json.loads(line) for line in truth.read_text().splitlines()]
@@ -25,8 +25,24 @@ def test_simulate_writes_the_fleet_and_its_truth(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"wrote 60 runs, {events:,} events to {out} (")
     assert len(rows) == 60 and {"run_id", "outcome", "service", "agent"} <= set(rows[0])
     again = tmp_path / "again.jsonl"
-    run_cli("simulate", "--runs", "60", "--seed", "4", "-o", str(again))
+    run_cli("simulate", *fixed, "-o", str(again))
     assert _sha(out) == _sha(again)
+
+
+def test_simulate_without_start_ends_the_window_now(tmp_path: Path) -> None:
+    truth, db = tmp_path / "truth.jsonl", tmp_path / "fleet.duckdb"
+    out = tmp_path / "fleet.jsonl"
+    before = time.time() * 1000
+    made = run_cli(
+        "simulate", "--runs", "50", "--window", "2h", "-o", str(out), "--truth", str(truth)
+    )
+    assert made.returncode == 0, made.stderr
+    starts = [json.loads(line)["start_ms"] for line in truth.read_text().splitlines()]
+    assert before - 2 * 3_600_000 - 1000 <= min(starts) and max(starts) <= time.time() * 1000
+    assert run_cli("ingest", str(out), "--db", str(db)).returncode == 0
+    listed = run_cli("runs", "--since", "2h", "--limit", "100", "--format", "csv", "--db", str(db))
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) - 1 >= 49  # the header, then (nearly) every run
 
 
 def test_simulate_to_stdout_and_gzip(tmp_path: Path) -> None:

@@ -177,9 +177,35 @@ def test_escapes_terminal_control_in_names(tmp_path: Path) -> None:
     assert "x\\x1b[2J" in result.stdout
 
 
+def _no_records(result: object) -> str:
+    """The error line of a tree with nothing to draw (exit 2, no traceback)."""
+    assert result.returncode == 2, result.stderr  # type: ignore[attr-defined]
+    assert result.stdout == "" and "Traceback" not in result.stderr  # type: ignore[attr-defined]
+    first: str = result.stderr.splitlines()[0]  # type: ignore[attr-defined]
+    return first
+
+
 def test_an_empty_trace_says_so(tmp_path: Path) -> None:
-    result = run_cli("tree", "-", input=b"")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "-: no records\n")
+    assert _no_records(run_cli("tree", "-", input=b"")) == (
+        "Error: no trace records in -: standard input was empty"
+    )
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    assert _no_records(run_cli("tree", str(empty))) == (
+        f"Error: no trace records in {empty}: it is empty"
+    )
+
+
+def test_a_saved_tree_or_a_pretty_printed_document_says_what_it_is(tmp_path: Path) -> None:
+    saved = tmp_path / "saved.json"
+    saved.write_text(run_cli("tree", str(ORCHESTRATOR), "--format", "json").stdout)
+    line = _no_records(run_cli("tree", str(saved)))
+    assert line.startswith(f"Error: no trace records in {saved}: it holds trees"), line
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(json.loads(saved.read_text()), indent=2))
+    line = _no_records(run_cli("tree", str(pretty)))
+    assert "one JSON document over" in line and "pretty-printed" in line, line
+    assert "truncated" not in line
 
 
 ODD = str(SAMPLES / "odd_trace.jsonl")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,33 @@ def test_fleet_json_has_every_row_and_filters(db: Path) -> None:
         _run("fleet", "--db", str(db), "--format", "json", "--since", "1h", cwd=db.parent).stdout
     )
     assert since["runs"] == 0 and since["previous_runs"] == 0  # the hand-made runs are long past
+
+
+def test_fleet_json_lists_every_row_the_table_leaves_out(tmp_path: Path) -> None:
+    trace, db = tmp_path / "degraded.jsonl", tmp_path / "d.duckdb"
+    rates = ["--failure-rate", "0", "--recursion-rate", "0", "--refusal-rate", "0"]
+    rates += ["--cancel-rate", "0", "--crash-rate", "0", "--handled-rate", "1"]
+    made = _run("simulate", "--runs", "40", *rates, "-o", str(trace), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert _run("ingest", str(trace), "--db", str(db), cwd=tmp_path).returncode == 0
+    table = _run("fleet", "--db", str(db), cwd=tmp_path).stdout
+    more = re.search(r"(\d+) more: --format json lists them all", table)
+    assert more, table
+    data = json.loads(_run("fleet", "--db", str(db), "--format", "json", cwd=tmp_path).stdout)
+    assert len(data["degraded"]) == 40 == 15 + int(more.group(1))
+
+
+def test_fleet_and_dashboard_check_their_filters(db: Path, tmp_path: Path) -> None:
+    for command in ("fleet", "dashboard"):
+        done = _run(command, "--db", str(db), "--service", "desk-svx", cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        first, hint = done.stderr.splitlines()
+        assert first == "Error: no run has service 'desk-svx'"
+        assert hint.startswith("Did you mean 'desk-svc'? Known services: ")
+        agent = _run(command, "--db", str(db), "--agent", "nobody", cwd=tmp_path)
+        assert agent.returncode == 2
+        assert agent.stderr.startswith("Error: no run has agent 'nobody'\nKnown agents: ")
+        assert "\x1b" not in agent.stderr  # hostile names are escaped in the list
 
 
 def test_fleet_bad_since_is_one_clear_line(db: Path) -> None:

@@ -35,10 +35,54 @@ def test_ingest_prints_the_reconciling_line_and_runs_lists_them(tmp_path: Path) 
     assert sorted(json.loads(r)["run_id"] for r in failed) == ["r0", "r3"]
     csv = cli("runs", "--limit", "2", "--format", "csv", db=db).stdout.splitlines()
     assert csv[0].startswith("run_id,") and len(csv) == 3
-    empty = cli("runs", "--service", "nope", db=db)
+    empty = cli("runs", "--status", "cancelled", db=db)
     assert (empty.stdout, empty.stderr) == ("", "(no rows)\n")
     bad = cli("runs", "--since", "yesterday", db=db, check=False)
     assert bad.returncode == 2 and "not a time span" in bad.stderr
+
+
+def test_runs_filters_are_checked(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(write(tmp_path / "fleet.jsonl", fleet(3))), db=db)
+    cases = {
+        ("--status", "eror"): [
+            "Error: status 'eror' is not a run status or outcome",
+            "Did you mean 'error'? Use one of: ok, error, running, failed, degraded,"
+            " failed:recursion, failed:child, failed:refused, cancelled, incomplete.",
+        ],
+        ("--service", "sv"): [
+            "Error: no run has service 'sv'",
+            "Did you mean 'svc'? Known services: svc.",
+        ],
+        ("--agent", "nobody"): [
+            "Error: no run has agent 'nobody'",
+            "Known agents: billing, front.",
+        ],
+    }
+    for args, lines in cases.items():
+        done = cli("runs", *args, db=db, check=False)
+        assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", lines), args
+    assert (
+        len(
+            cli("runs", "--status", "failed:child", "--agent", "billing", db=db).stdout.splitlines()
+        )
+        == 2
+    )
+
+
+def test_a_failed_ingest_leaves_no_new_store(tmp_path: Path) -> None:
+    db = tmp_path / "new.duckdb"
+    missing = cli("ingest", str(tmp_path / "nope.jsonl"), db=db, check=False)
+    assert missing.returncode == 2 and missing.stderr.startswith("Error: ")
+    assert not db.exists() and not (tmp_path / "new.duckdb.wal").exists()
+    document = tmp_path / "doc.json"
+    document.write_text('{\n  "not": "a trace"\n}\n')
+    skipped = cli("ingest", str(document), db=db)
+    assert "nothing was ingested" in skipped.stderr and not db.exists()
+    cli("ingest", str(write(tmp_path / "a.jsonl", run_lines("r1"))), db=db)
+    again = cli("ingest", str(tmp_path / "nope.jsonl"), db=db, check=False)
+    assert again.returncode == 2 and db.exists()  # a store that was there is kept
+    assert "r1" in cli("runs", db=db).stdout
 
 
 def test_db_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,7 +199,23 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
     from_store = cli("tree", "run-fail", "--color", "never", "--db", str(db))
     assert from_store.stdout == cli("tree", str(sample), "--color", "never").stdout
     missing = cli("tree", "nope", "--db", str(db), check=False)
-    assert missing.returncode == 2 and "no root run 'nope'" in missing.stderr
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_tree_db_shows_a_child_run_and_honours_run(tmp_path: Path) -> None:
+    sample = next(p for p in SAMPLES if p.stem == "child_failure")
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(sample), db=db)
+    for child in ("run-fail/billing", "run-fail/billing/refunds"):
+        from_file = cli("tree", str(sample), "--run", child, "--color", "never").stdout
+        assert cli("tree", child, "--color", "never", "--db", str(db)).stdout == from_file
+        asked = cli("tree", "run-fail", "--run", child, "--color", "never", "--db", str(db))
+        assert asked.stdout == from_file, child
+    for argv in (["tree", "run-fail", "--run", "nope"], ["tree", "run-fail/nope"]):
+        missing = cli(*argv, db=db, check=False)
+        assert missing.returncode == 2 and missing.stdout == "", argv
+        assert missing.stderr.startswith("Error: ") and "nope" in missing.stderr
+        assert "Traceback" not in missing.stderr
 
 
 def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:

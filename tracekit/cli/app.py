@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from tracekit._version import __version__
+from tracekit.cli.help import PlainCommand, PlainGroup
 from tracekit.cli.quick import quick_fleet_args, quick_tree_args
 from tracekit.errors import TracekitError
 
@@ -27,11 +29,25 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PlainGroup,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"tracekit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """See who called whom in multi-agent systems, and what failed where."""
     # A callback keeps `tracekit <command>` a group even while it has one command.
 
@@ -79,12 +95,13 @@ WaitOption = Annotated[
     typer.Option(
         "--wait",
         min=0,
+        metavar="SECONDS",
         help="Seconds to wait while another process writes the store (0: fail at once).",
     ),
 ]
 
 
-@app.command("tree")
+@app.command("tree", cls=PlainCommand)
 def tree_command(
     file: Annotated[
         str,
@@ -92,7 +109,9 @@ def tree_command(
     ],
     run: Annotated[
         str | None,
-        typer.Option("--run", help="Show only this run's tree (a root or any child run)."),
+        typer.Option(
+            "--run", metavar="RUN_ID", help="Show only this run's tree (a root or any child run)."
+        ),
     ] = None,
     format: Annotated[
         TreeFormat, typer.Option("--format", help="text (the tree) or json (the steps as data).")
@@ -103,7 +122,10 @@ def tree_command(
     max_depth: Annotated[
         int | None,
         typer.Option(
-            "--max-depth", min=0, help="Show steps down to this depth (0 is the top level)."
+            "--max-depth",
+            min=0,
+            metavar="N",
+            help="Show steps down to this depth (0 is the top level).",
         ),
     ] = None,
     errors: Annotated[
@@ -114,7 +136,11 @@ def tree_command(
     ] = False,
     db: Annotated[
         str | None,
-        typer.Option("--db", help="Read the run from this store: the argument is then a RUN_ID."),
+        typer.Option(
+            "--db",
+            metavar="STORE",
+            help="Read the run from this store: the argument is then a RUN_ID.",
+        ),
     ] = None,
     wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
@@ -122,7 +148,7 @@ def tree_command(
 
     Bad lines are skipped (stderr says which) unless --strict; whatever was odd
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
-    With --db, FILE is a root run id and its tree is read from the store.
+    With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
     """
     if db is not None:
         from tracekit.cli.tree import store_tree_view
@@ -130,6 +156,7 @@ def tree_command(
         view = store_tree_view(
             db,
             file,
+            run=run,
             fmt=format.value,
             max_depth=max_depth,
             errors_only=errors,
@@ -194,28 +221,50 @@ class IngestFormat(enum.StrEnum):
     otlp = "otlp"
 
 
-@app.command("simulate")
+@app.command("simulate", cls=PlainCommand)
 def simulate_command(
     out: Annotated[
-        str, typer.Option("--out", "-o", help="File to write; - is stdout, a .gz name is gzipped.")
+        str,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="File to write; - is stdout, a .gz name is gzipped."
+        ),
     ] = "fleet.jsonl",
-    runs: Annotated[int | None, typer.Option(min=0, help="Root runs [default: 1000].")] = None,
+    runs: Annotated[int, typer.Option(min=0, metavar="N", help="How many root runs.")] = 1000,
     events: Annotated[
-        int | None, typer.Option(min=0, help="Instead of --runs: write at least this many records.")
+        int | None,
+        typer.Option(
+            min=0, metavar="N", help="Instead of --runs: write at least this many records."
+        ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="The same seed and options give the same bytes.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            metavar="N", help="With --start, the same seed and options give the same bytes."
+        ),
+    ] = 0,
     format: Annotated[
         SimFormat, typer.Option("--format", help="tracekit (v1 JSONL) or otlp (OTLP JSON lines).")
     ] = SimFormat.tracekit,
     start: Annotated[
-        str, typer.Option(help="When the window opens: RFC 3339 or milliseconds.")
-    ] = "2026-01-05T00:00:00Z",
-    window: Annotated[str, typer.Option(help="How long the window is: 90s, 30m, 24h, 7d.")] = "24h",
+        str | None,
+        typer.Option(
+            metavar="TIME",
+            help="When the window opens: RFC 3339 or milliseconds"
+            " (default: so that the window ends now; give one for the same bytes each time).",
+        ),
+    ] = None,
+    window: Annotated[
+        str, typer.Option(metavar="SPAN", help="How long the window is: 90s, 30m, 24h, 7d.")
+    ] = "24h",
     truth: Annotated[
-        str | None, typer.Option(help="Also write each run's expected class here (JSONL).")
+        str | None,
+        typer.Option(metavar="FILE", help="Also write each run's expected class here (JSONL)."),
     ] = None,
     gzip: Annotated[
-        bool | None, typer.Option("--gzip/--no-gzip", help="Compress [default: by the .gz name].")
+        bool | None,
+        typer.Option(
+            "--gzip/--no-gzip", help="Compress the output (default: when its name ends in .gz)."
+        ),
     ] = None,
     failure_rate: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Runs where a child fails (failed:child).")
@@ -254,7 +303,7 @@ def simulate_command(
     )
     report = simulate(
         out,
-        runs=runs,
+        runs=None if events is not None else runs,
         events=events,
         seed=seed,
         format=format.value,
@@ -277,7 +326,11 @@ class TableFormat(enum.StrEnum):
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb)."),
+    typer.Option(
+        "--db",
+        metavar="STORE",
+        help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb).",
+    ),
 ]
 FormatOption = Annotated[
     TableFormat, typer.Option("--format", help="table, json (one object per line) or csv.")
@@ -299,7 +352,7 @@ _RUN_COLUMNS = [
 ]
 
 
-@app.command("ingest")
+@app.command("ingest", cls=PlainCommand)
 def ingest_command(
     paths: Annotated[
         list[str],
@@ -316,11 +369,12 @@ def ingest_command(
 
     A file ingested again adds nothing; a file that grew is read from where the
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
+    A new store into which nothing went (a missing file, no trace) is not kept.
     """
+    from tracekit.cli.ingest import store_to_ingest_into
     from tracekit.cli.progress import progress_bar
-    from tracekit.store import Store
 
-    with Store(db) as store:
+    with store_to_ingest_into(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts
@@ -337,22 +391,37 @@ def ingest_command(
         print(report.reconciliation())
 
 
-@app.command("runs")
+@app.command("runs", cls=PlainCommand)
 def runs_command(
     db: DbOption = None,
     status: Annotated[
         str | None,
-        typer.Option("--status", help="ok, error, running, or an outcome (failed = failed:*)."),
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help="ok, error, running, or an outcome (failed = failed:*).",
+        ),
     ] = None,
-    service: Annotated[str | None, typer.Option("--service", help="Only this service.")] = None,
+    service: Annotated[
+        str | None, typer.Option("--service", metavar="NAME", help="Only this service.")
+    ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help="Runs of this root agent, or that invoked it.")
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Runs of this root agent, or that invoked it."
+        ),
     ] = None,
     since: Annotated[
         str | None,
-        typer.Option("--since", help="Started within this span (30m, 2h, 7d) or since a time."),
+        typer.Option(
+            "--since",
+            metavar="SPAN|TIME",
+            help="Started within this span (30m, 2h, 7d) or since a time.",
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many runs.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many runs.")
+    ] = 50,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
@@ -366,10 +435,12 @@ def runs_command(
     _emit(df, format)
 
 
-@app.command("rejects")
+@app.command("rejects", cls=PlainCommand)
 def rejects_command(
     db: DbOption = None,
-    limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many lines.")] = 100,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many lines.")
+    ] = 100,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
@@ -383,7 +454,7 @@ def rejects_command(
     _emit(df, format)
 
 
-@app.command("sql")
+@app.command("sql", cls=PlainCommand)
 def sql_command(
     query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
     db: DbOption = None,
@@ -428,22 +499,32 @@ class FleetFormat(enum.StrEnum):
 
 _FleetDb = Annotated[
     str | None,
-    typer.Option("--db", help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb)."),
+    typer.Option(
+        "--db",
+        metavar="STORE",
+        help="The store file (default $TRACEKIT_DB, else ./tracekit.duckdb).",
+    ),
 ]
 _Since = Annotated[
     str | None,
     typer.Option(
-        "--since", help="Runs started this long ago or later: 30m, 24h, 7d, or an ISO time."
+        "--since",
+        metavar="SPAN|TIME",
+        help="Runs started this long ago or later: 30m, 24h, 7d, or an ISO time.",
     ),
 ]
-_Service = Annotated[str | None, typer.Option("--service", help="Only this service.")]
+_Service = Annotated[
+    str | None, typer.Option("--service", metavar="NAME", help="Only this service.")
+]
 _Agent = Annotated[
     str | None,
-    typer.Option("--agent", help="Only runs that invoked this agent (calls by or to it)."),
+    typer.Option(
+        "--agent", metavar="NAME", help="Only runs that invoked this agent (calls by or to it)."
+    ),
 ]
 
 
-@app.command("fleet")
+@app.command("fleet", cls=PlainCommand)
 def fleet_command(
     db: _FleetDb = None,
     since: _Since = None,
@@ -489,10 +570,10 @@ def _fleet(
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
 
 
-@app.command("dashboard")
+@app.command("dashboard", cls=PlainCommand)
 def dashboard_command(
     out: Annotated[
-        str, typer.Option("--out", "-o", help="The HTML file to write.")
+        str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")
     ] = "dashboards/fleet-health.html",
     db: _FleetDb = None,
     since: _Since = None,

@@ -11,7 +11,8 @@ from typing import NamedTuple
 
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
-from tracekit.readers import read_trace
+from tracekit.errors import TracekitError
+from tracekit.readers import ReadResult, read_trace
 from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
@@ -70,11 +71,15 @@ def tree_view(
 
     Raises:
         TraceFileError: the file is missing, unreadable or not a trace.
+        TracekitError: the file holds no trace record at all (empty, a saved
+            tree, a pretty-printed document).
         TraceReadError: with ``strict``, the first bad line.
         RunNotFoundError: ``run_id`` is not in the file.
     """
     with gc_paused():  # a million acyclic records: collections would only walk them
         result = read_trace(source, strict=strict)
+        if not result.events:
+            raise _no_records(source, result)
         forest = build_forest(result.events)
         view = render_forest(
             forest,
@@ -88,27 +93,50 @@ def tree_view(
     if hold is not None:
         hold.extend((result, forest))
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
-    if not result.events:
-        notes.append(f"{escape(source)}: no records")
     return TreeView(view.stdout, notes)
+
+
+def _no_records(source: str, result: ReadResult) -> TracekitError:
+    """One line on a file with nothing to draw: what it holds instead, as far as the lines tell."""
+    first = result.bad_lines[0] if result.bad_lines else None
+    if first is None and not result.lines_read:
+        what = "it is empty" if source != "-" else "standard input was empty"
+    elif first is None:
+        what = f"its {result.lines_read} line(s) hold no record (OTLP without spans?)"
+    elif first.text.strip() in ("{", "["):
+        what = (
+            f"one JSON document over {result.lines_read} lines (pretty-printed?),"
+            " and a trace has one record a line"
+        )
+    elif '"runs"' in first.text and '"runId"' in first.text:
+        what = "it holds trees (tracekit tree --format json), not the records they were drawn from"
+    else:
+        what = f"no line of {result.lines_read} is a record (line {first.line}: {first.reason})"
+    return TracekitError(
+        f"no trace records in {escape(source)}: {escape(what)}",
+        hint="tracekit tree reads v1 JSON lines or OTLP JSON: see docs/trace-format.md.",
+    )
 
 
 def store_tree_view(
     db: str,
     run_id: str,
     *,
+    run: str | None = None,
     fmt: str = "text",
     max_depth: int | None = None,
     errors_only: bool = False,
     color: bool = False,
     wait: float = 0.0,
 ) -> TreeView:
-    """Read one root run's records from a store and render its tree: ``tracekit tree RUN --db``.
+    """Read a run's tree from a store and render it: ``tracekit tree RUN --db``.
 
+    ``run_id`` is a root run or a child run (whose subtree is shown, as from
+    its file); ``run``, if given, is the run of that tree to show instead.
     ``wait`` is how long to wait for another process that writes the store.
 
     Raises:
-        RunNotFoundError: the store has no such root run.
+        RunNotFoundError: the store has no such run, or its tree has no run ``run``.
         StoreLockedError: still locked after ``wait`` seconds.
     """
     from tracekit.store import Store
@@ -117,6 +145,7 @@ def store_tree_view(
         events = store.events(run_id)
     return render_forest(
         build_forest(events),
+        run_id=run if run is not None else run_id,
         fmt=fmt,
         max_depth=max_depth,
         errors_only=errors_only,

@@ -235,16 +235,17 @@ def circle_rows(
     )
 
 
-def degraded_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, limit: int = 20) -> Rows:
-    """The newest runs that ended ok while a delegation inside failed."""
+def degraded_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, limit: int | None = 20) -> Rows:
+    """The newest runs that ended ok while a delegation inside failed (all of them: ``limit=None``)."""
     where, params = flt.runs_where()
+    cap = "" if limit is None else f"LIMIT {int(limit)}"
     return fetch(
         con,
         f"""
         SELECT run_id, start_at, service, agent, origin_agent, origin_code, circle,
             failed_invocations, duration_ms
         FROM runs WHERE outcome = 'degraded' AND {where}
-        ORDER BY start_ms DESC NULLS LAST, run_id LIMIT {int(limit)}
+        ORDER BY start_ms DESC NULLS LAST, run_id {cap}
         """,
         params,
     )

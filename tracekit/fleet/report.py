@@ -64,6 +64,7 @@ from tracekit.fleet.tables import (
 )
 from tracekit.store import Store
 from tracekit.store.db import default_path
+from tracekit.store.query import check_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,7 +300,7 @@ class FleetReport:
 
     @property
     def degraded(self) -> pd.DataFrame:
-        """The newest degraded runs."""
+        """Every degraded run, newest first."""
         return self.frame("degraded")
 
     @property
@@ -369,8 +370,12 @@ def fleet_report(
         service: only this service.
         agent: only runs that invoked this agent, calls by or to it.
         now: the end of the window (default: the clock).
+
+    Raises:
+        StoreError: no run has ``service`` or ``agent`` (the error lists the known ones).
     """
     con, source = _source(store)
+    check_names(con, service=service, agent=agent)
     flt = FleetFilter.make(since, service, agent, now=now)
     prev = flt.previous()
     groups = run_groups(con, flt, prev, _running_since(now))
@@ -379,7 +384,7 @@ def fleet_report(
         "outcomes": outcomes_table(groups, compare=prev is not None),
         "circles": circles_table(circle_rows(con, flt, prev), compare=prev is not None),
         "failures": failures_table(groups, edges),
-        "degraded": degraded_rows(con, flt),
+        "degraded": degraded_rows(con, flt, None),  # every one: the text shows the newest
         "latency": latency_rows(con, flt, source),
         "edges": edges_table(edges, flt.agent),
     }

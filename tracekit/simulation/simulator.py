@@ -23,6 +23,7 @@ import gzip
 import os
 import random
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,7 +130,7 @@ def simulate(
     events: int | None = None,
     seed: int = 0,
     format: Literal["tracekit", "otlp"] = "tracekit",
-    start: float | str = DEFAULT_START,
+    start: float | str | None = DEFAULT_START,
     window_ms: float = DEFAULT_WINDOW_MS,
     rates: SimulationRates | None = None,
     truth: str | os.PathLike[str] | None = None,
@@ -144,7 +145,8 @@ def simulate(
         seed: the same seed and arguments give the same bytes.
         format: ``"tracekit"`` (v1 JSON lines) or ``"otlp"`` (OTLP JSON, one
             ``TracesData`` object of up to 512 spans a line).
-        start: when the window opens (milliseconds or RFC 3339).
+        start: when the window opens (milliseconds or RFC 3339); None for a
+            window that ends now (the bytes then differ from one call to the next).
         window_ms: how long the window is; run starts are spread evenly over it.
         rates: how often each kind of failure happens.
         truth: also write each run's expected class here (JSON lines).
@@ -162,7 +164,7 @@ def simulate(
         raise TracekitError("runs and events must be at least 0, and the window longer than 0")
     path = os.fspath(out)
     report = SimulationReport(path=path, format=format, truth=os.fspath(truth) if truth else None)
-    fleet = _Fleet(seed, rates or SimulationRates(), _start_ms(start))
+    fleet = _Fleet(seed, rates or SimulationRates(), _start_ms(start, window_ms))
     target_runs = runs if runs is not None else None if events is not None else 1000
     expected = target_runs if target_runs is not None else max(1, (events or 0) // _EVENTS_PER_RUN)
     gap = window_ms / max(1, expected)
@@ -199,7 +201,10 @@ def parse_duration_ms(text: str) -> float:
     return ms
 
 
-def _start_ms(start: float | str) -> float:
+def _start_ms(start: float | str | None, window_ms: float) -> float:
+    """When the window opens; without ``start``, so that it ends now (whole seconds)."""
+    if start is None:
+        return float(int(time.time()) * 1000) - window_ms
     try:
         return parse_ts(start)
     except ValueError as exc:

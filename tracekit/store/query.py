@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 import duckdb
 
-from tracekit._util.text import duration_ms
+from tracekit._util.text import duration_ms, escape
 from tracekit.errors import StoreError
+from tracekit.failures.outcomes import OUTCOMES
 
-__all__ = ["check_read_only", "parse_since", "runs_query"]
+__all__ = [
+    "STATUSES",
+    "check_names",
+    "check_read_only",
+    "check_status",
+    "parse_since",
+    "runs_query",
+]
+
+#: What a run's ``status`` filter takes: a status, ``failed`` (every ``failed:*``) or an outcome.
+STATUSES: Final = ("ok", "error", "running", "failed", *OUTCOMES[1:])
+_LISTED: Final = 20  # known names an error lists before "and N more"
+_KNOWN_SQL: Final = {
+    "service": "SELECT service FROM runs UNION SELECT service FROM invocations",
+    "agent": "SELECT agent FROM runs UNION SELECT agent FROM invocations",
+}
 
 _QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
 
@@ -41,6 +58,50 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     return moment
 
 
+def check_status(status: str | None) -> None:
+    """Refuse a status filter that no run can match (``eror``), naming those that can.
+
+    Raises:
+        StoreError: ``status`` is neither a status nor an outcome.
+    """
+    if status and status not in STATUSES:
+        raise StoreError(
+            f"status '{escape(status)}' is not a run status or outcome",
+            hint=_suggest(status, STATUSES) + "Use one of: " + ", ".join(STATUSES) + ".",
+        )
+
+
+def check_names(
+    con: duckdb.DuckDBPyConnection, *, service: str | None = None, agent: str | None = None
+) -> None:
+    """Refuse a service or agent filter that no run has, listing the ones the store knows.
+
+    A misspelt name would otherwise give an empty answer that looks like good news.
+
+    Raises:
+        StoreError: no run or invocation has this service or agent.
+    """
+    for kind, value in (("service", service), ("agent", agent)):
+        if not value:
+            continue
+        sql = f"SELECT name FROM ({_KNOWN_SQL[kind]}) AS k(name) WHERE name IS NOT NULL"
+        known = [name for (name,) in con.execute(sql + " ORDER BY name").fetchall()]
+        if value in known:
+            continue
+        listed = ", ".join(escape(name) for name in known[:_LISTED])
+        more = f" and {len(known) - _LISTED} more" if len(known) > _LISTED else ""
+        raise StoreError(
+            f"no run has {kind} '{escape(value)}'",
+            hint=_suggest(value, known)
+            + (f"Known {kind}s: {listed}{more}." if known else "The store has no runs yet."),
+        )
+
+
+def _suggest(value: str, known: Any) -> str:
+    close = difflib.get_close_matches(value, list(known), n=1)
+    return f"Did you mean '{escape(close[0])}'? " if close else ""
+
+
 def runs_query(
     *,
     status: str | None = None,
@@ -53,7 +114,11 @@ def runs_query(
 
     ``status`` matches the run's ``status`` (ok, error, running) or its
     ``outcome`` (``failed`` matches every ``failed:*``).
+
+    Raises:
+        StoreError: ``status`` is none of :data:`STATUSES`.
     """
+    check_status(status)
     where: list[str] = []
     params: list[Any] = []
     if status:

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
 from tracekit.failures.classify import classify_store
 from tracekit.store.db import connect, default_path
-from tracekit.store.query import check_read_only, runs_query
+from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -135,7 +136,12 @@ class Store:
             agent: runs whose root agent is this, or that invoked it anywhere.
             since: a span back from now (``2h``, ``7d``) or an ISO time.
             limit: at most this many rows.
+
+        Raises:
+            StoreError: ``status`` is no status or outcome, or no run has
+                ``service`` or ``agent`` (the error lists the known ones).
         """
+        check_names(self.con, service=service, agent=agent)
         sql, params = runs_query(
             status=status, service=service, agent=agent, since=since, limit=limit
         )
@@ -162,29 +168,32 @@ class Store:
         return self.con.execute("SELECT * FROM ingest_log ORDER BY ingest_id").df()
 
     def events(self, run_id: str) -> list[Event]:
-        """The records of one root run's whole tree, in the order they were read.
+        """The records of the whole tree a run belongs to, in the order they were read.
+
+        ``run_id`` is a root run or any child run: a child run's records come
+        with its root's, so that its tree is drawn as from the root's file.
 
         Raises:
-            RunNotFoundError: no such root run.
+            RunNotFoundError: no such run.
         """
-        self._root(run_id)
+        root = self._root(run_id)
         rows = self.con.execute(
             """
             WITH r AS (
-                SELECT ?::VARCHAR AS run_id
+                SELECT $1::VARCHAR AS run_id
                 UNION SELECT run_id FROM invocations WHERE root_run_id = $1
             )
             SELECT raw FROM events WHERE run_id IN (SELECT run_id FROM r)
             ORDER BY ingest_id, line, item
-            """.replace("?::VARCHAR", "$1::VARCHAR"),
-            [run_id],
+            """,
+            [root],
         ).fetchall()
         from tracekit.events import decode_event  # msgspec: only when records are read
 
         return [decode_event(raw) for (raw,) in rows]
 
     def tree(self, run_id: str) -> AgentTree:
-        """The delegation tree of one root run, as ``tracekit tree`` draws it from its file."""
+        """The delegation tree of a run (a root, or a child run's subtree), as from its file."""
         from tracekit.tree import build_forest
 
         return build_forest(self.events(run_id)).run(run_id, source=str(self.path)).steps
@@ -227,15 +236,27 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
 
-    def _root(self, run_id: str) -> None:
-        row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0]
-        if not row or not row[0]:
+    def _root(self, run_id: str) -> str:
+        """The root run of the tree ``run_id`` is in: itself, or a child run's root."""
+        row = self.con.execute(
+            """
+            SELECT run_id FROM runs WHERE run_id = $1
+            UNION ALL (
+                SELECT root_run_id FROM invocations
+                WHERE run_id = $1 AND root_run_id IS NOT NULL LIMIT 1
+            )
+            LIMIT 1
+            """,
+            [run_id],
+        ).fetchone()
+        if row is None:
             raise RunNotFoundError(
-                f"{self.path}: no root run {run_id!r}",
+                f"{self.path}: no run '{escape(run_id)}'",
                 run_id=run_id,
                 source=str(self.path),
                 hint="List the runs with: tracekit runs --db " + str(self.path),
             )
+        return str(row[0])
 
     def _writable(self) -> None:
         if self.read_only:
