@@ -13,6 +13,7 @@ from tracekit.errors import StoreError
 __all__ = ["check_read_only", "parse_since", "runs_query"]
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_HINT = "Use a span such as 30m, 2h or 7d, or an ISO time such as 2026-01-01T09:00."
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 
 
@@ -24,19 +25,18 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
         datetime.datetime(2026, 1, 1, 10, 0)
     """
     match = _SPAN.match(text)
-    if match:
-        now = now or datetime.now(UTC)
-        moment = now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
-        return moment.astimezone(UTC).replace(tzinfo=None)
     try:
+        if match:
+            now = now or datetime.now(UTC)
+            moment = now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+            return moment.astimezone(UTC).replace(tzinfo=None)
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
     except ValueError:
-        raise StoreError(
-            f"--since {text!r}: not a time span or a time",
-            hint="Use a span such as 30m, 2h or 7d, or an ISO time such as 2026-01-01T09:00.",
-        ) from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
+        raise StoreError(f"--since {text!r}: not a time span or a time", hint=_HINT) from None
+    except OverflowError:
+        raise StoreError(f"--since {text!r}: reaches beyond the years 1 to 9999") from None
     return moment
 
 
