@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 import pyarrow as pa
 
-from tracekit.events import Event, encode_event
+from tracekit.events import MAX_LINE_BYTES, Event, encode_event
 from tracekit.readers.lines import sniff
 from tracekit.store.sources import Chunk, Source, open_stream, read_chunks, text_table
 
@@ -39,9 +39,25 @@ def detect_format(source: Source) -> str:
 
 
 def _sniff(source: Source) -> str:
+    # The first two lines tell the format: no more than that is read, even
+    # when the first line is long or never ends (it is then seen by its head).
     with open_stream(source) as stream:
-        chunks = read_chunks(stream, start=0, first_line=1, final=True, size=_PEEK)
+        budget = _Budget(stream, MAX_LINE_BYTES + 2 * _PEEK)
+        chunks = read_chunks(budget, start=0, first_line=1, final=True, size=_PEEK)  # type: ignore[arg-type]
         return sniff(chunks)[0]
+
+
+class _Budget:
+    """A stream that ends after ``left`` bytes."""
+
+    def __init__(self, stream: IO[bytes], left: int) -> None:
+        self.stream = stream
+        self.left = left
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(min(size, self.left))
+        self.left -= len(data)
+        return data
 
 
 Batch = tuple[Chunk, pa.Table, list[tuple[int, str, str]]]
