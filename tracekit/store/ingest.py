@@ -35,8 +35,8 @@ __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
-_LOST = " the lines before it are stored, the rest of the file is lost"
 ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Progress]]
+_LOST = " the lines before it are stored, the rest of the file is lost"
 
 
 @dataclass
