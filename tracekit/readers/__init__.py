@@ -55,7 +55,7 @@ def read_trace(
         TraceReadError: with ``strict``, the first bad line.
     """
     path = os.fspath(source)
-    refused: list[TraceReadError] = []
+    refused: list[tuple[TraceReadError, str]] = []  # with the chunk's damage, if any
     with _open(path) as source_:
         chunks = _chunks(source_, path)
         found, head = sniff(chunks)
@@ -66,9 +66,10 @@ def read_trace(
             result = _read_otlp(_split(blocks), path, strict=strict, document=document)
         else:
             result = read_jsonl_blocks(blocks, path, strict=strict)
-    if refused:
-        result.lines_read += sum(e.reason.startswith("line too long") for e in refused)
-        result.bad_lines = sorted([*result.bad_lines, *refused], key=lambda e: e.line)
+    if refused:  # the damage of a gzip stream is no line read; a long line is one
+        result.lines_read += sum(e.reason != damage for e, damage in refused)
+        errors = [e for e, _ in refused]
+        result.bad_lines = sorted([*result.bad_lines, *errors], key=lambda e: e.line)
     return result
 
 
@@ -126,7 +127,7 @@ def _chunks(source: _Source, path: str) -> Iterator[Chunk]:
 
 
 def _blocks(
-    chunks: Iterable[Chunk], path: str, refused: list[TraceReadError], *, strict: bool
+    chunks: Iterable[Chunk], path: str, refused: list[tuple[TraceReadError, str]], *, strict: bool
 ) -> Iterator[bytes]:
     """The chunks' bytes; over-long lines and damage are collected in ``refused``.
 
@@ -139,7 +140,7 @@ def _blocks(
             error = TraceReadError(path, number, text, reason)
             if strict:
                 raise error
-            refused.append(error)
+            refused.append((error, chunk.damage))
 
 
 def _split(blocks: Iterable[bytes]) -> Iterator[bytes]:
