@@ -172,3 +172,17 @@ def test_tree_and_ingest_split_lines_alike_and_a_bom_costs_nothing(tmp_path: Pat
     for path in (crlf, bom):
         done = cli("tree", str(path))
         assert "bad line" not in done.stderr, done.stderr
+
+
+def test_a_device_is_refused_in_one_line_not_read_forever(tmp_path: Path) -> None:
+    for args in (
+        ["ingest", "/dev/zero", "--db", str(tmp_path / "s.duckdb")],
+        ["tree", "/dev/zero"],
+    ):
+        done = subprocess.run(
+            [TRACEKIT, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (done.returncode, done.stderr) == (
+            2,
+            "Error: /dev/zero: is a device, not a trace file\n",
+        )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Literal
@@ -104,6 +105,10 @@ def _open(path: str) -> _Source:
         except OSError as exc:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
         owned = [raw]
+        mode = os.fstat(raw.fileno()).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
+            raw.close()
+            raise TraceFileError(path, "is a device, not a trace file")
     peek = getattr(raw, "peek", None)
     head = peek(2)[:2] if peek is not None else b""
     if head == _GZIP_MAGIC:

@@ -103,8 +103,10 @@ def _walk(root: Path) -> list[Path]:
 
 def _source(path: Path, label: str) -> Source:
     try:
-        regular = stat.S_ISREG(path.stat().st_mode)
-        if not regular:  # a pipe, a FIFO, <(...): it can be read once only
+        mode = path.stat().st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
+            raise TraceFileError(label, "is a device, not a trace file")
+        if not stat.S_ISREG(mode):  # a pipe, a FIFO, <(...): it can be read once only
             with path.open("rb") as stream:
                 return _spooled(stream, label)
         with path.open("rb") as fh:
