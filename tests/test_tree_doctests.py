@@ -15,6 +15,7 @@ MODULES = [
     "tracekit.describe",
     "tracekit.readers",
     "tracekit.readers.jsonl",
+    "tracekit.readers.lines",
     "tracekit.steps",
     "tracekit.tree",
 ]
