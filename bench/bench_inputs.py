@@ -14,6 +14,12 @@ Each command runs in a fresh child process (a fresh store for ingest), and
 its peak RSS comes from ``os.wait4``. Figures are medians over ``--repeat``;
 ratios are against the small input in the same run. The aim: peak RSS under
 the store's memory limit (1 GB) plus 256 MB.
+
+``--read-ab FILE --baseline CHECKOUT`` instead times the ingest's read path
+alone (chunks of whole lines and their Arrow tables, no DuckDB) on FILE,
+this tree's code against ``CHECKOUT/tracekit/store/sources.py`` (a checkout
+of the previous code), alternating in one process, in CPU seconds so that a
+loaded machine shifts both sides alike.
 """
 
 from __future__ import annotations
@@ -92,11 +98,48 @@ def _measure(command: str, path: Path, work: Path, repeat: int) -> tuple[float, 
     return statistics.median(times), statistics.median(peaks)
 
 
+def _read_path(module: object, path: Path) -> float:
+    """CPU seconds to cut a file into chunks and build their tables."""
+    started = time.process_time()
+    with path.open("rb") as stream:
+        chunks = module.read_chunks(stream, start=0, first_line=1, final=True)  # type: ignore[attr-defined]
+        for chunk in chunks:
+            module.lines_table(chunk.data, chunk.first_line)  # type: ignore[attr-defined]
+    return time.process_time() - started
+
+
+def _read_ab(path: Path, baseline: Path, repeat: int) -> None:
+    import importlib.util
+
+    from tracekit.store import sources
+
+    spec = importlib.util.spec_from_file_location(
+        "baseline_sources", baseline / "tracekit" / "store" / "sources.py"
+    )
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = old  # dataclasses look their module up there
+    spec.loader.exec_module(old)
+    times: dict[str, list[float]] = {"baseline": [], "this tree": []}
+    for _ in range(repeat):
+        times["baseline"].append(_read_path(old, path))
+        times["this tree"].append(_read_path(sources, path))
+    floor = statistics.median(times["baseline"])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"read path, {name:9}: {median:6.3f} CPU s  {median / floor:5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tk-inputs")
+    parser.add_argument("--read-ab", type=Path, help="time the read path on this file")
+    parser.add_argument("--baseline", type=Path, help="a checkout of the previous code")
     args = parser.parse_args()
+    if args.read_ab:
+        _read_ab(args.read_ab, args.baseline, args.repeat)
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
     inputs = _write_inputs(args.dir)
     print(
