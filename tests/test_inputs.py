@@ -186,3 +186,23 @@ def test_a_device_is_refused_in_one_line_not_read_forever(tmp_path: Path) -> Non
             2,
             "Error: /dev/zero: is a device, not a trace file\n",
         )
+
+
+def test_store_ingest_raises_a_damaged_gzip_with_the_report_of_what_it_stored(
+    tmp_path: Path,
+) -> None:
+    from tracekit import Store, TraceDamagedError
+
+    whole = gzip.compress("".join(x for n in range(400) for x in run_lines(f"r{n}")).encode())
+    trace = tmp_path / "cut.jsonl.gz"
+    trace.write_bytes(whole[: len(whole) // 2])
+    with Store(tmp_path / "s.duckdb") as store:
+        try:
+            store.ingest(trace)
+        except TraceDamagedError as exc:
+            report = exc.report
+        else:
+            raise AssertionError("a cut gzip stream was not reported")
+        total = report.totals
+        assert total.read == total.accepted + total.rejected + total.duplicates
+        assert total.rejected == 1 and len(store.runs()) > 10
