@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install
+.PHONY: demo test lint bench clean install browser screenshot
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,8 +17,17 @@ install: $(STAMP)
 demo: $(STAMP)
 	@bash examples/demo.sh
 
-test: $(STAMP)
+# The dashboard's test drives a real headless Chromium: Debian's, installed when missing.
+browser:
+	@bash .ci/browser.sh
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 -q
+
+# dashboards/fleet-health.png, the picture in dashboards/README.md, taken by the browser test.
+screenshot: $(STAMP) browser
+	TRACEKIT_SCREENSHOT=dashboards/fleet-health.png $(BIN)/python -m pytest -q -n 0 \
+		tests/test_dashboard.py -k browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check tracekit tests bench examples

@@ -1,6 +1,6 @@
 """Benchmark: `tracekit fleet` and `tracekit dashboard` over 200,000 runs vs a bare GROUP BY.
 
-The store is a simulated fleet (``tracekit.simulate``, seed 11) ingested once
+The store is a simulated fleet (``tracekit.simulation.simulator``, seed 11) ingested once
 into ``bench/out/fleet-<runs>.duckdb`` and reused by later runs of the script.
 In the same run, alternating, the script times:
 
@@ -13,7 +13,7 @@ In the same run, alternating, the script times:
 * once, ``classify_store`` over every run (what ``tracekit ingest`` adds).
 
 Run: ``.venv/bin/python bench/bench_fleet.py`` (``--runs N``, ``--repeat K``).
-Aim (issue 5): the fleet report under 3x the bare scan; the dashboard under 10 s.
+Aim: the fleet report under 3x the bare scan; the dashboard under 10 s.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ BARE_PROCESS = (
 
 def build_store(runs: int) -> Path:
     """Simulate and ingest the fleet once; later runs reuse the store."""
-    from tracekit.simulate import simulate
+    from tracekit.simulation.simulator import simulate
     from tracekit.store import Store
 
     OUT.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ v1 form. Every measurement is a child process (wall time and peak RSS from
 ``os.wait4``); medians over ``--repeat`` runs, alternating.
 
 Run: ``.venv/bin/python bench/bench_simulate.py`` (``--events N``,
-``--read-events N``, ``--repeat K``). Aim (issue 4): a 5,000,000-event fleet
+``--read-events N``, ``--repeat K``). Aim: a 5,000,000-event fleet
 in well under a minute.
 """
 
@@ -27,7 +27,7 @@ BIN = Path(sys.executable).parent
 ENCODE_ONLY = """
 import sys, msgspec
 from tracekit.readers import read_trace
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 simulate(sys.argv[2] + ".one", runs=1, seed=1)
 batch = read_trace(sys.argv[2] + ".one").events
 encoder, target, done = msgspec.json.Encoder(), int(sys.argv[1]), 0

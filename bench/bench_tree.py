@@ -6,7 +6,7 @@ child processes, a few times each, alternating; the script reports medians,
 the ratio, and each child's peak RSS (from ``os.wait4``).
 
 Run: ``.venv/bin/python bench/bench_tree.py`` (``--events N``, ``--repeat K``).
-Aim (issue 2): the tree within 2x of parse-only, peak memory under 1.5 GB.
+Aim: the tree within 2x of parse-only, peak memory under 1.5 GB.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def timed(argv: list[str]) -> tuple[float, float]:
 BREAKDOWN = (
     "import sys, time\n"
     "t0 = time.perf_counter()\n"
-    "from tracekit._gcpause import gc_paused\n"
-    "from tracekit.describe import render_forest\n"
+    "from tracekit._util.gcpause import gc_paused\n"
+    "from tracekit.cli.tree import render_forest\n"
     "from tracekit.readers import read_trace\n"
     "from tracekit.tree import build_forest\n"
     "t1 = time.perf_counter()\n"

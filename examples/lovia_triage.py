@@ -17,7 +17,7 @@ from lovia import Agent, Runner, tool
 from lovia.testing import ScriptedProvider, call, text
 
 from tracekit import AgentTracer, JsonlSink
-from tracekit.integrations.lovia import LoviaTracer
+from tracekit.sdk.integrations.lovia import LoviaTracer
 
 
 @tool

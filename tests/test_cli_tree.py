@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _tree_helpers import SAMPLES, call, node, run_cli, write_jsonl
 
-from tracekit._cli_quick import quick_tree_args
+from tracekit.cli.quick import quick_tree_args
 from tracekit.events import ErrorInfo, RunEnd, RunStart
 
 ORCHESTRATOR = SAMPLES / "agent_orchestrator.jsonl"
@@ -197,7 +197,7 @@ FAILING = str(SAMPLES / "child_failure.jsonl")
     ],
 )
 def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str]) -> None:
-    # The console script reads these without typer (tracekit._cli_quick); typer's runner must agree.
+    # The console script reads these without typer (tracekit.cli.quick); typer's runner must agree.
     from typer.testing import CliRunner
 
     from tracekit.cli import app
@@ -241,8 +241,8 @@ def test_a_usage_error_is_still_typers() -> None:
 
 def test_the_quick_reading_knows_the_same_choices_as_the_commands() -> None:
     # A choice the commands dropped must not be taken by the quick reading either.
-    from tracekit import _cli_quick
-    from tracekit.cli import ColorMode, FleetFormat, TreeFormat
+    from tracekit.cli import quick as _cli_quick
+    from tracekit.cli.app import ColorMode, FleetFormat, TreeFormat
 
     assert tuple(TreeFormat) == _cli_quick.TREE_FORMATS
     assert tuple(FleetFormat) == _cli_quick.FLEET_FORMATS

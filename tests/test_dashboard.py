@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -11,7 +12,7 @@ from _fleet_helpers import HOSTILE, MARKUP, T0, all_cases, hostile_run, write
 
 from tracekit.dashboards.graph import circle_edges, delegation_graph
 from tracekit.dashboards.page import build_dashboard, write_dashboard
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 from tracekit.store import Store
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -105,6 +106,8 @@ def test_browser_draws_every_plot_without_errors(page: Path, tmp_path: Path) -> 
             )
             hostile_cells = view.get_by_text(HOSTILE, exact=False).count()
             view.screenshot(path=str(tmp_path / "fleet-health.png"), full_page=True)
+            if os.environ.get("TRACEKIT_SCREENSHOT"):  # `make screenshot`: the README's picture
+                view.screenshot(path=os.environ["TRACEKIT_SCREENSHOT"], scale="css")
         finally:
             browser.close()
     assert errors == [] and dialogs == []

@@ -26,7 +26,7 @@ from tracekit.failures import (
 )
 from tracekit.failures.rules import STALE_AFTER_MS, innermost
 from tracekit.readers import read_trace
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 
 
 def _got(finding) -> dict:

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 from _fleet_helpers import CASES, ROLES, T0, all_cases, deep_failure, handled, write
+from _store_helpers import cli
 
 from tracekit.events import Exit
 from tracekit.failures import classify_run, classify_store, run_facts
 from tracekit.readers import read_trace
-from tracekit.simulate import simulate
-from tracekit.store import Store
+from tracekit.simulation.simulator import simulate
+from tracekit.store import Store, StoreSink
+from tracekit.store.ingest import ingest_paths
 
 _COLUMNS = ("outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code")
 
@@ -29,7 +31,7 @@ def _none(value: object) -> object:
 def test_hand_made_runs_classified_in_the_store(tmp_path: Path) -> None:
     trace = write(tmp_path / "cases.jsonl", all_cases())
     with Store(tmp_path / "s.duckdb") as store:
-        store.ingest(trace)
+        ingest_paths(store.con, [trace])  # the bare load, without the classification
         report = classify_store(store)
         assert report.runs == len(CASES)
         rows = _runs(store)
@@ -48,13 +50,46 @@ def test_classify_is_idempotent_and_picks_up_what_a_later_ingest_changed(tmp_pat
     exits = [e for e in events if isinstance(e, Exit) or e.__struct_config__.tag == "run.end"]
     first = write(tmp_path / "first.jsonl", [e for e in events if e not in exits])
     with Store(tmp_path / "s.duckdb") as store:
-        store.ingest(first)
+        ingest_paths(store.con, [first])  # the bare load, without the classification
         assert classify_store(store).outcomes == {"incomplete": 1}
         assert classify_store(store).runs == 0  # nothing new: nothing done
-        store.ingest(write(tmp_path / "second.jsonl", exits))  # the exits arrive later
+        ingest_paths(store.con, [write(tmp_path / "second.jsonl", exits)])  # the exits, later
         assert classify_store(store).outcomes == {"failed:child": 1}
         row = _runs(store)["late"]
         assert (row["origin_agent"], row["origin_code"]) == ("invoices", "TIMEOUT")
+
+
+def _unclassified(store: Store) -> int:
+    return int(store.sql("SELECT count(*) AS n FROM runs WHERE classified_at IS NULL")["n"][0])
+
+
+def test_every_writer_classifies_what_it_wrote(tmp_path: Path) -> None:
+    """Store.ingest, StoreSink (through ingest_records) and `tracekit ingest` all classify."""
+    events = deep_failure("late")
+    with Store(tmp_path / "api.duckdb") as store:
+        store.ingest(write(tmp_path / "a.jsonl", events))
+        assert _unclassified(store) == 0
+        assert _runs(store)["late"]["outcome"] == "failed:child"
+    with Store(tmp_path / "sink.duckdb") as store:
+        sink = StoreSink(store, batch=1000)
+        for event in events:
+            sink.emit(event)
+        sink.close()
+        assert _unclassified(store) == 0
+        assert _runs(store)["late"]["outcome"] == "failed:child"
+    db = tmp_path / "cli.duckdb"
+    cli("ingest", str(tmp_path / "a.jsonl"), db=db)
+    with Store(db, read_only=True) as store:
+        assert _unclassified(store) == 0
+        assert _runs(store)["late"]["outcome"] == "failed:child"
+
+
+def test_the_fleet_report_only_reads(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(write(tmp_path / "a.jsonl", deep_failure("late"))), db=db)
+    before = db.read_bytes()
+    cli("fleet", "--format", "json", db=db)
+    assert db.read_bytes() == before
 
 
 def test_fleet_calls_resolve_the_caller(tmp_path: Path) -> None:

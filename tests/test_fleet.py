@@ -22,8 +22,8 @@ from tracekit.fleet import (
     recursion_circles,
     worst_runs,
 )
-from tracekit.fleet_frames import to_frame
-from tracekit.fleet_queries import fetch
+from tracekit.fleet.frames import to_frame
+from tracekit.fleet.queries import fetch
 from tracekit.store import Store
 
 NOW = datetime.fromtimestamp((T0 + 2 * 3_600_000) / 1000, UTC)  # two hours after T0
@@ -138,17 +138,20 @@ def test_to_dict_is_plain_json(db: Path) -> None:
     assert data["window"]["start"].endswith("Z")
 
 
-def test_read_only_store_uses_the_join_and_agrees(db: Path, tmp_path: Path) -> None:
-    with Store(db) as store:
-        fleet_report(store, now=NOW)  # classified
-        store.con.execute("DROP TABLE fleet_calls")
+def test_the_join_agrees_with_fleet_calls(db: Path) -> None:
+    from tracekit.failures import classify_store
+    from tracekit.fleet.queries import calls_source
+
     with Store(db, read_only=True) as store:
-        edges = delegation_edges(store)
+        assert calls_source(store.con) == "fleet_calls"
+        kept = delegation_edges(store).to_dict(orient="records")
     with Store(db) as store:
-        store.con.execute("UPDATE runs SET classified_at = NULL")
-        fleet_report(store, now=NOW)  # rebuilt
-        again = delegation_edges(store)
-    assert edges.to_dict(orient="records") == again.to_dict(orient="records")
+        store.con.execute("UPDATE runs SET classified_at = NULL")  # fleet_calls is stale
+        assert calls_source(store.con) != "fleet_calls"  # so the report joins on the fly
+        joined = delegation_edges(store).to_dict(orient="records")
+        classify_store(store)
+        rebuilt = delegation_edges(store).to_dict(orient="records")
+    assert kept == joined == rebuilt
 
 
 def test_report_tables_equal_the_functions_one_by_one(db: Path) -> None:

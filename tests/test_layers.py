@@ -1,10 +1,12 @@
 """The package's one-way layers, checked on the source.
 
-The event model sits at the bottom; readers and the SDK on it; the store and
-the tree on those; failure rules and fleet metrics next; dashboards, the CLI,
-notebooks and the simulator on top. A module may import its own layer and
+The event model sits at the bottom; readers and the SDK on it; the tree (and
+the simulator) on those; the failure rules on the tree; the store, which
+classifies as it writes, on the rules; fleet metrics on the store; dashboards
+next; the CLI and the notebook helpers on top (docs/architecture.md). A module may import its own layer and
 the ones below, never one above (lazy imports inside functions count too:
-they are still a dependency). Only the CLI imports typer and only the
+they are still a dependency), and no modules import each other in a circle,
+within a package or across packages. Only the CLI imports typer and only the
 dashboards import plotly, so that a library user pays for neither.
 """
 
@@ -19,34 +21,23 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "tracekit"
 
 #: Layer of each top-level part of the package (module or subpackage).
+#: ``failures`` sits below ``store``: classification is a step of the store's
+#: write path, and the rules read records and trees, never the store's API.
 LAYERS = {
-    "_gcpause": 0,
-    "_lazy": 0,
-    "_text": 0,
+    "_util": 0,
+    "_version": 0,
     "errors": 0,
     "events": 0,
     "readers": 1,
     "sdk": 1,
-    "integrations": 1,
-    "steps": 2,
     "tree": 2,
-    "describe": 2,
-    "tree_html": 2,
-    "invocations": 2,
-    "store": 2,
+    "simulation": 2,
     "failures": 3,
-    "fleet": 3,
-    "fleet_frames": 3,
-    "fleet_queries": 3,
-    "fleet_tables": 3,
-    "fleet_rich": 4,
-    "fleet_view": 4,
-    "dashboards": 4,
-    "notebook": 4,
-    "simulate": 4,
-    "simulation": 4,
-    "cli": 4,
-    "_cli_quick": 4,
+    "store": 4,
+    "fleet": 5,
+    "dashboards": 6,
+    "notebook": 7,
+    "cli": 7,
 }
 
 
@@ -81,6 +72,8 @@ def _imports(path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield node.lineno, node.module
+            for alias in node.names:  # `from pkg import module` imports pkg.module
+                yield node.lineno, f"{node.module}.{alias.name}"
 
 
 def test_every_part_of_the_package_has_a_layer() -> None:
@@ -111,3 +104,59 @@ def test_heavy_front_end_libraries_stay_in_their_module(library: str, home: str)
         if module.split(".")[0] == library and _part(p) != home
     }
     assert not users, f"only tracekit/{home} may import {library}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the tracekit modules it imports at run time (a package counts as its __init__)."""
+    paths = [*_modules(), PACKAGE / "__init__.py"]
+    names = {_module_name(p) for p in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        deps = set()
+        for _, module in _imports(path):
+            while module and module not in names:  # `from pkg.mod import name`
+                module = module.rpartition(".")[0]
+            mine = _module_name(path)
+            if module and not (mine + ".").startswith(module + "."):  # itself or a parent
+                deps.add(module)
+        graph[_module_name(path)] = deps
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, if there is any (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(graph):
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(sorted(graph[start]))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph.get(nxt, ()))))
+    return None
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = _graph()
+    # The package's own __init__ re-exports everything lazily: it is the top.
+    graph = {m: deps - {"tracekit"} for m, deps in graph.items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None

@@ -13,11 +13,11 @@ import pytest
 from lovia import Agent, Runner, Subagents, tool
 from lovia.testing import ScriptedProvider, batch, call, text
 
-from tracekit.describe import describe_agent_tree
 from tracekit.events import Enter, Event, Exit, RunStart
-from tracekit.integrations.lovia import LoviaTracer
 from tracekit.sdk import AgentTracer, Guards, MemorySink
+from tracekit.sdk.integrations.lovia import LoviaTracer
 from tracekit.tree import agent_tree
+from tracekit.tree.text import describe_agent_tree
 
 
 class _Tee:

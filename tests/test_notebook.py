@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from tracekit.errors import TracekitError
+from tracekit.errors import RunNotFoundError, TracekitError
 from tracekit.events import Enter, ErrorInfo, Event, Exit, RunEnd, RunStart, encode_event
 from tracekit.notebook import (
     INVOCATION_COLUMNS,
@@ -130,7 +130,7 @@ def test_open_run_picks_a_run_by_id_and_says_what_is_there(tmp_path: Path) -> No
     assert second.run_id == "run-fail" and second.agent == "front_desk"
     assert set(second.invocations["root_run_id"]) == {"run-fail"}
     assert len(second.invocations) == 2
-    with pytest.raises(TracekitError, match="no run 'nope'") as info:
+    with pytest.raises(RunNotFoundError, match="run nope is not in") as info:
         open_run(path, "nope")
     assert first.run_id in info.value.hint and "run-fail" in info.value.hint
 
@@ -176,7 +176,7 @@ def test_run_view_figures_are_plotly_figures_of_its_invocations() -> None:
 
 
 def test_root_causes_in_a_simulated_fleet_match_its_ground_truth(tmp_path: Path) -> None:
-    from tracekit.simulate import simulate
+    from tracekit.simulation.simulator import simulate
 
     fleet, truth = tmp_path / "fleet.jsonl", tmp_path / "truth.jsonl"
     simulate(fleet, runs=120, seed=11, truth=truth)

@@ -14,7 +14,7 @@ from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStar
 from tracekit.readers import read_trace
 from tracekit.readers.otlp import OtlpConverter, otlp_to_events
 from tracekit.readers.otlp_json import attributes, hex_id
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 MS = 1_000_000  # nanoseconds

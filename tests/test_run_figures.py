@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from tracekit._util.theme import RECURSION_COLOR, STATUS_COLORS
 from tracekit.dashboards.run_figures import (
     icicle_figure,
     sunburst_figure,
@@ -14,7 +15,6 @@ from tracekit.dashboards.run_figures import (
     tree_order,
 )
 from tracekit.notebook import read_invocations
-from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

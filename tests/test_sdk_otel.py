@@ -12,12 +12,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-from tracekit.describe import describe_agent_tree
 from tracekit.errors import AgentError, AgentRecursionError
 from tracekit.events import Enter, Exit, Node
 from tracekit.readers.otlp import otlp_to_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
 from tracekit.tree import agent_tree
+from tracekit.tree.text import describe_agent_tree
 
 
 def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:

@@ -19,7 +19,7 @@ from tracekit.events import ErrorInfo
 from tracekit.failures import canonical_circle
 from tracekit.readers import read_trace
 from tracekit.readers.otlp import REFUSALS
-from tracekit.simulate import (
+from tracekit.simulation.simulator import (
     SimulationRates,
     parse_duration_ms,
     simulate,

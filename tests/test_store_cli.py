@@ -79,7 +79,7 @@ def test_sql_runs_selects_and_refuses_writes(tmp_path: Path) -> None:
     ]
     refused = cli("sql", "DELETE FROM events", db=db, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.startswith("Error: tracekit sql is read-only")
+    assert refused.stderr.startswith("Error: the store's SQL is read-only: DELETE statements")
     assert "Traceback" not in refused.stderr
 
 
@@ -108,11 +108,12 @@ def test_a_second_writer_gets_a_clear_message(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         done = cli("ingest", str(trace), db=db, check=False)
         assert done.returncode == 2
-        assert "in use by another process" in done.stderr
+        assert "the store is locked by `python -c import duckdb" in done.stderr
+        assert f"(pid {holder.pid})" in done.stderr
         assert "Traceback" not in done.stderr
         from tracekit import Store, StoreLockedError
 
-        with pytest.raises(StoreLockedError, match=f"process {holder.pid}"):
+        with pytest.raises(StoreLockedError, match=f"pid {holder.pid}"):
             Store(db)
     finally:
         holder.kill()
@@ -159,7 +160,7 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
 
 def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:
     from tracekit import Store
-    from tracekit.store.render import render
+    from tracekit.cli.tables import render
 
     long_id = "run-" + "x" * 70
     trace = write(tmp_path / "a.jsonl", run_lines(long_id))

@@ -12,6 +12,7 @@ import pytest
 from tests._store_helpers import fleet, line, run_lines, write
 from tracekit import Store
 from tracekit.store import sources
+from tracekit.store.ingest import ingest_paths
 
 
 def counts(store: Store) -> tuple[int, int, int]:
@@ -312,11 +313,14 @@ def test_an_ingest_resets_the_classification_of_the_runs_it_touches(tmp_path: Pa
     with Store(tmp_path / "s.duckdb") as store:
         store.ingest(write(tmp_path / "a.jsonl", lines[:5]))
         store.ingest(write(tmp_path / "other.jsonl", run_lines("r2")))
-        store.con.execute("UPDATE runs SET outcome = 'ok', classified_at = now()")
-        store.ingest(write(tmp_path / "b.jsonl", lines[5:]))
+        store.con.execute("UPDATE runs SET outcome = 'stale', classified_at = now()")
+        ingest_paths(store.con, [write(tmp_path / "b.jsonl", lines[5:])])  # load and derive only
         runs = store.runs().set_index("run_id")
-        assert pd.isna(runs.loc["r1", "outcome"]) and runs.loc["r2", "outcome"] == "ok"
+        assert pd.isna(runs.loc["r1", "outcome"]) and runs.loc["r2", "outcome"] == "stale"
         assert pd.isna(runs.loc["r1", "classified_at"])
+        store.ingest(write(tmp_path / "c.jsonl", []))  # a whole ingest classifies what is new
+        runs = store.runs().set_index("run_id")
+        assert runs.loc["r1", "outcome"] == "ok" and runs.loc["r2", "outcome"] == "stale"
 
 
 def test_sql_is_read_only(tmp_path: Path) -> None:
@@ -364,7 +368,7 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     import duckdb
 
     from tracekit.store.ingest import ingest_paths
-    from tracekit.store.schema import MIGRATIONS
+    from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 
     trace = write(tmp_path / "fleet.jsonl", fleet(3))
     path = tmp_path / "v1.duckdb"
@@ -375,7 +379,7 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     before = con.execute("SELECT * FROM events ORDER BY line").fetchall()
     con.close()
     with Store(path) as store:
-        assert store.sql("SELECT max(version) AS v FROM schema_version").v.iloc[0] == 2
+        assert store.sql("SELECT max(version) AS v FROM schema_version").v.iloc[0] == SCHEMA_VERSION
         assert store.con.execute("SELECT * FROM events ORDER BY line").fetchall() == before
         ddl = store.sql("SELECT sql FROM duckdb_tables() WHERE table_name = 'events'").sql.iloc[0]
         assert "COMPRESSION ZSTD" in ddl.upper()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from tracekit import Store
-from tracekit.simulate import simulate
+from tracekit.simulation.simulator import simulate
 
 RUN_COLUMNS = [
     "run_id",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests._store_helpers import cli
@@ -45,8 +46,9 @@ def test_a_sink_opened_on_a_path_holds_the_store_until_closed(tmp_path: Path) ->
     sink = StoreSink(db, batch=1000)
     traced_runs(sink, runs=1)
     sink.flush()
-    held = cli("runs", db=db, check=False)  # another process
-    assert held.returncode == 2 and "in use by another process" in held.stderr
+    held = cli("runs", "--wait", "0", db=db, check=False)  # another process
+    assert held.returncode == 2 and "the store is locked by `" in held.stderr
+    assert f"(pid {os.getpid()})" in held.stderr
     sink.close()
     sink.close()  # twice is fine
     with Store(db, read_only=True) as store:

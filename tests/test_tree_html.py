@@ -6,10 +6,11 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+from tracekit._util.theme import RECURSION_COLOR, STATUS_COLORS
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node
 from tracekit.readers import read_trace
 from tracekit.tree import AgentStep, NodeStep, agent_tree
-from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS, tree_to_html
+from tracekit.tree.html import tree_to_html
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 HOSTILE = "<script>alert(1)</script>"

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracekit import agents_in, build_forest, describe_agent_tree, describe_forest
-from tracekit.describe import describe_integrity
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node
-from tracekit.steps import forest_to_json, steps_to_json
+from tracekit.tree.forest import forest_to_json
+from tracekit.tree.model import steps_to_json
+from tracekit.tree.text import describe_integrity
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STATUSES = st.sampled_from(["ok", "error", "refused", "cancelled", "pending"])

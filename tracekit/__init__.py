@@ -1,14 +1,17 @@
 """tracekit: see who called whom in multi-agent systems, and what failed where.
 
 The public API is what ``__all__`` lists; everything else is private and may
-change. ``tests/test_exported_members.py`` keeps this list honest.
+change. One table, ``_LAZY``, says where each lazily loaded name lives; it
+drives both ``__getattr__`` and ``__all__``, and ``tests/test_exported_members.py``
+checks the ``TYPE_CHECKING`` block (what type checkers see) against it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from tracekit._lazy import lazy_names as _lazy_names
+from tracekit._util.lazy import lazy_names as _lazy_names
+from tracekit._version import __version__
 from tracekit.errors import (
     AgentDepthExceededError,
     AgentError,
@@ -18,6 +21,7 @@ from tracekit.errors import (
     AgentNotRegisteredError,
     AgentPendingError,
     AgentRecursionError,
+    RunNotFoundError,
     StoreError,
     StoreLockedError,
     TraceDamagedError,
@@ -26,9 +30,8 @@ from tracekit.errors import (
     TraceReadError,
 )
 
-if _TYPE_CHECKING:  # the lazy names below, for type checkers
+if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.dashboards.page import write_dashboard
-    from tracekit.describe import describe_agent_tree, describe_forest
     from tracekit.events import (
         Enter,
         ErrorInfo,
@@ -42,10 +45,12 @@ if _TYPE_CHECKING:  # the lazy names below, for type checkers
     )
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
+    from tracekit.notebook import RootCause, RunView, open_run
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
-    from tracekit.simulate import SimulationRates, SimulationReport, simulate
+    from tracekit.simulation import SimulationRates, SimulationReport, simulate
+    from tracekit.store import IngestReport, Store, StoreSink
     from tracekit.tree import (
         AgentStep,
         AgentTree,
@@ -57,17 +62,14 @@ if _TYPE_CHECKING:  # the lazy names below, for type checkers
         agents_in,
         build_forest,
     )
-    from tracekit.tree_html import tree_to_html
-
-__version__ = "0.1.0"
+    from tracekit.tree.frame import invocations_frame, read_invocations
+    from tracekit.tree.html import tree_to_html
+    from tracekit.tree.text import describe_agent_tree, describe_forest
 
 # Public names loaded on first use, so that ``import tracekit`` (and so every
 # CLI call) pays only for the modules it uses.
 _LAZY: dict[str, str] = {
-    # The event model, the readers, the tree and the simulator: msgspec and some
-    # 80 ms of imports that a command such as `tracekit fleet` does not use.
-    "describe_agent_tree": "tracekit.describe",
-    "describe_forest": "tracekit.describe",
+    # The event model and the readers: msgspec, not needed by `tracekit fleet`.
     "Enter": "tracekit.events",
     "ErrorInfo": "tracekit.events",
     "Event": "tracekit.events",
@@ -81,9 +83,14 @@ _LAZY: dict[str, str] = {
     "read_trace": "tracekit.readers",
     "OtlpConverter": "tracekit.readers.otlp",
     "otlp_to_events": "tracekit.readers.otlp",
-    "SimulationRates": "tracekit.simulate",
-    "SimulationReport": "tracekit.simulate",
-    "simulate": "tracekit.simulate",
+    # The SDK imports opentelemetry-sdk (~90 ms), which the CLI never needs.
+    "AgentTracer": "tracekit.sdk",
+    "Guards": "tracekit.sdk",
+    "JsonlSink": "tracekit.sdk",
+    "MemorySink": "tracekit.sdk",
+    "Sink": "tracekit.sdk",
+    "propagate_context": "tracekit.sdk",
+    # The tree: its model and builder, its text, HTML and DataFrame.
     "AgentStep": "tracekit.tree",
     "AgentTree": "tracekit.tree",
     "Forest": "tracekit.tree",
@@ -93,35 +100,30 @@ _LAZY: dict[str, str] = {
     "agent_tree": "tracekit.tree",
     "agents_in": "tracekit.tree",
     "build_forest": "tracekit.tree",
-    "tree_to_html": "tracekit.tree_html",
-    # The SDK imports opentelemetry-sdk (~90 ms), which the CLI never needs.
-    "AgentTracer": "tracekit.sdk",
-    "Guards": "tracekit.sdk",
-    "JsonlSink": "tracekit.sdk",
-    "MemorySink": "tracekit.sdk",
-    "Sink": "tracekit.sdk",
-    "propagate_context": "tracekit.sdk",
-    "RootCause": "tracekit.notebook",
-    "RunView": "tracekit.notebook",
+    "describe_agent_tree": "tracekit.tree.text",
+    "describe_forest": "tracekit.tree.text",
+    "tree_to_html": "tracekit.tree.html",
+    "invocations_frame": "tracekit.tree.frame",
+    "read_invocations": "tracekit.tree.frame",
+    # The store, fleet health and what is drawn from them (pandas, plotly).
     "IngestReport": "tracekit.store",
     "Store": "tracekit.store",
     "StoreSink": "tracekit.store",
-    "invocations_frame": "tracekit.invocations",
-    "open_run": "tracekit.notebook",
-    "read_invocations": "tracekit.invocations",
-    # Fleet health (issue 5): pandas for the store side, plotly for the page.
-    "FleetReport": "tracekit.fleet",
     "classify_events": "tracekit.failures",
     "classify_store": "tracekit.failures",
+    "FleetReport": "tracekit.fleet",
     "fleet_report": "tracekit.fleet",
     "write_dashboard": "tracekit.dashboards.page",
+    "RootCause": "tracekit.notebook",
+    "RunView": "tracekit.notebook",
+    "open_run": "tracekit.notebook",
+    # The simulator.
+    "SimulationRates": "tracekit.simulation",
+    "SimulationReport": "tracekit.simulation",
+    "simulate": "tracekit.simulation",
 }
 
-
-__getattr__ = _lazy_names(__name__, _LAZY)
-
-
-__all__ = [
+_EAGER = (
     "AgentDepthExceededError",
     "AgentError",
     "AgentFailedError",
@@ -130,58 +132,16 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
-    "AgentStep",
-    "AgentTracer",
-    "AgentTree",
-    "Enter",
-    "ErrorInfo",
-    "Event",
-    "Exit",
-    "FleetReport",
-    "Forest",
-    "Guards",
-    "IngestReport",
-    "Integrity",
-    "JsonlSink",
-    "MemorySink",
-    "Node",
-    "NodeStep",
-    "OtlpConverter",
-    "ReadResult",
-    "RootCause",
-    "RunEnd",
-    "RunStart",
-    "RunTree",
-    "RunView",
-    "SimulationRates",
-    "SimulationReport",
-    "Sink",
-    "Store",
+    "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
-    "StoreSink",
     "TraceDamagedError",
     "TraceFileError",
     "TraceReadError",
     "TracekitError",
     "__version__",
-    "agent_tree",
-    "agents_in",
-    "build_forest",
-    "classify_events",
-    "classify_store",
-    "decode_event",
-    "describe_agent_tree",
-    "describe_forest",
-    "encode_event",
-    "fleet_report",
-    "invocations_frame",
-    "open_run",
-    "otlp_to_events",
-    "propagate_context",
-    "read_invocations",
-    "read_trace",
-    "simulate",
-    "tree_to_html",
-    "write_dashboard",
-]
+)
+
+__getattr__ = _lazy_names(__name__, _LAZY)
+
+__all__ = sorted([*_EAGER, *_LAZY])

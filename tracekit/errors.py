@@ -16,6 +16,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
+    "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
     "TraceDamagedError",
@@ -80,6 +81,20 @@ class TraceReadError(TracekitError):
         self.line = line
         self.text = text[:200]
         self.reason = reason
+
+
+class RunNotFoundError(TracekitError, LookupError):
+    """A run asked for by id is not in the trace file or the store.
+
+    Attributes:
+        run_id: the id asked for.
+        source: where it was looked for (a file, or a store's path).
+    """
+
+    def __init__(self, message: str, *, run_id: str, source: str, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.source = source
 
 
 class StoreError(TracekitError):

@@ -9,15 +9,32 @@ invocation where its failure began. Both come from the fleet's own rules
 (:mod:`tracekit.failures`), so a notebook and ``tracekit fleet`` agree.
 
 :func:`invocations_frame` and :func:`read_invocations` (from
-:mod:`tracekit.invocations`) build an invocations DataFrame straight from a
+:mod:`tracekit.tree.frame`) build an invocations DataFrame straight from a
 trace's records, in the columns of ``Store.invocations()``.
 
 Example:
-    >>> run = open_run("sample_traces/recursion_circle.jsonl")  # doctest: +SKIP
-    >>> run                                # the tree, inline            # doctest: +SKIP
-    >>> run.invocations[["agent", "status", "duration_ms"]]             # doctest: +SKIP
-    >>> run.timeline()                     # a plotly figure              # doctest: +SKIP
-    >>> run.root_cause()                   # where the failure began     # doctest: +SKIP
+    >>> run = open_run("sample_traces/recursion_circle.jsonl")
+    >>> run  # in Jupyter: the header and a collapsible tree
+    <RunView run run-circ · front_desk · failed:recursion, 10ms: 3 invocations>
+    >>> print(run)
+    run run-circ · front_desk · failed:recursion, 10ms
+    route
+    delegate -> orders (error AGENT_RECURSION: orders -> billing -> orders, 7ms)
+      lookup
+      delegate -> billing (error AGENT_RECURSION: orders -> billing -> orders, 4ms)
+        check
+        delegate -> orders (refused AGENT_RECURSION: orders -> billing -> orders)
+    >>> run.invocations[["agent", "status", "duration_ms"]]
+         agent   status  duration_ms
+    0   orders    error          7.0
+    1  billing    error          4.0
+    2   orders  refused          0.0
+    >>> fig = run.timeline()  # a plotly figure: a bar per invocation, a trace per status
+    >>> [(bars.type, bars.name) for bars in fig.data]
+    [('bar', 'error'), ('bar', 'refused')]
+    >>> cause = run.root_cause()  # where the failure began
+    >>> cause.agent, cause.code, cause.depth
+    ('orders', 'AGENT_RECURSION', 3)
 """
 
 from __future__ import annotations
@@ -31,15 +48,16 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from tracekit.describe import describe_agent_tree, format_ms
+from tracekit._util.text import format_ms
 from tracekit.errors import TracekitError
 from tracekit.events import Event
 from tracekit.failures import Finding, classify_run, run_facts
 from tracekit.failures.rules import FAILED_STATUSES, RECURSION
-from tracekit.invocations import INVOCATION_COLUMNS, invocations_frame, read_invocations
 from tracekit.readers import read_trace
-from tracekit.tree import AgentTree, RunTree, build_forest
-from tracekit.tree_html import tree_to_html
+from tracekit.tree import AgentTree, Forest, RunTree, build_forest
+from tracekit.tree.frame import INVOCATION_COLUMNS, invocations_frame, read_invocations
+from tracekit.tree.html import tree_to_html
+from tracekit.tree.text import describe_agent_tree
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -241,11 +259,12 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
             run; for a store, required unless the store holds one run.
 
     Raises:
-        TracekitError: the run is not there (the message lists what is).
+        RunNotFoundError: the run is not there (the message lists what is).
+        TracekitError: the file holds no run, or the store several and none is named.
 
     Example:
-        >>> run = open_run("sample_traces/recursion_circle.jsonl")  # doctest: +SKIP
-        >>> run.outcome, run.root_cause().chain                       # doctest: +SKIP
+        >>> run = open_run("sample_traces/recursion_circle.jsonl")
+        >>> run.outcome, run.root_cause().chain
         ('failed:recursion', ['orders', 'billing', 'orders'])
     """
     if isinstance(source, str | Path):
@@ -257,7 +276,7 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
 
 def _open_file(path: Path, run_id: str | None) -> RunView:
     records = read_trace(str(path)).events
-    run = _choose(build_forest(records).runs, run_id, str(path))
+    run = _choose(build_forest(records), run_id, str(path))
     frame = invocations_frame(records)
     mine = frame[frame["root_run_id"] == run.runId].reset_index(drop=True)
     finding = _finding(records, str(run.runId))
@@ -286,16 +305,12 @@ def _origin_id(finding: Finding | None) -> str | None:
     return finding.origin.invocation_id
 
 
-def _choose(runs: list[RunTree], run_id: str | None, where: str) -> RunTree:
-    if not runs:
+def _choose(forest: Forest, run_id: str | None, where: str) -> RunTree:
+    if run_id is not None:
+        return forest.run(run_id, source=where)
+    if not forest.runs:
         raise TracekitError(f"{where} holds no run")
-    if run_id is None:
-        return runs[0]
-    for run in runs:
-        if run.runId == run_id:
-            return run
-    known = ", ".join(str(r.runId) for r in runs[:5]) + (", ..." if len(runs) > 5 else "")
-    raise TracekitError(f"no run {run_id!r} in {where}", hint=f"Runs there: {known}")
+    return forest.runs[0]
 
 
 def _open_store(store: Any, run_id: str | None) -> RunView:

@@ -20,12 +20,11 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from tracekit.describe import escape
+from tracekit._util.text import escape
+from tracekit._util.theme import CODE_COLORS, OUTCOME_COLORS
 from tracekit.failures import OUTCOMES
-from tracekit.tree_html import RECURSION_COLOR
 
 __all__ = [
-    "OUTCOME_COLORS",
     "failure_rate_figure",
     "label",
     "latency_figure",
@@ -33,20 +32,6 @@ __all__ = [
     "style",
 ]
 
-#: One colour per outcome; recursion has its own (wrong by construction).
-OUTCOME_COLORS: Final[dict[str, str]] = {
-    "ok": "#2da44e",
-    "degraded": "#d4a72c",
-    "failed:recursion": RECURSION_COLOR,
-    "failed:child": "#cf222e",
-    "failed:refused": "#e16f24",
-    "cancelled": "#8c959f",
-    "incomplete": "#218bff",
-}
-_CODE_COLORS: Final = (
-    "#cf222e", "#e16f24", "#bf8700", "#8250df", "#0969da", "#1a7f37", "#bc4c00",
-    "#6e7781", "#a475f9", "#57606a", "#fa4549", "#54aeff",
-)  # fmt: skip
 _FONT: Final = "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"
 _TOP: Final = 15  # agents shown in the bar charts
 
@@ -126,7 +111,7 @@ def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
             x=rate.fillna(0).to_numpy(),
             orientation="h",
             name=_esc(code),
-            marker={"color": _CODE_COLORS[n % len(_CODE_COLORS)]},
+            marker={"color": CODE_COLORS[n % len(CODE_COLORS)]},
             customdata=runs.fillna(0).astype(int).to_numpy(),
             hovertemplate=f"%{{y}}: {_esc(code)}<br>%{{x:.2%}} of calls, %{{customdata:,}} runs<extra></extra>",
         )

@@ -25,8 +25,8 @@ from typing import Final
 import pandas as pd
 import plotly.graph_objects as go
 
+from tracekit._util.theme import NEUTRAL, RECURSION_COLOR
 from tracekit.dashboards.fleet_figures import label
-from tracekit.tree_html import RECURSION_COLOR
 
 __all__ = ["circle_edges", "delegation_graph", "layout"]
 
@@ -220,7 +220,7 @@ def _node_trace(
             "cmax": max(0.2, max(rates, default=0.0)),
             "line": {
                 "width": [3 if n in in_circle else 1 for n in names],
-                "color": [RECURSION_COLOR if n in in_circle else "#57606a" for n in names],
+                "color": [RECURSION_COLOR if n in in_circle else NEUTRAL for n in names],
             },
             "colorbar": {
                 "title": {"text": "failed"},

@@ -5,8 +5,11 @@ Every name from a trace is HTML-escaped where it enters the page: an agent
 called ``<script>alert(1)</script>`` shows as that text and runs nothing.
 
 Example:
-    >>> write_dashboard("dashboards/fleet-health.html", db="fleet.duckdb")  # doctest: +SKIP
-    PosixPath('dashboards/fleet-health.html')
+    >>> path = write_dashboard("dashboards/fleet-health.html", db="fleet.duckdb")
+    >>> print(path)
+    dashboards/fleet-health.html
+    >>> "<h1>Fleet health</h1>" in path.read_text(encoding="utf-8")
+    True
 """
 
 from __future__ import annotations
@@ -21,17 +24,18 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
+from tracekit._util.text import format_ms
+from tracekit._util.theme import OUTCOME_COLORS
 from tracekit.dashboards.fleet_figures import (
-    OUTCOME_COLORS,
     failure_rate_figure,
     label,
     latency_figure,
     outcomes_figure,
 )
 from tracekit.dashboards.graph import delegation_graph
-from tracekit.describe import describe_agent_tree, format_ms
 from tracekit.errors import TracekitError
 from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
+from tracekit.tree.text import describe_agent_tree
 
 __all__ = ["build_dashboard", "write_dashboard"]
 
@@ -204,7 +208,7 @@ def build_dashboard(
     """The dashboard of a store as one HTML document (a string).
 
     Args:
-        store: a :class:`tracekit.store.Store` (classified first if writable).
+        store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
         since, service, agent: the filters of ``tracekit fleet``.
     """
     report = fleet_report(store, since=since, service=service, agent=agent)
@@ -264,7 +268,7 @@ def build_dashboard(
 
 
 def _version() -> str:
-    from tracekit import __version__
+    from tracekit._version import __version__
 
     return __version__
 
@@ -276,11 +280,13 @@ def write_dashboard(
     since: str | None = None,
     service: str | None = None,
     agent: str | None = None,
+    wait: float = 0.0,
 ) -> Path:
-    """Open the store, build the dashboard and write it to ``out`` (folders made as needed)."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), build the
+    dashboard and write it to ``out`` (folders made as needed)."""
     from tracekit.fleet import open_for_report
 
-    with open_for_report(db) as store:
+    with open_for_report(db, wait=wait) as store:
         page = build_dashboard(store, since=since, service=service, agent=agent)
     path = Path(out)
     try:

@@ -26,7 +26,7 @@ from typing import Any, Final
 import pandas as pd
 import plotly.graph_objects as go
 
-from tracekit.tree_html import RECURSION_COLOR, STATUS_COLORS
+from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 
 __all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
 
@@ -186,7 +186,7 @@ def _duration_text(value: Any) -> str:
 
 
 def _status_color(status: str) -> str:
-    return STATUS_COLORS.get(status, "#57606a")
+    return STATUS_COLORS.get(status, NEUTRAL)
 
 
 def icicle_figure(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from tracekit._lazy import lazy_names as _lazy_names
+from tracekit._util.lazy import lazy_names as _lazy_names
 from tracekit.failures.outcomes import OUTCOMES
 
 if _TYPE_CHECKING:

@@ -4,7 +4,8 @@ Who called whom takes a self-join of ``invocations`` (a call's caller is the
 agent of the invocation whose run made it, or the root run's agent), which
 costs some twenty scans of the table on a large store. The join is done once,
 when a run is classified, for that run's calls only; the fleet report then
-reads this narrow table with plain ``GROUP BY`` scans. The table is derived:
+reads this narrow table with plain ``GROUP BY`` scans. The table is made by the
+store's schema (v3) and derived:
 dropping it and clearing ``runs.classified_at`` rebuilds it.
 """
 
@@ -14,20 +15,7 @@ from typing import Final
 
 import duckdb
 
-__all__ = ["CALLS_DDL", "sync_calls"]
-
-CALLS_DDL: Final = """
-CREATE TABLE IF NOT EXISTS fleet_calls (
-    root_run_id    VARCHAR NOT NULL,  -- the root run (runs.run_id)
-    invocation_id  VARCHAR NOT NULL,
-    caller         VARCHAR NOT NULL,  -- the calling agent ('?' when unknown)
-    agent          VARCHAR NOT NULL,  -- the agent called
-    service        VARCHAR,
-    start_at       TIMESTAMP,
-    status         VARCHAR NOT NULL,
-    duration_ms    DOUBLE
-)
-"""
+__all__ = ["sync_calls"]
 
 # Runs being classified lose their old rows, and so do runs that are no
 # longer roots; then they get their calls back with the caller resolved. (A
@@ -50,6 +38,5 @@ WHERE i.root_run_id IN (SELECT run_id FROM _fleet_todo)
 
 def sync_calls(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild the ``fleet_calls`` rows of the runs in the temp table ``_fleet_todo``."""
-    con.execute(CALLS_DDL)
     for statement in _SYNC.split(";\n"):
         con.execute(statement)

@@ -91,8 +91,17 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
         How many runs were classified, by outcome.
 
     Example:
-        >>> classify_store(Store("fleet.duckdb")).outcomes  # doctest: +SKIP
-        {'ok': 1563, 'degraded': 170, 'failed:child': 122, ...}
+        >>> from tracekit.store import Store
+        >>> store = Store("fleet.duckdb")
+        >>> classify_store(store)  # each ingest classified its own runs: none is left
+        ClassifyReport(runs=0, outcomes={})
+        >>> store.sql("SELECT outcome, count(*) AS runs FROM runs GROUP BY 1 ORDER BY 2 DESC, 1")
+                    outcome  runs
+        0                ok    34
+        1          degraded     4
+        2      failed:child     1
+        3  failed:recursion     1
+        >>> store.close()
     """
     con = store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
     now = {"now": datetime.now(UTC).replace(tzinfo=None)}

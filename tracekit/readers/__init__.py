@@ -24,7 +24,7 @@ from typing import IO, Literal
 
 import msgspec
 
-from tracekit._gcpause import gc_paused
+from tracekit._util.gcpause import gc_paused
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
 from tracekit.readers.jsonl import ReadResult, read_jsonl_blocks
 from tracekit.readers.lines import Chunk, guarded, sniff, split_lines

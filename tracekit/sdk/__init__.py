@@ -13,7 +13,7 @@ from __future__ import annotations
 from tracekit.sdk.context import propagate_context
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
-from tracekit.sdk.scopes import Invocation, Run, Step
+from tracekit.sdk.scopes import Invocation, Run, Scope, Step
 from tracekit.sdk.sinks import JsonlSink, MemorySink, Sink
 from tracekit.sdk.tracer import AgentTracer
 
@@ -24,6 +24,7 @@ __all__ = [
     "JsonlSink",
     "MemorySink",
     "Run",
+    "Scope",
     "Sink",
     "Step",
     "TracekitSpanProcessor",

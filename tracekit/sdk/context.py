@@ -82,8 +82,18 @@ def propagate_context(fn: Callable[P, R]) -> Callable[P, R]:
 
     Example:
         >>> from concurrent.futures import ThreadPoolExecutor
-        >>> with ThreadPoolExecutor() as pool:  # doctest: +SKIP
-        ...     pool.submit(propagate_context(work), item)
+        >>> from tracekit.sdk import AgentTracer, MemorySink
+        >>> sink = MemorySink()
+        >>> tk = AgentTracer(sink)
+        >>> def work(item):
+        ...     with tk.delegate("worker", node="fan_out"):
+        ...         return item * 2
+        >>> with tk.run("planner") as run, ThreadPoolExecutor() as pool:
+        ...     pool.submit(propagate_context(work), 21).result()
+        42
+        >>> enter = sink.events[1]  # the worker's call joined the planner's run
+        >>> enter.agent, enter.parentRunId == run.run_id
+        ('worker', True)
     """
     captured = contextvars.copy_context()
 

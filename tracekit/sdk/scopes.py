@@ -32,7 +32,7 @@ from tracekit.sdk.processor import PENDING, TracekitSpanProcessor
 if TYPE_CHECKING:
     from tracekit.sdk.tracer import AgentTracer
 
-__all__ = ["Invocation", "Run", "Step"]
+__all__ = ["Invocation", "Run", "Scope", "Step"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _in_context: Final = trace.set_span_in_context
@@ -42,8 +42,14 @@ _RUNTIME: Final = getattr(otel_context, "_RUNTIME_CONTEXT", None)
 _NS_PER_MS: Final = 1_000_000
 
 
-class _Scope:
-    """Context manager, async context manager and decorator in one."""
+class Scope:
+    """What a run, a step and an invocation share.
+
+    Each is a context manager, an async context manager and a decorator in one.
+
+    Integrations (:mod:`tracekit.sdk.integrations.lovia`) hold a scope open across
+    a framework's callbacks with :meth:`__enter__` and :meth:`__exit__`.
+    """
 
     _tk: AgentTracer
     processor: TracekitSpanProcessor
@@ -54,7 +60,7 @@ class _Scope:
     status: Status = "ok"
     error: ErrorInfo | None = None
 
-    def _fresh(self) -> _Scope:
+    def _fresh(self) -> Scope:
         raise NotImplementedError
 
     def __enter__(self) -> Any:
@@ -197,7 +203,7 @@ def _leave_context(tokens: tuple[object, contextvars.Token[Frame | None]]) -> No
         pass
 
 
-class Run(_Scope):
+class Run(Scope):
     """A root run: ``run.start`` when it opens, ``run.end`` when it closes.
 
     The run's exception, if any, leaves unchanged; ``run.end`` says
@@ -265,7 +271,7 @@ class Run(_Scope):
         )
 
 
-class Step(_Scope):
+class Step(Scope):
     """A step of the current run, written as a ``node`` record when it ends.
 
     The record is dated when the step began. A step that delegates (an
@@ -325,7 +331,7 @@ class Step(_Scope):
         )
 
 
-class Invocation(_Scope):
+class Invocation(Scope):
     """One agent invocation: ``enter`` when it starts, ``exit`` when it ends.
 
     Attributes:

@@ -83,7 +83,12 @@ class JsonlSink:
         TraceFileError: the file cannot be opened for appending.
 
     Example:
-        >>> sink = JsonlSink("/tmp/tracekit-doctest.jsonl")  # doctest: +SKIP
+        >>> from tracekit.events import Node
+        >>> sink = JsonlSink("run.jsonl")
+        >>> sink.emit(Node(ts=1.0, runId="r", id="decide"))
+        >>> sink.close()
+        >>> print(Path("run.jsonl").read_text(), end="")
+        {"type":"node","ts":1.0,"runId":"r","id":"decide"}
     """
 
     def __init__(self, path: str | os.PathLike[str], *, batch: int = 1) -> None:

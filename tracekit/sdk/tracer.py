@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
-from tracekit import __version__
+from tracekit._version import __version__
 from tracekit.events import Kind
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
@@ -130,9 +130,22 @@ class AgentTracer:
         by the guards raises here, before any task exists.
 
         Example:
-            >>> async def main(tk):  # doctest: +SKIP
-            ...     task = tk.spawn("researcher", research("X"), node="fan_out")
-            ...     return await task
+            >>> import asyncio
+            >>> from tracekit.sdk import MemorySink
+            >>> sink = MemorySink()
+            >>> tk = AgentTracer(sink)
+            >>> async def research(topic):
+            ...     return f"notes on {topic}"
+            >>> async def main():
+            ...     with tk.run("planner"):
+            ...         task = tk.spawn("researcher", research("X"), node="fan_out")
+            ...         return await task
+            >>> asyncio.run(main())
+            'notes on X'
+            >>> [type(e).__name__ for e in sink.events]
+            ['RunStart', 'Enter', 'Exit', 'RunEnd']
+            >>> sink.events[1].agent, sink.events[1].kind
+            ('researcher', 'subagent')
         """
         inv = self.subagent(agent, node=node, allowed=allowed)
         ctx = contextvars.copy_context()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from tracekit._lazy import lazy_names as _lazy_names
+from tracekit._util.lazy import lazy_names as _lazy_names
 from tracekit.store.store import Store
 
 if _TYPE_CHECKING:

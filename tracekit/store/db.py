@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import duckdb
 
-from tracekit.errors import StoreError, StoreLockedError
+from tracekit.errors import StoreError
+from tracekit.store.lock import lock_error, retry_locked
 from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "connect", "default_path"]
@@ -25,39 +25,48 @@ def default_path() -> Path:
     return Path(os.environ.get("TRACEKIT_DB") or DEFAULT_DB)
 
 
-def connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(path: Path, *, read_only: bool = False, wait: float = 0.0) -> duckdb.DuckDBPyConnection:
     """Open (and create or migrate, unless read-only) the store at ``path``.
 
+    DuckDB never reads or writes a file on a query's behalf here (external
+    access is off: ingest hands it Arrow tables). A read-only connection also
+    has its configuration locked, so no statement can change its settings.
+
+    Args:
+        path: the store file.
+        read_only: open for reading only (several readers may share a file).
+        wait: seconds to keep trying while another process holds the file.
+
     Raises:
-        StoreLockedError: another process holds the store for writing.
+        StoreLockedError: another process holds the store (after ``wait``).
         StoreError: the file is missing (read-only) or not a DuckDB store.
     """
     if read_only and not path.exists():
         raise StoreError(
             f"{path}: no store here", hint="Create one with: tracekit ingest TRACES --db FILE"
         )
-    try:
-        con = duckdb.connect(str(path), read_only=read_only)
-    except duckdb.IOException as exc:
-        raise _open_error(path, exc) from None
-    except duckdb.Error as exc:
-        raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
-    con.execute(f"SET memory_limit = '{_MEMORY_LIMIT}'")
-    con.execute("SET preserve_insertion_order = false")
+    con = retry_locked(lambda: _open(path, read_only), wait)
     _migrate(con, path, read_only=read_only)
     return con
 
 
-def _open_error(path: Path, exc: Exception) -> StoreError:
-    text = str(exc)
-    if "lock" in text.lower():
-        pid = re.search(r"PID (\d+)", text)
-        holder = f" (process {pid.group(1)})" if pid else ""
-        return StoreLockedError(
-            f"{path}: the store is in use by another process{holder}",
-            hint="Wait for that ingest to finish, or use another --db file.",
-        )
-    return StoreError(f"{path}: cannot open the store ({_first_line(exc)})")
+def _open(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    # Settings go in at connect time: a locked configuration takes no SET afterwards.
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": _MEMORY_LIMIT,
+        "preserve_insertion_order": False,
+        "enable_external_access": False,
+    }
+    if read_only:
+        config["lock_configuration"] = True
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise lock_error(path, str(exc)) from None
+        raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
+    except duckdb.Error as exc:
+        raise StoreError(f"{path}: cannot open the store ({_first_line(exc)})") from None
 
 
 def _first_line(exc: Exception) -> str:

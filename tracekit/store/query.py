@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import re
+import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import duckdb
 
+from tracekit._util.text import duration_ms
 from tracekit.errors import StoreError
 
 __all__ = ["check_read_only", "parse_since", "runs_query"]
 
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 _HINT = "Use a span such as 30m, 2h or 7d, or an ISO time such as 2026-01-01T09:00."
-_SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> datetime:
@@ -24,11 +25,11 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
         >>> parse_since("2h", now=datetime(2026, 1, 1, 12, tzinfo=UTC))
         datetime.datetime(2026, 1, 1, 10, 0)
     """
-    match = _SPAN.match(text)
+    span = duration_ms(text, bare=False)
     try:
-        if match:
+        if span is not None:
             now = now or datetime.now(UTC)
-            moment = now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+            moment = now - timedelta(milliseconds=span)
             return moment.astimezone(UTC).replace(tzinfo=None)
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         if moment.tzinfo is not None:
@@ -79,22 +80,89 @@ def runs_query(
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Refuse anything but SELECT (and EXPLAIN / DESCRIBE / SHOW) statements.
+    """Refuse anything but one SELECT, or an EXPLAIN (ANALYZE) of one SELECT.
+
+    DuckDB's own parser decides: ``extract_statements`` gives the statement's
+    type, ``json_serialize_sql`` (which takes only a SELECT) its whole tree, in
+    which every query node must be a SELECT (a ``WITH`` may hold a DELETE).
+    ``DESCRIBE``, ``SHOW`` and ``SUMMARIZE`` are SELECTs to DuckDB.
 
     Raises:
-        StoreError: the query writes, or is not valid SQL.
+        StoreError: not one statement, not valid SQL, or not a plain SELECT.
     """
     try:
         statements = con.extract_statements(query)
     except duckdb.Error as exc:
-        raise StoreError(f"not valid SQL: {str(exc).splitlines()[0]}") from None
+        raise StoreError(f"not valid SQL: {_first_line(exc)}") from None
     if not statements:
         raise StoreError("no SQL statement given")
-    allowed = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
-    for statement in statements:
-        if statement.type not in allowed:
-            kind = statement.type.name
-            raise StoreError(
-                f"tracekit sql is read-only: {kind} statements are refused",
-                hint="Only SELECT queries run here; the store changes only through ingest.",
-            )
+    if len(statements) > 1:
+        raise StoreError(
+            f"the store's SQL takes one statement at a time ({len(statements)} given)",
+            hint="Run each SELECT on its own.",
+        )
+    statement = statements[0]
+    if statement.type is duckdb.StatementType.EXPLAIN:
+        _check_select(con, _explained(statement.query), "an EXPLAIN of ")
+    elif statement.type is duckdb.StatementType.SELECT:
+        _check_select(con, statement.query, "")
+    else:
+        _refuse(f"{statement.type.name} statements are refused")
+
+
+def _check_select(con: duckdb.DuckDBPyConnection, sql: str, prefix: str) -> None:
+    row = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    tree: dict[str, Any] = json.loads(row[0]) if row else {"error": True}
+    if tree.get("error") or len(tree.get("statements", [])) != 1:
+        _refuse(f"{prefix}a statement that is not a SELECT is refused")
+    writes = sorted(set(_node_types(tree["statements"])) - _QUERY_NODES)
+    if writes:
+        kinds = ", ".join(kind.split("_")[0] for kind in writes)
+        _refuse(f"{prefix}a SELECT that writes ({kinds} inside it) is refused")
+
+
+def _node_types(tree: Any) -> Iterator[str]:
+    """Every query node's type in a serialized statement (``SELECT_NODE``, ``DELETE_QUERY_NODE``...)."""
+    stack = [tree]
+    while stack:  # iterative: a deeply nested query must not overflow Python's stack
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if isinstance(kind, str) and kind.endswith("_NODE"):
+                yield kind
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _explained(query: str) -> str:
+    """The statement an ``EXPLAIN [ANALYZE] [(options)]`` is about, found by DuckDB's tokenizer."""
+    bounds = [offset for offset, _ in duckdb.tokenize(query)] + [len(query)]
+    tokens = [
+        (query[start:end].strip(), kind, start)
+        for (start, kind), end in zip(duckdb.tokenize(query), bounds[1:], strict=True)
+        if kind != duckdb.token_type.comment
+    ]
+    words = iter(tokens[1:])  # the first is EXPLAIN itself
+    for text, _, start in words:
+        if text.upper() in ("ANALYZE", "ANALYSE"):
+            continue
+        if text != "(":
+            return query[start:]
+        depth = 1
+        for inner, _, _ in words:
+            depth += {"(": 1, ")": -1}.get(inner, 0)
+            if depth == 0:
+                break
+    return ""
+
+
+def _refuse(what: str) -> NoReturn:
+    raise StoreError(
+        f"the store's SQL is read-only: {what}",
+        hint="Only a SELECT (or an EXPLAIN of one) runs here; the store changes only through ingest.",
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -193,7 +193,24 @@ INSERT INTO events SELECT * FROM _events_v1;
 DROP TABLE _events_v1;
 """
 
-SCHEMA_VERSION: Final = 2
+# v3: ``fleet_calls``, every invocation with its caller agent resolved, kept
+# by classification (:mod:`tracekit.failures.calls`) so that the fleet report
+# reads a narrow table instead of a self-join. Stores classified before v3
+# made it on first use; ``IF NOT EXISTS`` keeps their rows.
+_V3: Final = """
+CREATE TABLE IF NOT EXISTS fleet_calls (
+    root_run_id    VARCHAR NOT NULL,  -- the root run (runs.run_id)
+    invocation_id  VARCHAR NOT NULL,
+    caller         VARCHAR NOT NULL,  -- the calling agent ('?' when unknown)
+    agent          VARCHAR NOT NULL,  -- the agent called
+    service        VARCHAR,
+    start_at       TIMESTAMP,
+    status         VARCHAR NOT NULL,
+    duration_ms    DOUBLE
+);
+"""
+
+SCHEMA_VERSION: Final = 3
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)

@@ -1,8 +1,16 @@
 """``StoreSink``: the SDK writes straight into a store, in batches.
 
 Example:
-    >>> from tracekit import AgentTracer, StoreSink  # doctest: +SKIP
-    >>> tracer = AgentTracer(StoreSink("fleet.duckdb"))  # doctest: +SKIP
+    >>> from tracekit import AgentTracer, StoreSink
+    >>> with AgentTracer(StoreSink("fleet.duckdb"), service="front-desk") as tk:
+    ...     with tk.run("front_desk"):
+    ...         with tk.delegate("billing", node="hand_over"):
+    ...             pass
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     runs = store.runs(agent="front_desk")
+    >>> runs[["agent", "service", "invocations", "outcome"]]
+            agent     service  invocations outcome
+    0  front_desk  front-desk            1      ok
 """
 
 from __future__ import annotations

@@ -1,10 +1,15 @@
 """``Store``: a DuckDB file holding a fleet of runs, and the ways to read it.
 
 Example:
-    >>> store = Store("fleet.duckdb")  # doctest: +SKIP
-    >>> print(store.ingest(["traces/"]).reconciliation())  # doctest: +SKIP
-    ingested 3 sources: 1200 lines read = 1198 accepted + 1 rejected + 1 duplicate
-    >>> store.runs(status="error", since="2h")  # doctest: +SKIP
+    >>> store = Store("fleet.duckdb")
+    >>> print(store.ingest("sample_traces/child_failure.jsonl").reconciliation())
+    ingested 1 source: 10 lines read = 10 accepted + 0 rejected + 0 duplicates
+    >>> failed = store.runs(status="error", since="24h")  # the sample's run is older
+    >>> failed[["agent", "service", "outcome"]]
+         agent       service           outcome
+    0   triage  support-desk  failed:recursion
+    1  planner  research-hub      failed:child
+    >>> store.close()
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from tracekit.errors import StoreError
+from tracekit.errors import RunNotFoundError, StoreError
+from tracekit.failures.classify import classify_store
 from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_read_only, runs_query
 
@@ -38,16 +44,19 @@ class Store:
     Args:
         path: the file; ``$TRACEKIT_DB`` or ``./tracekit.duckdb`` by default.
         read_only: open without writing (several readers may share a file).
+        wait: seconds to keep trying while another process holds the file.
 
     Raises:
-        StoreLockedError: another process is writing the store.
+        StoreLockedError: another process holds the store (still, after ``wait``).
         StoreError: read-only and there is no store at ``path``.
     """
 
-    def __init__(self, path: PathLike | None = None, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: PathLike | None = None, *, read_only: bool = False, wait: float = 0.0
+    ) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.read_only = read_only
-        self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only)
+        self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only, wait=wait)
 
     def __enter__(self) -> Store:
         return self
@@ -69,7 +78,10 @@ class Store:
         *,
         progress: ProgressFactory | None = None,
     ) -> IngestReport:
-        """Ingest trace files, directories, globs or ``-``.
+        """Ingest trace files, directories, globs or ``-``, then classify the runs it touched.
+
+        Classification (:func:`tracekit.failures.classify_store`) is part of
+        every write, so that every read of the store is read-only.
 
         Args:
             paths: one path or several.
@@ -78,24 +90,32 @@ class Store:
                 given the bytes read after each chunk.
 
         Example:
-            >>> Store("f.duckdb").ingest("run.jsonl").totals.accepted  # doctest: +SKIP
-            42
+            >>> with Store("samples.duckdb") as store:
+            ...     print(store.ingest("sample_traces/recursion_circle.jsonl").totals.accepted)
+            11
         """
         from tracekit.store.ingest import ingest_paths  # pyarrow: only when ingesting
 
         self._writable()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return ingest_paths(self.con, paths, format=format, progress=progress)
+        report = ingest_paths(self.con, paths, format=format, progress=progress)
+        classify_store(self.con)
+        return report
 
     def ingest_records(
         self, lines: list[bytes], *, source: str, first_line: int = 1
     ) -> IngestReport:
-        """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers)."""
+        """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers).
+
+        The runs they touch are classified, as by :meth:`ingest`.
+        """
         from tracekit.store.ingest import ingest_records
 
         self._writable()
-        return ingest_records(self.con, lines, source=source, first_line=first_line)
+        report = ingest_records(self.con, lines, source=source, first_line=first_line)
+        classify_store(self.con)
+        return report
 
     def runs(
         self,
@@ -145,7 +165,7 @@ class Store:
         """The records of one root run's whole tree, in the order they were read.
 
         Raises:
-            StoreError: no such root run.
+            RunNotFoundError: no such root run.
         """
         self._root(run_id)
         rows = self.con.execute(
@@ -165,18 +185,31 @@ class Store:
 
     def tree(self, run_id: str) -> AgentTree:
         """The delegation tree of one root run, as ``tracekit tree`` draws it from its file."""
-        from tracekit.tree import agent_tree
+        from tracekit.tree import build_forest
 
-        return agent_tree(self.events(run_id))
+        return build_forest(self.events(run_id)).run(run_id, source=str(self.path)).steps
 
     def sql(self, query: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Run a read-only query and return its result.
+        """Run one SELECT (or an EXPLAIN of one) and return its result.
+
+        The query is checked by DuckDB's parser, and DuckDB reads no file for
+        it (``read_csv``, ``read_text``, ``glob``, ``COPY`` are refused). On a
+        read-only store the connection's settings are locked too; on a
+        writable one whatever the query did is rolled back.
 
         Raises:
-            StoreError: the query is not a SELECT (the store changes only by ingest).
+            StoreError: the query is not one SELECT (the store changes only by
+                ingest), or it failed.
 
         Example:
-            >>> Store().sql("SELECT agent, count(*) FROM invocations GROUP BY 1")  # doctest: +SKIP
+            >>> Store("fleet.duckdb").sql(
+            ...     "SELECT agent, count(*) AS calls FROM invocations"
+            ...     " GROUP BY agent ORDER BY calls DESC, agent LIMIT 3"
+            ... )
+                        agent  calls
+            0  knowledge-base     42
+            1          critic     17
+            2       documents     17
         """
         check_read_only(self.con, query)
         if self.read_only:
@@ -197,8 +230,10 @@ class Store:
     def _root(self, run_id: str) -> None:
         row = self.con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchall()[0]
         if not row or not row[0]:
-            raise StoreError(
+            raise RunNotFoundError(
                 f"{self.path}: no root run {run_id!r}",
+                run_id=run_id,
+                source=str(self.path),
                 hint="List the runs with: tracekit runs --db " + str(self.path),
             )
 

@@ -20,45 +20,25 @@ wording is in ``docs/trace-format.md``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
-from tracekit._gcpause import gc_paused
-from tracekit._text import escape, format_ms
-from tracekit.errors import TracekitError, TraceReadError
+from tracekit._util.text import escape, format_ms
+from tracekit._util.theme import STATUS_ANSI
+from tracekit.errors import TraceReadError
 from tracekit.events import ErrorInfo
-from tracekit.readers import read_trace
-from tracekit.steps import (
-    AgentStep,
-    Forest,
-    Integrity,
-    NodeStep,
-    RunTree,
-    Step,
-    forest_to_json,
-)
-from tracekit.tree import build_forest
+from tracekit.tree.model import AgentStep, NodeStep, Step
+
+if TYPE_CHECKING:  # the forest holds trees and renders them with this module
+    from tracekit.tree.forest import Forest, Integrity, RunTree
 
 __all__ = [
-    "TreeView",
     "describe_agent_tree",
     "describe_bad_lines",
     "describe_forest",
     "describe_integrity",
     "describe_run_header",
-    "escape",
-    "format_ms",
-    "render_forest",
-    "tree_view",
 ]
 
-_COLORS: Final = {
-    "ok": "32",
-    "error": "31",
-    "refused": "35",
-    "cancelled": "33",
-    "pending": "33",
-    "running": "36",
-}
 _NO_DURATION: Final = frozenset({"refused", "running", "pending"})
 _FAILED: Final = frozenset({"error", "refused", "cancelled"})
 _SHOWN: Final = 3  # examples named per line of a report
@@ -93,7 +73,9 @@ def _agent_head(node: str | None, agent: str) -> str:
 def _agent_tail(step: AgentStep, color: bool) -> str:
     """``ok, 11ms)`` and any mark: the kind unless delegate, status, duration."""
     details: list[str] = [] if step.kind == "delegate" else [step.kind]
-    details.append(_paint(_error_text(step.status, step.error), _COLORS.get(step.status), color))
+    details.append(
+        _paint(_error_text(step.status, step.error), STATUS_ANSI.get(step.status), color)
+    )
     if step.durationMs is not None and step.status not in _NO_DURATION:
         details.append(format_ms(step.durationMs))
     tail = ", ".join(details) + ")"
@@ -229,7 +211,7 @@ def describe_run_header(run: RunTree, color: bool = False) -> str:
     """The header line of one tree of a forest: run, agent, status, duration.
 
     Example:
-        >>> from tracekit.tree import AgentTree
+        >>> from tracekit.tree.forest import AgentTree, RunTree
         >>> run = RunTree(runId="r1", kind="root", agent="front", status="ok", durationMs=40, steps=AgentTree())
         >>> describe_run_header(run)
         'run r1: front (ok, 40ms)'
@@ -246,7 +228,7 @@ def describe_run_header(run: RunTree, color: bool = False) -> str:
         details = ["no run.start/run.end"]
     else:
         status = _error_text(run.status, run.error)
-        details = [_paint(status, _COLORS.get(run.status), color)]
+        details = [_paint(status, STATUS_ANSI.get(run.status), color)]
         if run.durationMs is not None:
             details.append(format_ms(run.durationMs))
         if run.failure:
@@ -308,6 +290,7 @@ def describe_integrity(integrity: Integrity) -> list[str]:
     """A short report of what was odd in a trace, one line per kind; empty if clean.
 
     Example:
+        >>> from tracekit.tree.forest import Integrity
         >>> describe_integrity(Integrity(duplicates=2))
         ['integrity: 2 duplicate records, counted once']
     """
@@ -354,85 +337,3 @@ def describe_bad_lines(bad_lines: Sequence[TraceReadError], lines_read: int) -> 
     if len(bad_lines) > _SHOWN:
         lines.append(f"  ... and {len(bad_lines) - _SHOWN} more")
     return lines
-
-
-class TreeView(NamedTuple):
-    """What ``tracekit tree`` prints: the output, and the notes for stderr."""
-
-    stdout: str
-    stderr: list[str]
-
-
-def render_forest(
-    forest: Forest,
-    *,
-    run_id: str | None = None,
-    fmt: str = "text",
-    max_depth: int | None = None,
-    errors_only: bool = False,
-    color: bool = False,
-    source: str = "the trace",
-) -> TreeView:
-    """Render a forest as text or JSON, with its integrity report for stderr.
-
-    Raises:
-        TracekitError: ``run_id`` is not a run of the forest.
-    """
-    runs = forest.runs
-    if run_id is not None:
-        found = forest.find(run_id)
-        if found is None:
-            known = _examples([r.runId for r in forest.runs if r.runId and r.kind != "orphan"])
-            raise TracekitError(
-                f"run {escape(run_id)} is not in {source}",
-                hint=f"Runs in it: {known}." if known else "",
-            )
-        runs = [found]
-    if fmt == "json":
-        text = forest_to_json(forest, runs).decode()
-    else:
-        text = describe_forest(
-            forest, run_id=run_id, max_depth=max_depth, errors_only=errors_only, color=color
-        )
-    return TreeView(text, describe_integrity(forest.integrity))
-
-
-def tree_view(
-    source: str,
-    *,
-    run_id: str | None = None,
-    fmt: str = "text",
-    max_depth: int | None = None,
-    errors_only: bool = False,
-    color: bool = False,
-    strict: bool = False,
-    hold: list[object] | None = None,
-) -> TreeView:
-    """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
-
-    Bad lines are skipped and summed up for stderr unless ``strict``.
-    ``hold``, if given, receives the records and the forest, so that a caller
-    about to end the process is not made to wait while they are freed here.
-
-    Raises:
-        TraceFileError: the file is missing, unreadable or not a trace.
-        TraceReadError: with ``strict``, the first bad line.
-    """
-    with gc_paused():  # a million acyclic records: collections would only walk them
-        result = read_trace(source, strict=strict)
-        forest = build_forest(result.events)
-        view = render_forest(
-            forest,
-            run_id=run_id,
-            fmt=fmt,
-            max_depth=max_depth,
-            errors_only=errors_only,
-            color=color,
-            source=source,
-        )
-    if hold is not None:
-        hold.extend((result, forest))
-    notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
-    if not result.events:
-        notes.append(f"{escape(source)}: no records")
-    return TreeView(view.stdout, notes)

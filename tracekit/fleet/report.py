@@ -3,22 +3,31 @@
 Each function takes a store and the same filters (``since``: a span back from
 now such as ``24h``, or an ISO time; ``service``; ``agent``) and returns a
 pandas DataFrame; :func:`fleet_report` gathers them all, with the change
-against the previous window of the same length. Every function classifies
-the store's new runs first (:func:`tracekit.failures.classify_store`) when
-the store is writable.
+against the previous window of the same length. Every function only reads:
+the store classified its runs when they were written
+(:func:`tracekit.failures.classify_store`, called by every ingest).
 
 Run-level metrics (outcomes, circles, failures, degraded runs) count root runs
 that started in the window, of the service, whose tree invoked the agent.
 Call-level metrics (latency, delegation edges) count the invocations that
 started in the window, of the service, made by or to the agent.
 
-The queries live in :mod:`tracekit.fleet_queries` and fetch plain rows;
+The queries live in :mod:`tracekit.fleet.queries` and fetch plain rows;
 :class:`FleetReport` keeps those rows and makes a DataFrame of a table when
 it is first read, so ``tracekit fleet`` never imports pandas.
 
 Example:
-    >>> report = fleet_report(Store("fleet.duckdb"), since="24h")  # doctest: +SKIP
-    >>> report.outcomes[["outcome", "runs", "share"]]  # doctest: +SKIP
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     report = fleet_report(store, since="24h")
+    >>> report.outcomes[["outcome", "runs", "share"]]
+                outcome  runs  share
+    0                ok    34  0.850
+    1          degraded     4  0.100
+    2  failed:recursion     1  0.025
+    3      failed:child     1  0.025
+    4    failed:refused     0  0.000
+    5         cancelled     0  0.000
+    6        incomplete     0  0.000
 """
 
 from __future__ import annotations
@@ -31,11 +40,9 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import duckdb
 
-from tracekit.errors import StoreLockedError
-from tracekit.failures.classify import classify_store
 from tracekit.failures.outcomes import STALE_AFTER_MS
-from tracekit.fleet_frames import to_frame
-from tracekit.fleet_queries import (
+from tracekit.fleet.frames import to_frame
+from tracekit.fleet.queries import (
     FleetFilter,
     Rows,
     calls_source,
@@ -47,7 +54,7 @@ from tracekit.fleet_queries import (
     run_groups,
     worst_rows,
 )
-from tracekit.fleet_tables import (
+from tracekit.fleet.tables import (
     circles_table,
     edges_table,
     failures_table,
@@ -60,6 +67,7 @@ from tracekit.store.db import default_path
 
 if TYPE_CHECKING:
     import pandas as pd
+    from rich.console import Console, ConsoleOptions, RenderResult
 
 __all__ = [
     "FleetFilter",
@@ -69,6 +77,7 @@ __all__ = [
     "degraded_runs",
     "delegation_edges",
     "fleet_report",
+    "incomplete_states",
     "open_for_report",
     "outcome_shares",
     "outcomes_over_time",
@@ -82,36 +91,25 @@ class _HasCon(Protocol):
     read_only: bool
 
 
-def open_for_report(db: str | os.PathLike[str] | None) -> Store:
-    """Open a store to report on: for writing, so new runs get classified first;
-    read-only when another process holds it (the report then reads what is classified).
+def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> Store:
+    """Open a store to report on, read-only: every write has classified its runs already.
+
+    While another process writes the store, try again for up to ``wait`` seconds.
+
+    Raises:
+        StoreError: there is no store at ``db`` (a report never creates one).
+        StoreLockedError: still locked after ``wait`` seconds.
     """
-    path = Path(db) if db is not None else default_path()
-    if not path.exists():  # a report never creates an empty store
-        return Store(path, read_only=True)  # raises StoreError: no store here
-    try:
-        return Store(path)
-    except StoreLockedError:
-        return Store(path, read_only=True)
-
-
-def _open(store: _HasCon | duckdb.DuckDBPyConnection) -> tuple[duckdb.DuckDBPyConnection, bool]:
-    """The connection, classified first when writable; True when every run is known classified."""
-    if isinstance(store, duckdb.DuckDBPyConnection):
-        return store, False
-    if getattr(store, "read_only", False):
-        return store.con, False
-    classify_store(store)
-    return store.con, True
+    return Store(Path(db) if db is not None else default_path(), read_only=True, wait=wait)
 
 
 def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    return _open(store)[0]
+    return store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
 
 
 def _source(store: _HasCon | duckdb.DuckDBPyConnection) -> tuple[duckdb.DuckDBPyConnection, str]:
-    con, classified = _open(store)
-    return con, calls_source(con, unclassified=0 if classified else None)
+    con = _con(store)
+    return con, calls_source(con)
 
 
 def _running_since(now: datetime | None) -> float:
@@ -260,7 +258,7 @@ class FleetReport:
     ``previous_share`` and ``change`` (share points) against the previous
     window of the same length, when there is a window. ``circles`` marks the
     circles not seen in the previous window as ``new``. ``tables`` holds the
-    same tables as plain rows (:class:`tracekit.fleet_queries.Rows`).
+    same tables as plain rows (:class:`tracekit.fleet.queries.Rows`).
     """
 
     filter: FleetFilter
@@ -314,6 +312,12 @@ class FleetReport:
         """The delegation edges."""
         return self.frame("edges")
 
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The report as rich tables: ``rich.print(report)`` or ``console.print(report)``."""
+        from tracekit.fleet.text import renderables  # rich: only when the report is drawn
+
+        yield from renderables(self)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data (lists of records, ISO times), ready for JSON."""
         return {
@@ -357,10 +361,10 @@ def fleet_report(
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
-    Five queries (:mod:`tracekit.fleet_queries`) read both windows at once.
+    Five queries (:mod:`tracekit.fleet.queries`) read both windows at once.
 
     Args:
-        store: a :class:`tracekit.store.Store` (classified first if writable).
+        store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
         since: a span back from now (``24h``, ``7d``) or an ISO time; None for all.
         service: only this service.
         agent: only runs that invoked this agent, calls by or to it.

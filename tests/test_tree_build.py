@@ -1,4 +1,4 @@
-"""agent_tree / build_forest: the seed's meaning, and what real traces do (issue 2, point 4)."""
+"""agent_tree / build_forest: the seed's meaning, and what real traces do."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tracekit import (
     describe_forest,
 )
 from tracekit.events import ErrorInfo, RunEnd, RunStart
-from tracekit.steps import steps_to_json
 from tracekit.tree import iter_steps
+from tracekit.tree.model import steps_to_json
 
 
 def seed_events() -> list:

@@ -6,8 +6,11 @@ documented in ``docs/notebooks.md``), so code written against one works on the
 other.
 
 Example:
-    >>> frame = read_invocations("sample_traces/child_failure.jsonl")  # doctest: +SKIP
-    >>> frame[["agent", "status", "depth", "error_code"]]               # doctest: +SKIP
+    >>> frame = read_invocations("sample_traces/child_failure.jsonl")
+    >>> frame[["agent", "status", "depth", "error_code"]]
+         agent status  depth    error_code
+    0  billing  error      1  AGENT_FAILED
+    1  refunds  error      2  AGENT_FAILED
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import pandas as pd
 
 from tracekit.events import Enter, Event, Exit
 from tracekit.readers import read_trace
-from tracekit.tree import AgentStep, Step, build_forest
+from tracekit.tree.build import build_forest
+from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["INVOCATION_COLUMNS", "invocations_frame", "read_invocations"]
 
@@ -86,7 +90,10 @@ def read_invocations(path: str | Path) -> pd.DataFrame:
     Bad lines are skipped, as ``tracekit tree`` skips them.
 
     Example:
-        >>> read_invocations("sample_traces/agent_orchestrator.jsonl")  # doctest: +SKIP
+        >>> frame = read_invocations("sample_traces/agent_orchestrator.jsonl")
+        >>> frame[["agent", "kind", "status", "depth"]]
+          agent      kind status  depth
+        0   sql  delegate     ok      1
     """
     return invocations_frame(read_trace(str(path)).events)
 

@@ -1,7 +1,9 @@
 """DataFrames as text for the terminal: a table, JSON lines or CSV.
 
-Names in traces are data: control characters (ANSI escapes included) are
-shown escaped, never sent to the terminal as they are.
+Names in traces are data: in tables and CSV, control and bidirectional
+characters (ANSI escapes included) are shown escaped by
+:func:`tracekit._util.text.escape`, as the tree and the fleet show them, never
+sent to the terminal as they are. JSON escapes control characters itself.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import re
 from datetime import datetime
 from typing import Any
 
@@ -17,13 +18,13 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["clean", "render"]
+from tracekit._util.text import escape
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+__all__ = ["clean", "render"]
 
 
 def clean(value: Any, width: int | None = None) -> str:
-    """One cell as safe text: control characters escaped, cut to ``width``."""
+    """One cell as safe text: what is not printable escaped, cut to ``width``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     if value is pd.NaT:
@@ -34,7 +35,7 @@ def clean(value: Any, width: int | None = None) -> str:
         text = f"{value:.0f}" if value.is_integer() else f"{value:.1f}"
     else:
         text = str(value)
-    text = _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+    text = escape(text)
     if width is not None and len(text) > width:
         text = text[: width - 1] + "…"
     return text
@@ -45,8 +46,22 @@ def render(df: pd.DataFrame, fmt: str, *, width: int | None = None) -> str:
     if fmt == "json":
         return "\n".join(json.dumps(_jsonable(row)) for row in df.to_dict(orient="records"))
     if fmt == "csv":
-        return df.to_csv(index=False).rstrip("\n")
+        return _csv(df)
     return _table(df, width)
+
+
+def _csv(df: pd.DataFrame) -> str:
+    """CSV with every text cell and column name escaped, numbers and times as they are."""
+    safe = df.rename(columns=lambda name: escape(str(name)))
+    for i in range(len(safe.columns)):
+        dtype = safe.dtypes.iloc[i]
+        if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            safe.isetitem(i, safe.iloc[:, i].map(_escape_cell))
+    return safe.to_csv(index=False).rstrip("\n")
+
+
+def _escape_cell(value: Any) -> Any:
+    return escape(value) if isinstance(value, str) else value
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +87,7 @@ def _table(df: pd.DataFrame, width: int | None) -> str:
         [clean(v, w) for v, w in zip(row, cut, strict=True)] for row in df.itertuples(index=False)
     ]
     for i, column in enumerate(df.columns):
-        name = str(column)
+        name = escape(str(column))
         # Ids are copied into other commands: never cut them short.
         widest = max((len(r[i]) for r in rows), default=0) if name.endswith("_id") else 0
         table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=max(len(name), widest))

@@ -12,9 +12,9 @@ as the same records. The truth file says what each run is, as the fleet
 classification should find it (see ``docs/simulate.md``).
 
 Example:
-    >>> report = simulate("/tmp/fleet.jsonl", runs=20, seed=7)  # doctest: +SKIP
-    >>> report.runs, sum(report.outcomes.values())  # doctest: +SKIP
-    (20, 20)
+    >>> report = simulate("fleet.jsonl", runs=20, seed=7)
+    >>> print(describe_report(report))
+    wrote 20 runs, 473 events to fleet.jsonl (degraded 2, failed:child 1, failed:recursion 1, ok 16)
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import gzip
 import os
 import random
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import IO, Any, Final, Literal
 
 import msgspec
 
+from tracekit._util.text import duration_ms
 from tracekit.errors import TracekitError
 from tracekit.events import Event, canonical_circle, parse_ts
 from tracekit.simulation.catalog import SERVICES
@@ -61,7 +61,7 @@ DEFAULT_WINDOW_MS: Final = 24 * 3_600_000
 _EVENTS_PER_RUN: Final = 21  # the mean, measured; spreads --events fleets over the window
 _CHUNK: Final = 1 << 16  # records encoded at a time
 _OTLP_BATCH: Final = 512  # spans in one exported line, as the collector's batch processor
-_SCOPE: Final = {"name": "tracekit.simulate", "version": "1"}
+_SCOPE: Final = {"name": "tracekit.simulation.simulator", "version": "1"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +184,6 @@ def simulate(
 
 
 _TRUTH_ENCODER: Final = msgspec.json.Encoder()
-_UNITS: Final = {"ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3, "d": 86400e3, "w": 604800e3}
 
 
 def parse_duration_ms(text: str) -> float:
@@ -194,10 +193,10 @@ def parse_duration_ms(text: str) -> float:
         >>> parse_duration_ms("2h"), parse_duration_ms("1500")
         (7200000.0, 1500.0)
     """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*", text)
-    if match is None:
+    ms = duration_ms(text)
+    if ms is None:
         raise TracekitError(f"{text!r} is not a duration", hint="write it as 90s, 30m, 24h or 7d")
-    return float(match.group(1)) * _UNITS[match.group(2) or "ms"]
+    return ms
 
 
 def _start_ms(start: float | str) -> float:

@@ -6,16 +6,12 @@ import pytest
 from _tree_helpers import call, enter, exit_, node
 
 from tracekit import agent_tree, build_forest, describe_agent_tree, describe_forest
-from tracekit.describe import (
-    describe_bad_lines,
-    describe_integrity,
-    escape,
-    format_ms,
-    render_forest,
-)
-from tracekit.errors import TracekitError, TraceReadError
+from tracekit._util.text import escape, format_ms
+from tracekit.cli.tree import render_forest
+from tracekit.errors import RunNotFoundError, TracekitError, TraceReadError
 from tracekit.events import ErrorInfo
-from tracekit.steps import Integrity
+from tracekit.tree.forest import Integrity
+from tracekit.tree.text import describe_bad_lines, describe_integrity
 
 RECURSION = ErrorInfo(code="AGENT_RECURSION", chain=["orders", "billing", "orders"])
 
@@ -117,11 +113,13 @@ def test_inferred_root_header() -> None:
     assert describe_forest(forest).splitlines()[0] == "run a: agent unknown (no run.start/run.end)"
 
 
-def test_render_forest_unknown_run_is_a_tracekit_error() -> None:
+def test_render_forest_unknown_run_is_a_run_not_found_error() -> None:
     forest = build_forest([node(1, "a", "x")])
-    with pytest.raises(TracekitError, match=r"run b is not in t\.jsonl") as info:
+    with pytest.raises(RunNotFoundError, match=r"run b is not in t\.jsonl") as info:
         render_forest(forest, run_id="b", source="t.jsonl")
     assert info.value.hint == "Runs in it: a."
+    assert (info.value.run_id, info.value.source) == ("b", "t.jsonl")
+    assert isinstance(info.value, TracekitError)
 
 
 def test_integrity_lines() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit.fleet_queries import Rows
+from tracekit.fleet.queries import Rows
 
 if TYPE_CHECKING:
     import pandas as pd

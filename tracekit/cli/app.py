@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tracekit._cli_quick import quick_fleet_args, quick_tree_args
+from tracekit.cli.quick import quick_fleet_args, quick_tree_args
 from tracekit.errors import TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
@@ -36,7 +36,7 @@ def _root() -> None:
     # A callback keeps `tracekit <command>` a group even while it has one command.
 
 
-# --- tree (issue 2) ------------------------------------------------------------
+# --- tree ---------------------------------------------------------------------
 
 
 class TreeFormat(enum.StrEnum):
@@ -72,6 +72,18 @@ def _print_view(stdout: str, stderr: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+# A reader that finds an ingest running waits for it this long (seconds) by default.
+_DEFAULT_WAIT = 10.0
+WaitOption = Annotated[
+    float,
+    typer.Option(
+        "--wait",
+        min=0,
+        help="Seconds to wait while another process writes the store (0: fail at once).",
+    ),
+]
+
+
 @app.command("tree")
 def tree_command(
     file: Annotated[
@@ -104,6 +116,7 @@ def tree_command(
         str | None,
         typer.Option("--db", help="Read the run from this store: the argument is then a RUN_ID."),
     ] = None,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -112,7 +125,17 @@ def tree_command(
     With --db, FILE is a root run id and its tree is read from the store.
     """
     if db is not None:
-        view = _store_tree_view(db, file, format, max_depth, errors, _use_color(color))
+        from tracekit.cli.tree import store_tree_view
+
+        view = store_tree_view(
+            db,
+            file,
+            fmt=format.value,
+            max_depth=max_depth,
+            errors_only=errors,
+            color=_use_color(color),
+            wait=wait,
+        )
         _print_view(view.stdout, view.stderr)
         return
     _tree(file, run, format.value, color.value, max_depth, errors, strict)
@@ -128,7 +151,7 @@ def _tree(
     strict: bool,
 ) -> None:
     """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
-    from tracekit.describe import tree_view
+    from tracekit.cli.tree import tree_view
 
     _HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
     view = tree_view(
@@ -153,7 +176,7 @@ _FAST_EXIT: list[int] = []
 _HELD: list[object] = []
 
 
-# --- ingest, runs, rejects, sql, simulate (issue 4) ----------------------------
+# --- ingest, runs, rejects, sql, simulate -------------------------------------
 
 
 class SimFormat(enum.StrEnum):
@@ -214,7 +237,12 @@ def simulate_command(
     ] = 0.01,
 ) -> None:
     """Write a seeded fleet of simulated runs, and optionally its ground truth."""
-    from tracekit.simulate import SimulationRates, describe_report, parse_duration_ms, simulate
+    from tracekit.simulation.simulator import (
+        SimulationRates,
+        describe_report,
+        parse_duration_ms,
+        simulate,
+    )
 
     rates = SimulationRates(
         failure=failure_rate,
@@ -289,13 +317,11 @@ def ingest_command(
     A file ingested again adds nothing; a file that grew is read from where the
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     """
-    from tracekit.failures import classify_store
+    from tracekit.cli.progress import progress_bar
     from tracekit.store import Store
-    from tracekit.store.progress import progress_bar
 
     with Store(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
-        classify_store(store)
         for source in report.sources if len(report.sources) <= 20 else []:
             c = source.counts
             if source.skipped:
@@ -328,11 +354,12 @@ def runs_command(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many runs.")] = 50,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """List root runs, newest first."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.runs(status=status, service=service, agent=agent, since=since, limit=limit)
     if format is TableFormat.table:
         df = df[_RUN_COLUMNS]
@@ -344,11 +371,12 @@ def rejects_command(
     db: DbOption = None,
     limit: Annotated[int, typer.Option("--limit", min=0, help="At most this many lines.")] = 100,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.rejects(limit=limit)
     if format is TableFormat.table:
         df = df[["source", "line", "reason", "raw"]]
@@ -360,36 +388,18 @@ def sql_command(
     query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
-    """Run a read-only SQL query on the store (tables: see docs/store.md)."""
+    """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
     from tracekit.store import Store
 
-    with Store(db, read_only=True) as store:
+    with Store(db, read_only=True, wait=wait) as store:
         df = store.sql(query)
     _emit(df, format)
 
 
-def _store_tree_view(
-    db: str, run_id: str, format: TreeFormat, max_depth: int | None, errors: bool, color: bool
-) -> Any:
-    from tracekit.describe import render_forest
-    from tracekit.store import Store
-    from tracekit.tree import build_forest
-
-    with Store(db, read_only=True) as store:
-        events = store.events(run_id)
-    return render_forest(
-        build_forest(events),
-        fmt=format.value,
-        max_depth=max_depth,
-        errors_only=errors,
-        color=color,
-        source=f"{db}:{run_id}",
-    )
-
-
 def _emit(df: Any, format: TableFormat) -> None:
-    from tracekit.store.render import render
+    from tracekit.cli.tables import render
 
     if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
@@ -401,12 +411,12 @@ def _emit(df: Any, format: TableFormat) -> None:
 
 def _clean(text: str) -> str:
     """Escape control characters in a name for the terminal."""
-    from tracekit.store.render import clean
+    from tracekit.cli.tables import clean
 
     return clean(text)
 
 
-# --- fleet, dashboard (issue 5) ------------------------------------------------
+# --- fleet, dashboard ---------------------------------------------------------
 
 
 class FleetFormat(enum.StrEnum):
@@ -445,12 +455,13 @@ def fleet_command(
     color: Annotated[
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
     With --since, each share is compared with the window of the same length just before.
     """
-    _fleet(db, since, service, agent, format.value, color.value)
+    _fleet(db, since, service, agent, format.value, color.value, wait)
 
 
 def _fleet(
@@ -460,12 +471,19 @@ def _fleet(
     agent: str | None,
     fmt: str,
     color: str,
+    wait: float = _DEFAULT_WAIT,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
-    from tracekit.fleet_view import fleet_text
+    from tracekit.cli.fleet import fleet_text
 
     text = fleet_text(
-        db, since=since, service=service, agent=agent, fmt=fmt, color=_use_color(ColorMode(color))
+        db,
+        since=since,
+        service=service,
+        agent=agent,
+        fmt=fmt,
+        color=_use_color(ColorMode(color)),
+        wait=wait,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
@@ -480,11 +498,12 @@ def dashboard_command(
     since: _Since = None,
     service: _Service = None,
     agent: _Agent = None,
+    wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
     from tracekit.dashboards.page import write_dashboard
 
-    path = write_dashboard(out, db=db, since=since, service=service, agent=agent)
+    path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
     print(f"dashboard written to {path}", file=sys.stderr)
 
 

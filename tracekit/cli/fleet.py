@@ -1,25 +1,40 @@
 """The fleet report as terminal text (rich tables) or JSON: what ``tracekit fleet`` prints.
 
 Names from traces are data: in tables each cell is a rich ``Text`` with
-control characters escaped (:mod:`tracekit.fleet_rich`); JSON escapes them
+control characters escaped (:mod:`tracekit.fleet.text`); JSON escapes them
 itself. Each format imports only what it needs (JSON: neither rich nor pandas).
 
 Example:
-    >>> print(render_fleet(fleet_report(Store("fleet.duckdb")), width=100))  # doctest: +SKIP
+    >>> from tracekit.fleet import fleet_report
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     report = fleet_report(store)
+    >>> print(render_fleet(report, width=100))
+    Fleet health: every run in the store
+    <BLANKLINE>
+    Runs: 40
+    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━┓
+    ┃ outcome          ┃ runs ┃ share ┃ before ┃ change ┃
+    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━┩
+    │ ok               │   34 │ 85.0% │      - │      - │
+    ...
+    >>> json.loads(fleet_json(report))["outcomes"][0]
+    {'outcome': 'ok', 'runs': 34, 'share': 0.85,
+     'previous_runs': None, 'previous_share': None, 'change': None}
 """
 
 from __future__ import annotations
 
 import json
 
-from tracekit.fleet import FleetReport
+from tracekit.fleet.report import FleetReport
 
 __all__ = ["fleet_json", "fleet_text", "render_fleet"]
 
 
 def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) -> str:
     """The report as rich tables, one after another, at a fixed width."""
-    from tracekit.fleet_rich import render_fleet as render
+    from tracekit.fleet.text import render_fleet as render
 
     return render(report, width=width, color=color)
 
@@ -38,11 +53,13 @@ def fleet_text(
     fmt: str = "table",
     color: bool = False,
     width: int | None = None,
+    wait: float = 0.0,
 ) -> str:
-    """Open the store, classify its new runs, and return the report as text or JSON."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), classify its
+    new runs, and return the report as text or JSON."""
     from tracekit.fleet import fleet_report, open_for_report
 
-    with open_for_report(db) as store:
+    with open_for_report(db, wait=wait) as store:
         report = fleet_report(store, since=since, service=service, agent=agent)
     if fmt == "json":
         return fleet_json(report)

@@ -1,118 +1,62 @@
-"""The tree's data: steps, runs, forests, and their JSON.
+"""Runs and forests: a run's steps with its header, every run of a trace, and their JSON.
 
-A tree is a list of steps. A :class:`NodeStep` is a step of the run itself; an
-:class:`AgentStep` is an agent invocation, with the steps of the child run
-nested in ``steps``. Their JSON is the seed runtime's shape with camelCase
-keys: ``{"type": "node", "id"}`` and ``{"type": "agent", "agent", "node",
-"kind", "runId", "parentRunId", "invocationId", "ok", "status", "durationMs",
-"error"?, "steps"}``.
-
-The models are msgspec structs rather than pydantic models because of a
-measurement on this machine: building one step took 0.22 us with msgspec
-against 2.9 us (pydantic, validated) or 4.9 us (``model_construct``), and a
-1,000,000-event trace builds three quarters of a million steps.
+:class:`AgentTree` is one run's list of steps (:mod:`tracekit.tree.model`);
+``str(tree)`` is its ``describeAgentTree`` text (:mod:`tracekit.tree.text`)
+and Jupyter shows its HTML (:mod:`tracekit.tree.html`). A :class:`RunTree`
+is a tree with what its header says; a :class:`Forest` is every tree of a
+trace, with the :class:`Integrity` report of what was odd.
 
 Example:
-    >>> steps_to_json([NodeStep("decide")])
-    b'[{"type":"node","id":"decide"}]'
+    >>> from tracekit.tree.model import NodeStep
+    >>> run = RunTree(runId="r", kind="root", steps=AgentTree([NodeStep("a")]))
+    >>> Forest(runs=[run], integrity=Integrity()).run("r").steps
+    [NodeStep(id='a', ok=None, durationMs=None)]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
-from tracekit.events import ErrorInfo, Kind
+from tracekit._util.text import escape
+from tracekit.errors import RunNotFoundError
+from tracekit.events import ErrorInfo
+from tracekit.tree.html import tree_to_html
+from tracekit.tree.model import (
+    MARK_NO_ENTER,
+    AgentStep,
+    Step,
+    StepStatus,
+    iter_steps,
+    steps_to_json,
+)
+from tracekit.tree.text import describe_agent_tree
 
 __all__ = [
-    "MARK_NO_ENTER",
-    "AgentStep",
     "AgentTree",
     "Forest",
     "Integrity",
-    "NodeStep",
     "RunKind",
     "RunTree",
-    "Step",
-    "StepStatus",
     "forest_to_json",
-    "iter_steps",
     "owns_run",
-    "steps_to_json",
 ]
 
-MARK_NO_ENTER: Final = "exit without enter"
-
-StepStatus: TypeAlias = Literal["ok", "error", "refused", "cancelled", "pending", "running"]
 RunKind: TypeAlias = Literal["root", "orphan", "cycle", "parentless", "subtree"]
-
-
-class NodeStep(msgspec.Struct, tag_field="type", tag="node", omit_defaults=True, frozen=True):
-    """A step of a run: ``{"type": "node", "id": ...}``.
-
-    ``id`` is the step's own name: a path such as ``delegate/sql/say`` shows
-    its last part. ``ok`` and ``durationMs`` appear when the record had them.
-    Frozen: a tree may share one object between repeats of the same step.
-    """
-
-    id: str
-    ok: bool | None = None
-    durationMs: float | None = None
-
-    @property
-    def type(self) -> Literal["node"]:
-        """Always ``"node"``; the JSON tag."""
-        return "node"
-
-
-class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omit_defaults=True):
-    """An agent invocation and, in ``steps``, the child run's own steps.
-
-    ``status`` is ``running`` (and ``ok``/``durationMs`` are null) while no
-    exit was seen. ``error`` is left out when there is none. ``startTs`` and
-    ``endTs`` (milliseconds) are tracekit's additions, for timelines; ``mark``
-    says what was odd about this invocation, if anything (``"exit without
-    enter"``, a cycle cut here, a run claimed twice).
-    """
-
-    agent: str
-    node: str | None
-    kind: Kind
-    runId: str
-    parentRunId: str | None
-    invocationId: str
-    ok: bool | None
-    status: StepStatus
-    durationMs: float | None
-    error: ErrorInfo | None = None
-    startTs: float | None = None
-    endTs: float | None = None
-    mark: str | None = None
-    steps: list[Step]
-
-    @property
-    def type(self) -> Literal["agent"]:
-        """Always ``"agent"``; the JSON tag."""
-        return "agent"
-
-
-Step: TypeAlias = NodeStep | AgentStep
+_ENCODER: Final = msgspec.json.Encoder()
+_LISTED: Final = 3  # run ids named when a run is not found
 
 
 class AgentTree(list[Step]):
     """One run's steps; ``str(tree)`` is its :func:`describe_agent_tree` text."""
 
     def __str__(self) -> str:
-        from tracekit.describe import describe_agent_tree  # describe imports this module
-
         return describe_agent_tree(self)
 
     def _repr_html_(self) -> str:
-        """Jupyter's rich view: the collapsible tree of :func:`tracekit.tree_html.tree_to_html`."""
-        from tracekit.tree_html import tree_to_html  # tree_html imports this module
-
+        """Jupyter's rich view: the collapsible tree of :func:`tracekit.tree.html.tree_to_html`."""
         return tree_to_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -189,6 +133,7 @@ class Forest(msgspec.Struct, kw_only=True):
         """Return the tree of ``run_id``: a root's, or a child run's subtree.
 
         Example:
+            >>> from tracekit.tree.model import NodeStep
             >>> tree = AgentTree([NodeStep("a")])
             >>> forest = Forest(runs=[RunTree(runId="r", kind="root", steps=tree)], integrity=Integrity())
             >>> forest.find("r").steps
@@ -201,6 +146,26 @@ class Forest(msgspec.Struct, kw_only=True):
             if isinstance(step, AgentStep) and step.runId == run_id and owns_run(step):
                 return _subtree(step)
         return None
+
+    def run(self, run_id: str, *, source: str = "the trace") -> RunTree:
+        """Like :meth:`find`, but a missing run is an error that lists the runs there.
+
+        Raises:
+            RunNotFoundError: ``run_id`` is neither a run nor a child run of the forest.
+        """
+        found = self.find(run_id)
+        if found is None:
+            known = [r.runId for r in self.runs if r.runId and r.kind != "orphan"]
+            shown = ", ".join(escape(str(k)) for k in known[:_LISTED])
+            more = len(known) - _LISTED
+            shown += f" and {more} more" if more > 0 else ""
+            raise RunNotFoundError(
+                f"run {escape(run_id)} is not in {source}",
+                run_id=run_id,
+                source=source,
+                hint=f"Runs in it: {shown}." if known else "",
+            )
+        return found
 
 
 def owns_run(step: AgentStep) -> bool:
@@ -222,69 +187,11 @@ def _subtree(step: AgentStep) -> RunTree:
     )
 
 
-def iter_steps(trees: Iterable[Sequence[Step]]) -> Iterator[Step]:
-    """Yield every step of the trees in pre-order, without recursion.
-
-    Example:
-        >>> [s.id for s in iter_steps([[NodeStep("a"), NodeStep("b")]])]
-        ['a', 'b']
-    """
-    stack: list[Iterator[Step]] = [iter(tree) for tree in reversed(list(trees))]
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            continue
-        yield step
-        if type(step) is AgentStep and step.steps:
-            stack.append(iter(step.steps))
-
-
-_ENCODER: Final = msgspec.json.Encoder()
-
-
-def steps_to_json(steps: Sequence[Step]) -> bytes:
-    """Encode steps as JSON, the seed's shape; any depth (no RecursionError).
-
-    Example:
-        >>> steps_to_json([NodeStep("decide")])
-        b'[{"type":"node","id":"decide"}]'
-    """
-    try:
-        return _ENCODER.encode(steps)
-    except RecursionError:  # deeper than msgspec's recursive encoder goes
-        return _encode_deep(steps)
-
-
-def _encode_deep(steps: Sequence[Step]) -> bytes:
-    """Write nested steps with an explicit stack; an agent's ``steps`` is its last key."""
-    out = bytearray(b"[")
-    stack: list[Iterator[Step]] = [iter(steps)]
-    first = [True]
-    while stack:
-        step = next(stack[-1], None)
-        if step is None:
-            stack.pop()
-            first.pop()
-            out += b"]}" if stack else b"]"
-            continue
-        if not first[-1]:
-            out += b","
-        first[-1] = False
-        if type(step) is AgentStep and step.steps:
-            head = _ENCODER.encode(msgspec.structs.replace(step, steps=[]))
-            out += head[:-2]  # drop the empty list's "]}" and open it
-            stack.append(iter(step.steps))
-            first.append(True)
-        else:
-            out += _ENCODER.encode(step)
-    return bytes(out)
-
-
 def forest_to_json(forest: Forest, runs: Sequence[RunTree] | None = None) -> bytes:
     """Encode a forest (or some of its runs) as ``{"runs": [...], "integrity": {...}}``.
 
     Example:
+        >>> from tracekit.tree.model import NodeStep
         >>> run = RunTree(runId="r", kind="root", steps=AgentTree([NodeStep("a")]))
         >>> forest_to_json(Forest(runs=[run], integrity=Integrity()))[:73]
         b'{"runs":[{"runId":"r","kind":"root","steps":[{"type":"node","id":"a"}]}],'

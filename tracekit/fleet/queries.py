@@ -6,7 +6,7 @@ origin (outcome shares, incomplete runs, failures by origin); one of the
 circles (with whether the previous window saw each); the newest degraded
 runs; one ``GROUP BY`` of the calls by caller and callee (the delegation
 edges, and the calls made to each failure's origin agent); the latency
-percentiles. :mod:`tracekit.fleet_tables` turns the rows into the report's
+percentiles. :mod:`tracekit.fleet.tables` turns the rows into the report's
 tables; :mod:`tracekit.fleet` into DataFrames.
 
 Run-level queries count root runs that started in the window, of the

@@ -27,23 +27,13 @@ import html
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from tracekit.describe import escape, format_ms
+from tracekit._util.text import escape, format_ms
+from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 from tracekit.events import ErrorInfo
-from tracekit.tree import AgentStep, Step
+from tracekit.tree.model import AgentStep, Step
 
-__all__ = ["RECURSION_COLOR", "STATUS_COLORS", "tree_to_html"]
+__all__ = ["tree_to_html"]
 
-#: One colour for each invocation status, shared with the run figures.
-STATUS_COLORS: Final[dict[str, str]] = {
-    "ok": "#1a7f37",
-    "error": "#cf222e",
-    "refused": "#bc4c00",
-    "cancelled": "#6e7781",
-    "pending": "#9a6700",
-    "running": "#0969da",
-}
-#: A recursion circle gets its own colour: it is wrong by construction.
-RECURSION_COLOR: Final = "#8250df"
 
 _FAILED: Final = frozenset({"error", "refused", "cancelled"})
 _NO_DURATION: Final = frozenset({"refused", "running", "pending"})  # as the text tree
@@ -227,7 +217,7 @@ def _summary(step: AgentStep) -> str:
 
 
 def _badge(status: str) -> str:
-    color = STATUS_COLORS.get(status, "#57606a")
+    color = STATUS_COLORS.get(status, NEUTRAL)
     return (
         f'<span class="tk-status tk-status-{_text(status)}" style="background:{color}">'
         f"{_text(status)}</span>"

@@ -1,12 +1,32 @@
-"""The fleet report as terminal text: rich tables (:func:`tracekit.fleet_view.render_fleet`).
+"""The fleet report as terminal text: rich tables (:func:`tracekit.cli.fleet.render_fleet`).
 
 Names from traces are data: each cell is a rich ``Text`` (so ``[red]`` in an
 agent's name is not markup) with control characters escaped
-(:func:`tracekit.describe.escape`), so a name cannot move the cursor or
+(:func:`tracekit.tree.text.escape`), so a name cannot move the cursor or
 change colours.
 
 Example:
-    >>> print(render_fleet(fleet_report(Store("fleet.duckdb")), width=100))  # doctest: +SKIP
+    >>> from tracekit.fleet import fleet_report
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     print(render_fleet(fleet_report(store, since="24h"), width=100))
+    Fleet health: runs started ... to ... UTC
+    <BLANKLINE>
+    Runs: 40 (previous window: 0)
+    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓
+    ┃ outcome          ┃ runs ┃ share ┃ before ┃   change ┃
+    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩
+    │ ok               │   34 │ 85.0% │   0.0% │ +85.0 pt │
+    │ degraded         │    4 │ 10.0% │   0.0% │ +10.0 pt │
+    │ failed:recursion │    1 │  2.5% │   0.0% │  +2.5 pt │
+    │ failed:child     │    1 │  2.5% │   0.0% │  +2.5 pt │
+    │ failed:refused   │    0 │  0.0% │   0.0% │  +0.0 pt │
+    │ cancelled        │    0 │  0.0% │   0.0% │  +0.0 pt │
+    │ incomplete       │    0 │  0.0% │   0.0% │  +0.0 pt │
+    └──────────────────┴──────┴───────┴────────┴──────────┘
+    <BLANKLINE>
+    Recursion circles (wrong by construction: act on each, even once)
+    ...
 
 Only this module imports rich for the report: ``--format json`` does without it.
 """
@@ -15,29 +35,23 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tracekit._text import escape, format_ms
-from tracekit.fleet import FleetReport
-from tracekit.fleet_queries import Rows
+from tracekit._util.text import escape, format_ms
+from tracekit._util.theme import OUTCOME_STYLES
+from tracekit.fleet.queries import Rows
 
-__all__ = ["render_fleet"]
+if TYPE_CHECKING:  # the report draws itself with this module (__rich_console__)
+    from tracekit.fleet.report import FleetReport
 
-_OUTCOME_STYLE: Final = {
-    "ok": "green",
-    "degraded": "yellow",
-    "failed:recursion": "bold magenta",
-    "failed:child": "red",
-    "failed:refused": "red",
-    "cancelled": "dim",
-    "incomplete": "cyan",
-}
+__all__ = ["render_fleet", "renderables"]
+
 _ROWS: Final = 15  # rows shown per table; --format json has them all
 
 
@@ -122,7 +136,7 @@ def _outcomes(report: FleetReport) -> Table | Text:
                 f" ({report.incomplete['crashed']} crashed, {report.incomplete['running']} running)"
             )
         return [
-            Text(label, style=_OUTCOME_STYLE.get(name, "")),
+            Text(label, style=OUTCOME_STYLES.get(name, "")),
             Text(f"{row['runs']:,}"),
             _pct(row["share"]),
             _pct(row["previous_share"]),
@@ -267,8 +281,13 @@ def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) 
         highlight=False,
         emoji=False,
     )
-    console.print(_window(report))
-    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
-        console.print()
-        console.print(part(report))
+    console.print(report)
     return out.getvalue().rstrip("\n")
+
+
+def renderables(report: FleetReport) -> Iterator[RenderableType]:
+    """The window line, then each table, a blank line before each."""
+    yield _window(report)
+    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
+        yield Text()
+        yield part(report)

@@ -4,7 +4,7 @@
 whose parent is missing, invocations without a parent, cycles cut open) and
 reports what was odd; :func:`agent_tree` returns one run's tree, as the seed
 runtime's ``agentTree`` does; :func:`agents_in` flattens the invocations. The
-step models live in :mod:`tracekit.steps` and are re-exported here.
+step models live in :mod:`tracekit.tree.model`.
 
 Records are folded in one pass over the ordered list, without recursion, so a
 chain of any depth builds; the pass is a single tight loop because it runs
@@ -32,39 +32,18 @@ from itertools import compress, repeat
 from operator import attrgetter, eq, le
 from typing import Any, Final
 
-from tracekit._gcpause import gc_paused
+from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
-from tracekit.steps import (
+from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
+from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
-    AgentTree,
-    Forest,
-    Integrity,
     NodeStep,
-    RunTree,
     Step,
-    StepStatus,
-    forest_to_json,
     iter_steps,
-    steps_to_json,
 )
 
-__all__ = [
-    "AgentStep",
-    "AgentTree",
-    "Forest",
-    "Integrity",
-    "NodeStep",
-    "RunTree",
-    "Step",
-    "StepStatus",
-    "agent_tree",
-    "agents_in",
-    "build_forest",
-    "forest_to_json",
-    "iter_steps",
-    "steps_to_json",
-]
+__all__ = ["agent_tree", "agents_in", "build_forest"]
 
 _DEDUPE_SCAN: Final = 64  # past this many records in one millisecond, compare encodings
 _TS: Final = attrgetter("ts")

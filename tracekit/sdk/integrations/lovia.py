@@ -4,7 +4,7 @@ Install with ``pip install 'tracekit[lovia]'`` and pass the tracer to a run::
 
     from lovia import Runner
     from tracekit import AgentTracer, JsonlSink
-    from tracekit.integrations.lovia import LoviaTracer
+    from tracekit.sdk.integrations.lovia import LoviaTracer
 
     tracer = LoviaTracer(AgentTracer(JsonlSink("run.jsonl")))
     result = await Runner.run(triage, "I was charged twice.", tracer=tracer)
@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any, Final
 
 from tracekit.sdk.context import current_frame
-from tracekit.sdk.scopes import Invocation, _Scope
+from tracekit.sdk.scopes import Invocation, Scope
 from tracekit.sdk.tracer import AgentTracer
 
 __all__ = ["LoviaTracer"]
@@ -97,7 +97,7 @@ class LoviaTracer:
 class _Span:
     """A span lovia holds: attributes go to the OpenTelemetry span, if any."""
 
-    _scope: _Scope | None = None
+    _scope: Scope | None = None
 
     def __init__(self, tk: AgentTracer, attributes: dict[str, object]) -> None:
         self._tk = tk
@@ -123,7 +123,7 @@ class _Span:
     ) -> None:
         return None
 
-    def _close(self, scope: _Scope, exc: BaseException | None) -> None:
+    def _close(self, scope: Scope, exc: BaseException | None) -> None:
         """Close ``scope`` with the exception lovia raised, or the one it recorded."""
         exc = exc or self._recorded
         scope.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
@@ -133,7 +133,7 @@ class _RunSpan(_Span):
     def __enter__(self) -> _RunSpan:
         agent = str(self._attrs.get("agent", "agent"))
         tool = _TOOL.get()
-        scope: _Scope
+        scope: Scope
         if current_frame() is None:
             scope = self._tk.run(agent)
         elif tool == SPAWN:

@@ -1,0 +1,1 @@
+"""Small helpers every stage shares: GC pauses, lazy names, terminal text."""

@@ -1,0 +1,125 @@
+"""``tracekit tree``: a trace file's or a store run's tree, as text or JSON, with notes.
+
+The file and the store take the same road: records, then
+:func:`~tracekit.tree.build_forest`, then :meth:`~tracekit.tree.Forest.run`
+for the run asked for, then the text renderers of :mod:`tracekit.tree.text`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tracekit._util.gcpause import gc_paused
+from tracekit._util.text import escape
+from tracekit.readers import read_trace
+from tracekit.tree.build import build_forest
+from tracekit.tree.forest import Forest, forest_to_json
+from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
+
+__all__ = ["TreeView", "render_forest", "store_tree_view", "tree_view"]
+
+
+class TreeView(NamedTuple):
+    """What ``tracekit tree`` prints: the output, and the notes for stderr."""
+
+    stdout: str
+    stderr: list[str]
+
+
+def render_forest(
+    forest: Forest,
+    *,
+    run_id: str | None = None,
+    fmt: str = "text",
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    source: str = "the trace",
+) -> TreeView:
+    """Render a forest as text or JSON, with its integrity report for stderr.
+
+    Raises:
+        RunNotFoundError: ``run_id`` is not a run of the forest.
+    """
+    runs = forest.runs if run_id is None else [forest.run(run_id, source=source)]
+    if fmt == "json":
+        text = forest_to_json(forest, runs).decode()
+    else:
+        text = describe_forest(
+            forest, run_id=run_id, max_depth=max_depth, errors_only=errors_only, color=color
+        )
+    return TreeView(text, describe_integrity(forest.integrity))
+
+
+def tree_view(
+    source: str,
+    *,
+    run_id: str | None = None,
+    fmt: str = "text",
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    strict: bool = False,
+    hold: list[object] | None = None,
+) -> TreeView:
+    """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
+
+    Bad lines are skipped and summed up for stderr unless ``strict``.
+    ``hold``, if given, receives the records and the forest, so that a caller
+    about to end the process is not made to wait while they are freed here.
+
+    Raises:
+        TraceFileError: the file is missing, unreadable or not a trace.
+        TraceReadError: with ``strict``, the first bad line.
+        RunNotFoundError: ``run_id`` is not in the file.
+    """
+    with gc_paused():  # a million acyclic records: collections would only walk them
+        result = read_trace(source, strict=strict)
+        forest = build_forest(result.events)
+        view = render_forest(
+            forest,
+            run_id=run_id,
+            fmt=fmt,
+            max_depth=max_depth,
+            errors_only=errors_only,
+            color=color,
+            source=source,
+        )
+    if hold is not None:
+        hold.extend((result, forest))
+    notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
+    if not result.events:
+        notes.append(f"{escape(source)}: no records")
+    return TreeView(view.stdout, notes)
+
+
+def store_tree_view(
+    db: str,
+    run_id: str,
+    *,
+    fmt: str = "text",
+    max_depth: int | None = None,
+    errors_only: bool = False,
+    color: bool = False,
+    wait: float = 0.0,
+) -> TreeView:
+    """Read one root run's records from a store and render its tree: ``tracekit tree RUN --db``.
+
+    ``wait`` is how long to wait for another process that writes the store.
+
+    Raises:
+        RunNotFoundError: the store has no such root run.
+        StoreLockedError: still locked after ``wait`` seconds.
+    """
+    from tracekit.store import Store
+
+    with Store(db, read_only=True, wait=wait) as store:
+        events = store.events(run_id)
+    return render_forest(
+        build_forest(events),
+        fmt=fmt,
+        max_depth=max_depth,
+        errors_only=errors_only,
+        color=color,
+        source=f"{db}:{run_id}",
+    )

@@ -1,0 +1,43 @@
+"""Fleet health: the metrics an operator reads every morning, from a classified store.
+
+- :mod:`~tracekit.fleet.report`: :func:`fleet_report` and the one-table
+  functions, each a store and the same filters in, a DataFrame out;
+- :mod:`~tracekit.fleet.queries`: the SQL, fetching plain rows;
+- :mod:`~tracekit.fleet.tables`: the rows turned into the report's tables;
+- :mod:`~tracekit.fleet.frames`: rows to DataFrames (pandas, on first use);
+- :mod:`~tracekit.fleet.text`: the report as rich tables (``rich.print(report)``).
+"""
+
+from __future__ import annotations
+
+from tracekit.fleet.report import (
+    FleetFilter,
+    FleetReport,
+    agent_latency,
+    child_failures,
+    degraded_runs,
+    delegation_edges,
+    fleet_report,
+    incomplete_states,
+    open_for_report,
+    outcome_shares,
+    outcomes_over_time,
+    recursion_circles,
+    worst_runs,
+)
+
+__all__ = [
+    "FleetFilter",
+    "FleetReport",
+    "agent_latency",
+    "child_failures",
+    "degraded_runs",
+    "delegation_edges",
+    "fleet_report",
+    "incomplete_states",
+    "open_for_report",
+    "outcome_shares",
+    "outcomes_over_time",
+    "recursion_circles",
+    "worst_runs",
+]

@@ -1,0 +1,1 @@
+"""Adapters that trace agent frameworks through the SDK (one module a framework)."""
