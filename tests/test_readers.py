@@ -13,6 +13,7 @@ import tracekit.readers as readers
 from tracekit import TraceFileError, TraceReadError, read_trace
 from tracekit.events import Node
 from tracekit.readers.jsonl import read_jsonl_lines
+from tracekit.readers.lines import classify
 
 GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
 
@@ -117,9 +118,11 @@ def test_missing_file_is_a_trace_file_error(tmp_path: Path) -> None:
 
 
 def test_otlp_is_detected_by_content(tmp_path: Path) -> None:
-    assert readers._detect(b'{"resourceSpans":[]}\n') == "otlp"
-    assert readers._detect(b'{\n  "resourceSpans": []\n}\n') == "otlp"
-    assert readers._detect(GOOD) == "jsonl"
+    assert classify([b'{"resourceSpans":[]}']) == "otlp"
+    assert classify([b"{", b'  "resourceSpans": []']) == "otlp-document"
+    assert classify([b'{"resourceSpans": [', b"  {"]) == "otlp-document"
+    assert classify([b"{", b'  "runs": []']) == "document"
+    assert classify([GOOD]) == "jsonl"
     lines = tmp_path / "lines.json"
     lines.write_bytes(b'\n{"resourceSpans":[]}\n')
     pretty = tmp_path / "pretty.json"

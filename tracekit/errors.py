@@ -19,6 +19,7 @@ __all__ = [
     "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
+    "TraceDamagedError",
     "TraceFileError",
     "TraceReadError",
     "TracekitError",
@@ -47,6 +48,18 @@ class TraceFileError(TracekitError):
         super().__init__(f"{path}: {reason}", hint=hint)
         self.path = path
         self.reason = reason
+
+
+class TraceDamagedError(TraceFileError):
+    """A compressed trace ends early or is corrupt: the lines before the damage were read.
+
+    Attributes:
+        report: what was done with every input anyway (an ingest's report), if any.
+    """
+
+    def __init__(self, path: str, reason: str, *, report: object = None) -> None:
+        super().__init__(path, reason)
+        self.report = report
 
 
 class TraceReadError(TracekitError):

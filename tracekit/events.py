@@ -31,6 +31,7 @@ import msgspec
 __all__ = [
     "EVENT_TYPES",
     "KINDS",
+    "MAX_LINE_BYTES",
     "STATUSES",
     "Enter",
     "ErrorInfo",
@@ -55,6 +56,14 @@ Failure: TypeAlias = Literal["delegation", "agent"]
 KINDS: Final = ("delegate", "handoff", "subagent")
 STATUSES: Final = ("ok", "error", "refused", "cancelled", "pending")
 EVENT_TYPES: Final = ("enter", "exit", "node", "run.start", "run.end")
+
+#: The longest line a reader takes, newline excluded. A v1 record is a few
+#: hundred bytes; an OTLP JSON export line is one batch of spans (the OTel
+#: collector's file exporter writes a few MiB at most with default batching).
+#: 16 MiB fits both with room to spare, while a longer line is refused by its
+#: number without ever being held whole: it is not a trace record but a
+#: mistake (a binary, a dump, a runaway attribute).
+MAX_LINE_BYTES: Final = 16 << 20
 
 
 def canonical_circle(chain: Sequence[str]) -> str:

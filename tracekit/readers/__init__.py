@@ -17,9 +17,9 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import stat
 import sys
-import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Literal
 
 import msgspec
@@ -27,6 +27,7 @@ import msgspec
 from tracekit._util.gcpause import gc_paused
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
 from tracekit.readers.jsonl import ReadResult, read_jsonl_blocks
+from tracekit.readers.lines import Chunk, guarded, sniff, split_lines
 from tracekit.readers.otlp import OtlpConverter
 
 __all__ = ["ReadResult", "read_trace"]
@@ -34,13 +35,16 @@ __all__ = ["ReadResult", "read_trace"]
 Format = Literal["auto", "jsonl", "otlp"]
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 1 << 22  # bytes read at a time; decoded as a block of whole lines
-_SNIFF = 1 << 16  # how far into a pretty-printed document to look for resourceSpans
 
 
 def read_trace(
     source: str | os.PathLike[str], *, format: Format = "auto", strict: bool = False
 ) -> ReadResult:
     """Read every record of a trace; bad lines are collected, not fatal.
+
+    Lines are split as everywhere in tracekit (:mod:`tracekit.readers.lines`):
+    at ``\\n``, a BOM dropped, a line over ``MAX_LINE_BYTES`` refused by its
+    number without being read whole.
 
     Args:
         source: a file path, ``-`` for standard input; gzip is detected.
@@ -52,22 +56,21 @@ def read_trace(
         TraceReadError: with ``strict``, the first bad line.
     """
     path = os.fspath(source)
-    damage: list[str] = []
+    refused: list[tuple[TraceReadError, str]] = []  # with the chunk's damage, if any
     with _open(path) as source_:
-        blocks = _blocks(source_, path, damage)
-        first = next(blocks, b"")
-        chosen = format if format != "auto" else _detect(first)
-        rest = itertools.chain([first], blocks)
-        if chosen == "otlp":
-            lines = (line for block in rest for line in block.splitlines(keepends=True))
-            result = _read_otlp(lines, path, strict=strict)
+        chunks = _chunks(source_, path)
+        found, head = sniff(chunks)
+        blocks = _blocks(itertools.chain(head, chunks), path, refused, strict=strict)
+        otlp = format == "otlp" or (format == "auto" and found.startswith("otlp"))
+        if otlp:
+            document = found in ("otlp-document", "document")
+            result = _read_otlp(_split(blocks), path, strict=strict, document=document)
         else:
-            result = read_jsonl_blocks(rest, path, strict=strict)
-    if damage:  # the lines before the damage are kept; the rest is one bad line
-        error = TraceReadError(path, result.lines_read + 1, "", damage[0])
-        if strict:
-            raise error
-        result.bad_lines.append(error)
+            result = read_jsonl_blocks(blocks, path, strict=strict)
+    if refused:  # the damage of a gzip stream is no line read; a long line is one
+        result.lines_read += sum(e.reason != damage for e, damage in refused)
+        errors = [e for e, _ in refused]
+        result.bad_lines = sorted([*result.bad_lines, *errors], key=lambda e: e.line)
     return result
 
 
@@ -88,15 +91,13 @@ class _Source:
 
 
 def _open(path: str) -> _Source:
+    """Open a path, ``-``, a pipe or a FIFO; gzip is told by a peek, never a seek."""
     if path == "-":
         raw: IO[bytes] = sys.stdin.buffer
-        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         owned: list[IO[bytes]] = []
     else:
         try:
             raw = open(path, "rb")  # noqa: SIM115 - closed by _Source
-            head = raw.read(2)
-            raw.seek(0)
         except IsADirectoryError:
             raise TraceFileError(path, "is a directory, not a trace file") from None
         except FileNotFoundError:
@@ -104,6 +105,12 @@ def _open(path: str) -> _Source:
         except OSError as exc:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
         owned = [raw]
+        mode = os.fstat(raw.fileno()).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
+            raw.close()
+            raise TraceFileError(path, "is a device, not a trace file")
+    peek = getattr(raw, "peek", None)
+    head = peek(2)[:2] if peek is not None else b""
     if head == _GZIP_MAGIC:
         unzipped = gzip.GzipFile(fileobj=raw, mode="rb")
         # Small reads: a cut stream fails the read that reaches the cut, and
@@ -112,44 +119,45 @@ def _open(path: str) -> _Source:
     return _Source(raw, owned, _BLOCK)
 
 
-def _blocks(source: _Source, path: str, damage: list[str]) -> Iterator[bytes]:
-    """Read blocks of whole lines; a damaged gzip stream ends the file, noted in ``damage``."""
-    rest = b""
-    while True:
+def _chunks(source: _Source, path: str) -> Iterator[Chunk]:
+    read = guarded(source.stream.read)
+
+    def read_or_fail(size: int) -> bytes:
         try:
-            block = source.stream.read(source.piece)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            # A crashed writer leaves a cut-off gzip stream: keep what came before.
-            damage.append(f"gzip stream damaged ({exc or 'it ends early'})")
-            break
+            return read(size)
         except OSError as exc:
             raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
-        if not block:
-            break
-        block = rest + block if rest else block
-        cut = block.rfind(b"\n") + 1
-        rest = block[cut:]
-        if cut:
-            yield block[:cut]
-    if rest:
-        yield rest
+
+    return split_lines(read_or_fail, piece=source.piece, chunk=_BLOCK, keep_tail=lambda _: True)
 
 
-def _detect(first: bytes) -> str:
-    """A first object with ``resourceSpans`` is OTLP; anything else is v1."""
-    head = first.lstrip()
-    line = head[: head.find(b"\n")] if b"\n" in head else head
-    if _opens_document(line):
-        return "otlp" if b'"resourceSpans"' in head[:_SNIFF] else "jsonl"
-    return "otlp" if b'"resourceSpans"' in line else "jsonl"
+def _blocks(
+    chunks: Iterable[Chunk], path: str, refused: list[tuple[TraceReadError, str]], *, strict: bool
+) -> Iterator[bytes]:
+    """The chunks' bytes; over-long lines and damage are collected in ``refused``.
+
+    With ``strict`` the first of them is raised, after the lines before it were read.
+    """
+    for chunk in chunks:
+        if chunk.data:  # a last line without a newline is told apart: it may be cut short
+            yield chunk.data[:-1] if chunk.unended else chunk.data
+        for number, text, reason in chunk.refused(200):
+            error = TraceReadError(path, number, text, reason)
+            if strict:
+                raise error
+            refused.append((error, chunk.damage))
 
 
-def _opens_document(line: bytes) -> bool:
-    """A first line of just ``{`` or ``[`` starts a pretty-printed JSON document."""
-    return line.strip() in (b"{", b"[")
+def _split(blocks: Iterable[bytes]) -> Iterator[bytes]:
+    """Lines of blocks of whole lines, newlines kept: split at ``\\n`` only."""
+    for block in blocks:
+        start = 0
+        while (end := block.find(b"\n", start)) >= 0:
+            yield block[start : end + 1]
+            start = end + 1
 
 
-def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult:
+def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool, document: bool) -> ReadResult:
     """Read OTLP JSON: one ``TracesData`` object per line, or one whole document.
 
     A trace's spans may be spread over many lines, so every line is fed to
@@ -157,21 +165,20 @@ def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult
     root span ended, then 64 lines without it), the rest at the end.
     """
     with gc_paused():  # millions of acyclic spans: collections would only walk them
-        return _read_otlp_lines(lines, path, strict=strict)
+        return _read_otlp_lines(lines, path, strict=strict, document=document)
 
 
-def _read_otlp_lines(lines: Iterator[bytes], path: str, *, strict: bool) -> ReadResult:
+def _read_otlp_lines(
+    lines: Iterator[bytes], path: str, *, strict: bool, document: bool
+) -> ReadResult:
     converter = OtlpConverter()
     result = ReadResult(path=path, format="otlp")
-    first = list(itertools.islice(lines, 1))
-    while first and not first[-1].strip():
-        first.extend(itertools.islice(lines, 1))
-    if first and _opens_document(first[-1]):  # one pretty-printed document
-        body = b"".join(itertools.chain(first, lines))
+    if document:
+        body = b"".join(lines)
         _feed(result, converter, body, 1, strict=strict)
         result.lines_read = body.count(b"\n") + (not body.endswith(b"\n"))
     else:
-        for number, line in enumerate(itertools.chain(first, lines), 1):
+        for number, line in enumerate(lines, 1):
             if line.strip():
                 result.lines_read += 1
                 _feed(result, converter, line, number, strict=strict)

@@ -65,18 +65,28 @@ def read_jsonl_blocks(blocks: Iterable[bytes], path: str, *, strict: bool = Fals
         except (msgspec.DecodeError, msgspec.ValidationError):
             events = None
         # One record per line, no blank lines: otherwise count lines one by one.
-        if events is not None and len(events) == count:
+        # decode_lines also ends a line at a lone \r, which no reader does.
+        if events is not None and len(events) == count and not _lone_cr(block):
             result.events.extend(events)
             result.lines_read += count
         else:
-            part = read_jsonl_lines(
-                block.splitlines(keepends=True), path, strict=strict, first_line=line
-            )
+            part = read_jsonl_lines(_lines(block), path, strict=strict, first_line=line)
             result.events.extend(part.events)
             result.bad_lines.extend(part.bad_lines)
             result.lines_read += part.lines_read
         line += count
     return result
+
+
+def _lone_cr(block: bytes) -> bool:
+    return b"\r" in block and block.count(b"\r") != block.count(b"\r\n")
+
+
+def _lines(block: bytes) -> list[bytes]:
+    """Split at ``\\n`` only, newlines kept (``bytes.splitlines`` also splits at ``\\r``)."""
+    lines = [line + b"\n" for line in block.split(b"\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def read_jsonl_lines(

@@ -16,16 +16,16 @@ from typing import Literal
 
 import duckdb
 
-from tracekit.errors import TraceFileError
+from tracekit.errors import TraceDamagedError, TraceFileError
 from tracekit.store.derive import derive
 from tracekit.store.load import Counts, drop_duplicates, load_batch
 from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
 from tracekit.store.sources import (
     Chunk,
     Source,
+    chunk_table,
     expand,
     fingerprint,
-    lines_table,
     open_stream,
     read_chunks,
     text_table,
@@ -36,6 +36,7 @@ __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
 ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Progress]]
+_LOST = " the lines before it are stored, the rest of the file is lost"
 
 
 @dataclass
@@ -48,6 +49,7 @@ class SourceReport:
     held_back: bool = False  # an incomplete last line was left for next time
     unchanged: bool = False  # nothing new since the last ingest
     skipped: str = ""  # why the source was not read at all
+    damage: str = ""  # why a compressed source ended early, and where
 
 
 @dataclass
@@ -106,6 +108,9 @@ def ingest_paths(
         with _transaction(con):
             report.runs_touched = derive(con, since)
             _finished(con, since)
+        for sub in report.sources:
+            if sub.damage:  # raised once every good line is stored and derived
+                raise TraceDamagedError(sub.source, sub.damage, report=report)
     finally:
         for source in sources:
             if source.stdin:
@@ -283,6 +288,8 @@ def _read_source(
                         con, batch, refused, ingest_id=ingest_id, source=source.label
                     )
                 report.counts.add(counts)
+                if chunk.damage:
+                    report.damage = f"{chunk.damage} at line {chunk.last_line};" + _LOST
                 advance(chunk.end - end if not source.gz else len(chunk.data))
                 end, end_line = chunk.end, chunk.first_line + chunk.data.count(b"\n")
     except OSError as exc:
@@ -293,7 +300,7 @@ def _read_source(
 
 def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     for chunk in chunks:
-        yield (chunk, *lines_table(chunk.data, chunk.first_line))
+        yield (chunk, *chunk_table(chunk))
 
 
 def _finish_log(

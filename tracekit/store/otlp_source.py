@@ -8,14 +8,16 @@ position in it (``item``).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
 import msgspec
 import pyarrow as pa
 
-from tracekit.events import Event, encode_event
-from tracekit.store.sources import Chunk, Source, open_stream, text_table
+from tracekit.events import MAX_LINE_BYTES, Event, encode_event
+from tracekit.readers.lines import sniff
+from tracekit.store.sources import Chunk, Source, open_stream, read_chunks, text_table
 
 __all__ = ["detect_format", "is_document", "otlp_batches"]
 
@@ -27,19 +29,35 @@ def detect_format(source: Source) -> str:
 
     A JSON document over several lines that is not OTLP is ``"other"``: a
     file such as a saved tree, which an ingest skips rather than rejecting
-    every line of it.
+    every line of it. A first line that is cut off or long is a line like any
+    other (see :func:`~tracekit.readers.lines.classify`).
     """
+    found = _sniff(source)
+    if found == "document":
+        return "other"
+    return "otlp" if found.startswith("otlp") else "tracekit"
+
+
+def _sniff(source: Source) -> str:
+    # The first two lines tell the format: no more than that is read, even
+    # when the first line is long or never ends (it is then seen by its head).
     with open_stream(source) as stream:
-        head = stream.read(_PEEK)
-    first = head.lstrip()[:1]
-    if first != b"{":
-        return "tracekit"
-    line = head.lstrip().split(b"\n", 1)[0]
-    try:
-        obj = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        return "otlp" if b'"resourceSpans"' in head else "other"
-    return "otlp" if isinstance(obj, dict) and "resourceSpans" in obj else "tracekit"
+        budget = _Budget(stream, MAX_LINE_BYTES + 2 * _PEEK)
+        chunks = read_chunks(budget, start=0, first_line=1, final=True, size=_PEEK)  # type: ignore[arg-type]
+        return sniff(chunks)[0]
+
+
+class _Budget:
+    """A stream that ends after ``left`` bytes."""
+
+    def __init__(self, stream: IO[bytes], left: int) -> None:
+        self.stream = stream
+        self.left = left
+
+    def read(self, size: int) -> bytes:
+        data = self.stream.read(min(size, self.left))
+        self.left -= len(data)
+        return data
 
 
 Batch = tuple[Chunk, pa.Table, list[tuple[int, str, str]]]
@@ -52,9 +70,7 @@ _IDLE = 64
 
 def is_document(source: Source) -> bool:
     """Whether the source is one JSON document over several lines (read whole)."""
-    with open_stream(source) as stream:
-        head = stream.read(_PEEK)
-    return _starts_a_document(Chunk(head, 1, len(head)))
+    return _sniff(source) in ("otlp-document", "document")
 
 
 def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
@@ -67,32 +83,27 @@ def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     from tracekit.readers.otlp import OtlpConverter
 
     converter = OtlpConverter()
-    document: list[Chunk] = []
+    stream = iter(chunks)
+    found, head = sniff(stream)
+    chunks = itertools.chain(head, stream)
+    if head and head[0].first_line == 1 and found.endswith("document"):
+        yield _document(converter, list(chunks))
+        return
     last: Chunk | None = None
     for chunk in chunks:
-        if document or (chunk.first_line == 1 and _starts_a_document(chunk)):
-            document.append(chunk)
-            continue
-        refused = _feed(converter, _split(chunk))
+        refused = [*_feed(converter, _split(chunk)), *chunk.refused()]
         yield chunk, _table(converter.take_complete(_IDLE)), refused
         last = chunk
-    refused = []
-    if document:
-        data = b"".join(c.data for c in document)
-        last = Chunk(data, document[0].first_line, document[-1].end)
-        refused = _feed(converter, [(document[0].first_line, data)])
     if last is not None:
-        yield last, _table(converter.finish_lines()), refused
+        yield last, _table(converter.finish_lines()), []
 
 
-def _starts_a_document(chunk: Chunk) -> bool:
-    if chunk.data.lstrip()[:1] != b"{":
-        return False
-    try:
-        msgspec.json.decode(chunk.data.split(b"\n", 1)[0])
-    except msgspec.DecodeError:
-        return True
-    return False
+def _document(converter: Any, document: list[Chunk]) -> Batch:
+    data = b"".join(c.data for c in document)
+    whole = Chunk(data, document[0].first_line, document[-1].end)
+    refused = _feed(converter, [(whole.first_line, data)])
+    refused += [r for c in document for r in c.refused()]
+    return whole, _table(converter.finish_lines()), refused
 
 
 def _split(chunk: Chunk) -> list[tuple[int, bytes]]:

@@ -31,6 +31,7 @@ _KNOWN_SQL: Final = {
     "agent": "SELECT agent FROM runs UNION SELECT agent FROM invocations",
 }
 
+_HINT = "Use a span such as 30m, 2h or 7d, or an ISO time such as 2026-01-01T09:00."
 _QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
 
 
@@ -42,19 +43,18 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
         datetime.datetime(2026, 1, 1, 10, 0)
     """
     span = duration_ms(text, bare=False)
-    if span is not None:
-        now = now or datetime.now(UTC)
-        moment = now - timedelta(milliseconds=span)
-        return moment.astimezone(UTC).replace(tzinfo=None)
     try:
+        if span is not None:
+            now = now or datetime.now(UTC)
+            moment = now - timedelta(milliseconds=span)
+            return moment.astimezone(UTC).replace(tzinfo=None)
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
     except ValueError:
-        raise StoreError(
-            f"--since {text!r}: not a time span or a time",
-            hint="Use a span such as 30m, 2h or 7d, or an ISO time such as 2026-01-01T09:00.",
-        ) from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
+        raise StoreError(f"--since {text!r}: not a time span or a time", hint=_HINT) from None
+    except OverflowError:
+        raise StoreError(f"--since {text!r}: reaches beyond the years 1 to 9999") from None
     return moment
 
 
