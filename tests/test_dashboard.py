@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from datetime import timedelta
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
