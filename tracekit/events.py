@@ -52,6 +52,7 @@ __all__ = [
     "RunStart",
     "Status",
     "canonical_circle",
+    "check_error",
     "decode_event",
     "encode_event",
     "event_from_dict",
@@ -145,8 +146,12 @@ class _Record(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True
             raise ValueError(DEPTH_REASON)
 
 
-def _check_error(error: ErrorInfo | None) -> None:
-    """Refuse a chain of causes deeper than the limit (walked, not recursed)."""
+def check_error(error: ErrorInfo | None) -> None:
+    """Refuse a chain of causes deeper than the limit (walked, not recursed).
+
+    Raises:
+        ValueError: the chain is deeper than :data:`~tracekit.validate.MAX_DEPTH`.
+    """
     depth = 0
     while error is not None:
         depth += 1
@@ -186,7 +191,7 @@ class Exit(_Record, tag="exit", kw_only=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_error(self.error)
+        check_error(self.error)
         if self.status is None:
             self.status = "error" if self.ok is False or self.error is not None else "ok"
         if self.ok is None:
@@ -220,7 +225,7 @@ class RunEnd(_Record, tag="run.end", kw_only=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_error(self.error)
+        check_error(self.error)
 
 
 Event: TypeAlias = Enter | Exit | Node | RunStart | RunEnd

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_TS_NS",
     "MIN_SEQ",
     "MIN_TS_MS",
+    "VALUE_DEPTH_REASON",
     "nesting_depth",
     "reject_reason",
     "too_deep",
@@ -48,6 +49,8 @@ MAX_SEQ: Final = 2**63 - 1
 #: How deep ``attrs`` (counting itself) and a chain of error causes may nest.
 MAX_DEPTH: Final = 64
 DEPTH_REASON: Final = f"nested deeper than {MAX_DEPTH} levels (in attrs or error causes)"
+#: The same limit on an OTLP attribute value (arrays and key/value lists).
+VALUE_DEPTH_REASON: Final = f"an attribute value nests deeper than {MAX_DEPTH} levels"
 
 
 def nesting_depth(value: Any) -> int:

@@ -187,6 +187,7 @@ _EXIT_STATUS = (
     f"coalesce(j.status, CASE WHEN j.ok = false OR {_HAS_ERROR} THEN 'error' ELSE 'ok' END)"
 )
 
+
 def parse_sql(*, trusted: bool = False) -> str:
     """The query that parses ``_batch`` (line, item, text, raw): a row per non-blank line.
 
