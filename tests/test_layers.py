@@ -25,6 +25,7 @@ LAYERS = {
     "_text": 0,
     "errors": 0,
     "events": 0,
+    "validate": 0,
     "readers": 1,
     "sdk": 1,
     "integrations": 1,

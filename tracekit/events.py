@@ -66,7 +66,7 @@ Failure: TypeAlias = Literal["delegation", "agent"]
 # The limits of tracekit.validate, checked by msgspec as it decodes.
 _Id: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
 _Ts: TypeAlias = Annotated[float, msgspec.Meta(ge=MIN_TS_MS, le=MAX_TS_MS)]
-_Duration: TypeAlias = Annotated[float, msgspec.Meta(ge=0, le=MAX_TS_MS)]
+_Duration: TypeAlias = Annotated[float, msgspec.Meta(ge=-MAX_TS_MS, le=MAX_TS_MS)]
 _Seq: TypeAlias = Annotated[int, msgspec.Meta(ge=MIN_SEQ, le=MAX_SEQ)]
 
 KINDS: Final = ("delegate", "handoff", "subagent")

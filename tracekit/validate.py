@@ -6,7 +6,8 @@ it is read, for the same reason. The limits are what every column and every
 consumer of a record can hold (see ``docs/trace-format.md``):
 
 * ``ts`` lies in the years 1970 to 9999: ``0 <= ts <= MAX_TS_MS``;
-* a duration is ``0 <= durationMs <= MAX_TS_MS``;
+* a duration is at most that span either way: ``|durationMs| <= MAX_TS_MS``
+  (clocks of different hosts may make it a little negative);
 * ``seq`` fits a signed 64-bit integer;
 * ids and names are not empty;
 * ``attrs`` and an error's ``cause`` nest at most :data:`MAX_DEPTH` levels.

@@ -138,8 +138,7 @@ def check_span(span: Span) -> None:
     """Refuse a span whose times no record can hold (see :mod:`tracekit.validate`).
 
     Raises:
-        ValueError: a time is outside the years 1970 to 9999, or the span ends
-            before it starts.
+        ValueError: a time is outside the years 1970 to 9999.
     """
     for name, value in (("startTimeUnixNano", span.start), ("endTimeUnixNano", span.end)):
         if value is not None and not 0 <= value <= MAX_TS_NS:
@@ -147,8 +146,6 @@ def check_span(span: Span) -> None:
                 f"span {span.id}: {name} {value} is out of range (0 to {MAX_TS_NS},"
                 " the years 1970 to 9999)"
             )
-    if span.end is not None and span.end < span.start:
-        raise ValueError(f"span {span.id}: endTimeUnixNano is before startTimeUnixNano")
 
 
 def _nanos(value: Any, field: str) -> int | None:

@@ -63,7 +63,7 @@ def _rule(key: str, rule: str) -> str:
         "id": f"({jt} = 'VARCHAR' AND {col} <> '')",
         "id?": f"({optional} OR ({jt} = 'VARCHAR' AND {col} <> ''))",
         "ts": f"({jt} IN ({_NUM}) AND {col} BETWEEN {MIN_TS_MS} AND {MAX_TS_MS})",
-        "duration?": f"({optional} OR ({jt} IN ({_NUM}) AND {col} BETWEEN 0 AND {MAX_TS_MS}))",
+        "duration?": f"({optional} OR ({jt} IN ({_NUM}) AND {col} BETWEEN -{MAX_TS_MS} AND {MAX_TS_MS}))",
         # An integer beyond BIGINT is extracted as NULL: such a seq is no fast one.
         "seq?": f"({optional} OR ({jt} IN ('UBIGINT', 'BIGINT') AND {col} IS NOT NULL))",
         "bool": f"{jt} = 'BOOLEAN'",
