@@ -28,6 +28,7 @@ LAYERS = {
     "_version": 0,
     "errors": 0,
     "events": 0,
+    "validate": 0,
     "readers": 1,
     "sdk": 1,
     "tree": 2,

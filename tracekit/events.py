@@ -24,9 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
+
+from tracekit.validate import (
+    DEPTH_REASON,
+    MAX_DEPTH,
+    MAX_SEQ,
+    MAX_TS_MS,
+    MIN_SEQ,
+    MIN_TS_MS,
+    too_deep,
+)
 
 __all__ = [
     "EVENT_TYPES",
@@ -43,6 +53,7 @@ __all__ = [
     "RunStart",
     "Status",
     "canonical_circle",
+    "check_error",
     "decode_event",
     "encode_event",
     "event_from_dict",
@@ -52,6 +63,12 @@ __all__ = [
 Kind: TypeAlias = Literal["delegate", "handoff", "subagent"]
 Status: TypeAlias = Literal["ok", "error", "refused", "cancelled", "pending"]
 Failure: TypeAlias = Literal["delegation", "agent"]
+
+# The limits of tracekit.validate, checked by msgspec as it decodes.
+_Id: TypeAlias = Annotated[str, msgspec.Meta(min_length=1)]
+_Ts: TypeAlias = Annotated[float, msgspec.Meta(ge=MIN_TS_MS, le=MAX_TS_MS)]
+_Duration: TypeAlias = Annotated[float, msgspec.Meta(ge=-MAX_TS_MS, le=MAX_TS_MS)]
+_Seq: TypeAlias = Annotated[int, msgspec.Meta(ge=MIN_SEQ, le=MAX_SEQ)]
 
 KINDS: Final = ("delegate", "handoff", "subagent")
 STATUSES: Final = ("ok", "error", "refused", "cancelled", "pending")
@@ -126,21 +143,40 @@ class ErrorInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown
 class _Record(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True):
     """Fields every record may carry."""
 
-    ts: float
-    seq: int | None = None
+    ts: _Ts
+    seq: _Seq | None = None
     service: str | None = None
     traceId: str | None = None
     attrs: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # msgspec turns a ValueError here into a ValidationError naming the record.
+        if self.attrs is not None and too_deep(self.attrs):
+            raise ValueError(DEPTH_REASON)
+
+
+def check_error(error: ErrorInfo | None) -> None:
+    """Refuse a chain of causes deeper than the limit (walked, not recursed).
+
+    Raises:
+        ValueError: the chain is deeper than :data:`~tracekit.validate.MAX_DEPTH`.
+    """
+    depth = 0
+    while error is not None:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise ValueError(DEPTH_REASON)
+        error = error.cause
 
 
 class Enter(_Record, tag="enter", kw_only=True):
     """An agent invocation starts."""
 
-    invocationId: str
-    runId: str
-    parentRunId: str | None = None
-    agent: str
-    node: str | None = None
+    invocationId: _Id
+    runId: _Id
+    parentRunId: _Id | None = None
+    agent: _Id
+    node: _Id | None = None
     kind: Kind = "delegate"
 
 
@@ -152,17 +188,19 @@ class Exit(_Record, tag="exit", kw_only=True):
     ``error``).
     """
 
-    invocationId: str
-    runId: str
-    parentRunId: str | None = None
-    agent: str
-    node: str | None = None
+    invocationId: _Id
+    runId: _Id
+    parentRunId: _Id | None = None
+    agent: _Id
+    node: _Id | None = None
     ok: bool | None = None
-    durationMs: float | None = None
+    durationMs: _Duration | None = None
     status: Status | None = None
     error: ErrorInfo | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
+        check_error(self.error)
         if self.status is None:
             self.status = "error" if self.ok is False or self.error is not None else "ok"
         if self.ok is None:
@@ -172,27 +210,31 @@ class Exit(_Record, tag="exit", kw_only=True):
 class Node(_Record, tag="node", kw_only=True):
     """A step of a run; ``id`` may be a path, the tree shows its last part."""
 
-    runId: str
-    id: str
+    runId: _Id
+    id: _Id
     ok: bool | None = None
-    durationMs: float | None = None
+    durationMs: _Duration | None = None
 
 
 class RunStart(_Record, tag="run.start", kw_only=True):
     """A root run starts."""
 
-    runId: str
-    agent: str
+    runId: _Id
+    agent: _Id
 
 
 class RunEnd(_Record, tag="run.end", kw_only=True):
     """A root run ends; ``failure`` says why it failed, as the runtime saw it."""
 
-    runId: str
+    runId: _Id
     ok: bool
-    durationMs: float | None = None
+    durationMs: _Duration | None = None
     failure: Failure | None = None
     error: ErrorInfo | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_error(self.error)
 
 
 Event: TypeAlias = Enter | Exit | Node | RunStart | RunEnd
@@ -228,19 +270,24 @@ def decode_event(line: bytes | str) -> Event:
 
     Raises:
         msgspec.DecodeError: the line is not JSON (or is cut short).
-        msgspec.ValidationError: it is JSON but not a v1 record; the message
-            names the field, e.g. ``Expected `str`, got `int` - at `$.agent```.
+        msgspec.ValidationError: it is JSON but not a v1 record, or breaks a
+            limit of :mod:`tracekit.validate`; the message names the field,
+            e.g. ``Expected `str`, got `int` - at `$.agent```.
 
     Example:
         >>> decode_event('{"type":"run.start","ts":"1970-01-01T00:00:00Z","runId":"r","agent":"a"}').ts
         0.0
     """
     try:
-        return _DECODER.decode(line)
-    except msgspec.ValidationError:
-        # The fast path rejects string times; only then pay for the wire twin.
-        wire = _WIRE_DECODER.decode(line)
-        return _from_wire(wire)
+        try:
+            return _DECODER.decode(line)
+        except msgspec.ValidationError:
+            # The fast path rejects string times; only then pay for the wire twin.
+            wire = _WIRE_DECODER.decode(line)
+            return _from_wire(wire)
+    except RecursionError:
+        # JSON nested past Python's own limit: far past the record's.
+        raise msgspec.ValidationError(DEPTH_REASON) from None
 
 
 def _from_wire(wire: Any) -> Event:

@@ -22,6 +22,7 @@ import msgspec
 
 from tracekit.errors import TraceReadError
 from tracekit.events import Event, decode_event
+from tracekit.validate import reject_reason
 
 __all__ = ["ReadResult", "read_jsonl_blocks", "read_jsonl_lines"]
 
@@ -62,7 +63,7 @@ def read_jsonl_blocks(blocks: Iterable[bytes], path: str, *, strict: bool = Fals
         count = block.count(b"\n") + (not block.endswith(b"\n"))
         try:
             events = _BLOCK_DECODER.decode_lines(block)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             events = None
         # One record per line, no blank lines: otherwise count lines one by one.
         # decode_lines also ends a line at a lone \r, which no reader does.
@@ -124,13 +125,9 @@ def read_jsonl_lines(
 
 
 def _reason(exc: Exception, *, last: bool) -> str:
-    if isinstance(exc, msgspec.ValidationError):
-        return f"not a v1 record: {exc}"
-    if isinstance(exc, UnicodeDecodeError):
-        return f"not UTF-8 ({exc.reason})"
-    if last and "truncated" in str(exc):
+    if last and isinstance(exc, msgspec.DecodeError) and "truncated" in str(exc):
         return f"truncated last line (not JSON: {exc})"
-    return f"not JSON: {exc}"
+    return reject_reason(exc)  # the words ingest gives the same line
 
 
 def _bad(

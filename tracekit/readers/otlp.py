@@ -30,10 +30,22 @@ from typing import Any, Final, Literal, cast
 
 import msgspec
 
-from tracekit.events import Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart, Status
-from tracekit.readers.otlp_json import Span, decode_spans
+from tracekit.events import (
+    Enter,
+    ErrorInfo,
+    Event,
+    Exit,
+    Kind,
+    Node,
+    RunEnd,
+    RunStart,
+    Status,
+    check_error,
+)
+from tracekit.readers.otlp_json import Span, check_span, decode_spans
 from tracekit.readers.otlp_spans import SpanIndex
 from tracekit.readers.otlp_wire import decode_spans_fast
+from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = ["OtlpConverter", "event_sort_key", "failure_of", "otlp_to_events"]
 
@@ -126,6 +138,8 @@ class OtlpConverter:
             spans = decode_spans(doc)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+        except RecursionError:
+            raise ValueError(VALUE_DEPTH_REASON) from None
         self._keep(spans, line)
         return len(spans)
 
@@ -141,8 +155,11 @@ class OtlpConverter:
         """
         try:
             spans = decode_spans_fast(data if isinstance(data, bytes) else data.encode())
-        except (msgspec.ValidationError, ValueError):
-            doc = msgspec.json.decode(data)
+        except (msgspec.ValidationError, ValueError, RecursionError):
+            try:
+                doc = msgspec.json.decode(data)
+            except RecursionError:
+                raise ValueError(VALUE_DEPTH_REASON) from None
             if not isinstance(doc, dict):
                 raise ValueError("not a JSON object") from None
             return self.feed(doc, line=line)
@@ -150,6 +167,8 @@ class OtlpConverter:
         return len(spans)
 
     def _keep(self, spans: list[Span], line: int) -> None:
+        for span in spans:  # all checked before any is kept: a bad line is refused whole
+            check_span(span)
         self._docs += 1
         for span in spans:
             span.line = line
@@ -242,9 +261,11 @@ def _own_error(span: Span) -> ErrorInfo | None:
     written = span.attrs.get("tracekit.error")
     if isinstance(written, str) and written:
         try:
-            return _ERROR_DECODER.decode(written)
-        except msgspec.DecodeError:
-            return ErrorInfo(code=_code(span), message=written)
+            error: ErrorInfo = _ERROR_DECODER.decode(written)
+            check_error(error)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            return ErrorInfo(code=_code(span), message=written)  # not one of ours: keep its text
+        return error
     if not span.error and span.attrs.get("tracekit.status") in (None, "ok"):
         return None
     return ErrorInfo(code=_code(span), message=span.message)

@@ -16,7 +16,9 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["ERROR_CODES", "SPAN_KEYS", "Span", "decode_spans", "hex_id"]
+from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
+
+__all__ = ["ERROR_CODES", "SPAN_KEYS", "Span", "check_span", "decode_spans", "hex_id"]
 
 ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 #: The span attributes the mapping reads; the rest are not kept (a big file
@@ -95,10 +97,16 @@ def hex_id(value: Any) -> str:
         raise ValueError(f"id {value!r:.40} is neither hex nor base64") from None
 
 
-def any_value(value: Any) -> Any:
-    """The plain value of an OTLP ``AnyValue`` (``{"intValue": "3"}`` is 3)."""
+def any_value(value: Any, depth: int = 1) -> Any:
+    """The plain value of an OTLP ``AnyValue`` (``{"intValue": "3"}`` is 3).
+
+    Raises:
+        ValueError: arrays and lists nest deeper than :data:`MAX_DEPTH`.
+    """
     if not isinstance(value, dict) or not value:
         return None
+    if depth > MAX_DEPTH:
+        raise ValueError(VALUE_DEPTH_REASON)
     key, inner = next(iter(value.items()))
     if key in ("stringValue", "string_value", "bytesValue", "bytes_value"):
         return inner
@@ -109,21 +117,35 @@ def any_value(value: Any) -> Any:
     if key in ("doubleValue", "double_value"):
         return float(inner)
     if key in ("arrayValue", "array_value"):
-        return [any_value(v) for v in (inner or {}).get("values") or ()]
+        return [any_value(v, depth + 1) for v in (inner or {}).get("values") or ()]
     if key in ("kvlistValue", "kvlist_value"):
-        return attributes((inner or {}).get("values"))
+        return attributes((inner or {}).get("values"), depth=depth + 1)
     return None
 
 
-def attributes(items: Any, keys: frozenset[str] | None = None) -> dict[str, Any]:
+def attributes(items: Any, keys: frozenset[str] | None = None, *, depth: int = 1) -> dict[str, Any]:
     """A ``KeyValue`` list as a dict (only ``keys``, when given)."""
     if not items:
         return {}
     if not isinstance(items, list):
         raise ValueError("attributes must be a list of key/value objects")
     if keys is None:
-        return {kv["key"]: any_value(kv.get("value")) for kv in items}
-    return {kv["key"]: any_value(kv.get("value")) for kv in items if kv["key"] in keys}
+        return {kv["key"]: any_value(kv.get("value"), depth) for kv in items}
+    return {kv["key"]: any_value(kv.get("value"), depth) for kv in items if kv["key"] in keys}
+
+
+def check_span(span: Span) -> None:
+    """Refuse a span whose times no record can hold (see :mod:`tracekit.validate`).
+
+    Raises:
+        ValueError: a time is outside the years 1970 to 9999.
+    """
+    for name, value in (("startTimeUnixNano", span.start), ("endTimeUnixNano", span.end)):
+        if value is not None and not 0 <= value <= MAX_TS_NS:
+            raise ValueError(
+                f"span {span.id}: {name} {value} is out of range (0 to {MAX_TS_NS},"
+                " the years 1970 to 9999)"
+            )
 
 
 def _nanos(value: Any, field: str) -> int | None:

@@ -179,4 +179,4 @@ class SpanIndex:
         written = span.attrs.get("tracekit.step")
         if written:
             return str(written)
-        return _tool_name(span) or span.name
+        return _tool_name(span) or span.name or span.id  # an id is never empty

@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from tracekit.readers.otlp_json import ERROR_CODES, SPAN_KEYS, Span, hex_id
+from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_fast"]
 
@@ -85,9 +86,11 @@ class _TracesData(msgspec.Struct):
 _DECODER: Final = msgspec.json.Decoder(_TracesData)
 
 
-def _plain(value: _AnyValue | None) -> Any:
+def _plain(value: _AnyValue | None, depth: int = 1) -> Any:
     if value is None:
         return None
+    if depth > MAX_DEPTH:
+        raise ValueError(VALUE_DEPTH_REASON)
     if value.stringValue is not None:
         return value.stringValue
     if value.boolValue is not None:
@@ -97,16 +100,18 @@ def _plain(value: _AnyValue | None) -> Any:
     if value.doubleValue is not None:
         return float(value.doubleValue)
     if value.arrayValue is not None:
-        return [_plain(v) for v in value.arrayValue.values]
+        return [_plain(v, depth + 1) for v in value.arrayValue.values]
     if value.kvlistValue is not None:
-        return _attrs(value.kvlistValue.values)
+        return _attrs(value.kvlistValue.values, depth=depth + 1)
     return value.bytesValue
 
 
-def _attrs(items: list[_KeyValue], keys: frozenset[str] | None = None) -> dict[str, Any]:
+def _attrs(
+    items: list[_KeyValue], keys: frozenset[str] | None = None, *, depth: int = 1
+) -> dict[str, Any]:
     if keys is None:
-        return {kv.key: _plain(kv.value) for kv in items}
-    return {kv.key: _plain(kv.value) for kv in items if kv.key in keys}
+        return {kv.key: _plain(kv.value, depth) for kv in items}
+    return {kv.key: _plain(kv.value, depth) for kv in items if kv.key in keys}
 
 
 def _nanos(value: int | str | None) -> int | None:

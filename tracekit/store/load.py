@@ -18,7 +18,8 @@ import msgspec
 import pyarrow as pa
 
 from tracekit.events import decode_event, encode_event
-from tracekit.store.parse_sql import EVENT_COLUMNS, PARSE_SQL
+from tracekit.store.parse_sql import EVENT_COLUMNS, PARSE_SQL, TRUSTED_PARSE_SQL
+from tracekit.validate import reject_reason
 
 __all__ = ["Counts", "drop_duplicates", "load_batch", "reject_rows"]
 
@@ -48,6 +49,8 @@ _INSERT_SQL = f"""
 INSERT INTO events ({_COLUMNS})
 SELECT {_SELECT} FROM ({PARSE_SQL}) WHERE fast_ok
 """
+# Lines msgspec accepted on the slow path, written out again: stored as they are.
+_INSERT_TRUSTED_SQL = _INSERT_SQL.replace(PARSE_SQL, TRUSTED_PARSE_SQL)
 _SLOW_SQL = f"SELECT line, item, raw FROM ({PARSE_SQL}) WHERE NOT fast_ok ORDER BY line, item"
 _LINES_SQL = "SELECT count(*) FROM _batch WHERE trim(text) <> ''"
 
@@ -102,7 +105,7 @@ def load_batch(
         fixed, bad = _decode_slow(slow)
         rejects.extend(bad)
         if fixed.num_rows:
-            _, inserted, again = _load(con, fixed, ingest_id, source)
+            _, inserted, again = _load(con, fixed, ingest_id, source, trusted=True)
             counts.accepted += inserted
             rejects.extend((line, raw, "not a v1 record") for line, _, raw in again)
     counts.rejected += reject_rows(con, rejects, ingest_id=ingest_id, source=source)
@@ -110,13 +113,19 @@ def load_batch(
 
 
 def _load(
-    con: duckdb.DuckDBPyConnection, batch: pa.Table, ingest_id: int, source: str
+    con: duckdb.DuckDBPyConnection,
+    batch: pa.Table,
+    ingest_id: int,
+    source: str,
+    *,
+    trusted: bool = False,
 ) -> tuple[int, int, list[tuple]]:
     """Insert the batch's plain records; return lines, inserted, and the other lines."""
     con.register("_batch", batch)
+    insert = _INSERT_TRUSTED_SQL if trusted else _INSERT_SQL
     try:
         with _no_filter_pushdown(con):
-            result = con.execute(_INSERT_SQL, {"ingest_id": ingest_id, "source": source})
+            result = con.execute(insert, {"ingest_id": ingest_id, "source": source})
             row = result.fetchall()[0]
         inserted = int(row[0]) if row else 0
         lines = _filled(batch)
@@ -160,11 +169,8 @@ def _decode_slow(rows: list[tuple]) -> tuple[pa.Table, list[tuple[int, str, str]
     for line, item, raw in rows:
         try:
             event = decode_event(raw)
-        except msgspec.ValidationError as exc:
-            rejects.append((line, raw, f"not a v1 record: {exc}"))
-            continue
-        except msgspec.DecodeError as exc:
-            rejects.append((line, raw, f"not JSON: {exc}"))
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            rejects.append((line, raw, reject_reason(exc)))  # the words of tracekit tree
             continue
         lines.append(line)
         items.append(item)

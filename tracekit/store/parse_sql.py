@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Final
 
 from tracekit.events import KINDS, STATUSES
+from tracekit.validate import MAX_DEPTH, MAX_TS_MS, MIN_TS_MS
 
-__all__ = ["EVENT_COLUMNS", "PARSE_SQL"]
+__all__ = ["EVENT_COLUMNS", "PARSE_SQL", "TRUSTED_PARSE_SQL", "parse_sql"]
 
 # (JSON key, DuckDB type for from_json)
 _FIELDS: Final = (
@@ -55,68 +56,98 @@ def _one_of(column: str, values: tuple[str, ...]) -> str:
 
 def _rule(key: str, rule: str) -> str:
     jt = _jt(f"$.{key}")
+    col = f"j.{key}"
     optional = f"coalesce({jt}, 'NULL') = 'NULL'"
     checks = {
-        "str": f"{jt} = 'VARCHAR'",
         "str?": f"coalesce({jt}, 'NULL') IN ('VARCHAR', 'NULL')",
-        "num": f"{jt} IN ({_NUM})",
-        "num?": f"coalesce({jt}, 'NULL') IN ({_NUM}, 'NULL')",
-        "int?": f"coalesce({jt}, 'NULL') IN ('UBIGINT', 'BIGINT', 'NULL')",
+        "id": f"({jt} = 'VARCHAR' AND {col} <> '')",
+        "id?": f"({optional} OR ({jt} = 'VARCHAR' AND {col} <> ''))",
+        "ts": f"({jt} IN ({_NUM}) AND {col} BETWEEN {MIN_TS_MS} AND {MAX_TS_MS})",
+        "duration?": f"({optional} OR ({jt} IN ({_NUM}) AND {col} BETWEEN -{MAX_TS_MS} AND {MAX_TS_MS}))",
+        # An integer beyond BIGINT is extracted as NULL: such a seq is no fast one.
+        "seq?": f"({optional} OR ({jt} IN ('UBIGINT', 'BIGINT') AND {col} IS NOT NULL))",
         "bool": f"{jt} = 'BOOLEAN'",
         "bool?": f"coalesce({jt}, 'NULL') IN ('BOOLEAN', 'NULL')",
-        "obj?": f"coalesce({jt}, 'NULL') IN ('OBJECT', 'NULL')",
         "kind": f"({jt} IS NULL OR ({jt} = 'VARCHAR' AND {_one_of('j.kind', KINDS)}))",
         "status?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.status', STATUSES)}))",
         "failure?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.failure', ('delegation', 'agent'))}))",
+        # A chain (its items' types) or a cause (its depth and fields) is
+        # left to msgspec, as is an error with a key twice (DuckDB keeps the
+        # first, msgspec the last).
         "error?": (
             f"({optional} OR ({jt} = 'OBJECT' AND {_jt('$.error.code')} = 'VARCHAR'"
             f" AND coalesce({_jt('$.error.message')}, 'VARCHAR') = 'VARCHAR'"
-            f" AND coalesce({_jt('$.error.chain')}, 'NULL') IN ('ARRAY', 'NULL')"
-            f" AND coalesce({_jt('$.error.cause')}, 'NULL') IN ('OBJECT', 'NULL')))"
+            f" AND coalesce({_jt('$.error.chain')}, 'NULL') = 'NULL'"
+            f" AND coalesce({_jt('$.error.cause')}, 'NULL') = 'NULL'"
+            f" AND {_unique_keys('j.error')}))"
+        ),
+        # Fewer opening brackets than the limit: it cannot nest deeper.
+        "attrs?": (
+            f"({optional} OR ({jt} = 'OBJECT' AND length({col})"
+            f" - length(replace(replace({col}, '{{', ''), '[', '')) <= {MAX_DEPTH}))"
         ),
     }
     return checks[rule]
 
 
-_COMMON: Final = (("ts", "num"), ("seq", "int?"), ("service", "str?"), ("traceId", "str?"))
-_COMMON_ATTRS: Final = (("attrs", "obj?"),)
+def _unique_keys(json: str) -> str:
+    return f"len(json_keys({json})) = len(list_distinct(json_keys({json})))"
+
+
+_COMMON: Final = (("ts", "ts"), ("seq", "seq?"), ("service", "str?"), ("traceId", "str?"))
+_COMMON_ATTRS: Final = (("attrs", "attrs?"),)
 _INVOCATION: Final = (
-    ("invocationId", "str"),
-    ("runId", "str"),
-    ("parentRunId", "str?"),
-    ("agent", "str"),
-    ("node", "str?"),
+    ("invocationId", "id"),
+    ("runId", "id"),
+    ("parentRunId", "id?"),
+    ("agent", "id"),
+    ("node", "id?"),
 )
 _RULES: Final = {
     "enter": (*_INVOCATION, ("kind", "kind")),
     "exit": (
         *_INVOCATION,
         ("ok", "bool?"),
-        ("durationMs", "num?"),
+        ("durationMs", "duration?"),
         ("status", "status?"),
         ("error", "error?"),
     ),
-    "node": (("runId", "str"), ("id", "str"), ("ok", "bool?"), ("durationMs", "num?")),
-    "run.start": (("runId", "str"), ("agent", "str")),
+    "node": (("runId", "id"), ("id", "id"), ("ok", "bool?"), ("durationMs", "duration?")),
+    "run.start": (("runId", "id"), ("agent", "id")),
     "run.end": (
-        ("runId", "str"),
+        ("runId", "id"),
         ("ok", "bool"),
-        ("durationMs", "num?"),
+        ("durationMs", "duration?"),
         ("failure", "failure?"),
         ("error", "error?"),
     ),
 }
 
 
-def _fast_ok() -> str:
+# What DuckDB's JSON reader takes and msgspec does not: a trailing comma, a
+# NaN or Infinity, a number too big for a double (a wide net: a line caught
+# in it only goes the slow way, to msgspec, for the exact answer).
+_LAX_JSON: Final = (
+    r",\s*[]}]|[:,\[]\s*[-+]?(?i:nan|inf)"
+    r"|[:,\[]\s*-?[0-9]+(\.[0-9]*)?[eE]\+?[0-9]{3}|[0-9]{309}"
+)
+
+
+def _fast_ok(*, trusted: bool) -> str:
+    if trusted:  # msgspec has accepted it, and wrote it out again
+        return f"(jt[{_INDEX['$']}] = 'OBJECT')"
     common = " AND ".join(_rule(k, r) for k, r in (*_COMMON, *_COMMON_ATTRS))
     by_type = " ".join(
         f"WHEN '{t}' THEN {' AND '.join(_rule(k, r) for k, r in rules)}"
         for t, rules in _RULES.items()
     )
+    # CASE, not AND: json_keys must only see valid JSON, and the last checks
+    # cost most, so only lines that pass the others pay for them.
     return (
-        f"(jt[{_INDEX['$']}] = 'OBJECT' AND {_jt('$.type')} = 'VARCHAR' AND {common}"
-        f" AND CASE j.type {by_type} ELSE false END)"
+        f"CASE WHEN jt[{_INDEX['$']}] = 'OBJECT' AND {_jt('$.type')} = 'VARCHAR' AND {common}"
+        f" AND CASE j.type {by_type} ELSE false END"
+        f" THEN NOT regexp_matches(text, '{_LAX_JSON}') AND {_unique_keys('text')}"
+        " ELSE false END"
     )
 
 
@@ -156,9 +187,16 @@ _EXIT_STATUS = (
     f"coalesce(j.status, CASE WHEN j.ok = false OR {_HAS_ERROR} THEN 'error' ELSE 'ok' END)"
 )
 
-#: Parse ``_batch`` (line, item, text, raw): one row per non-blank line;
-#: ``fast_ok`` rows carry every events column, the others only line/item/raw.
-PARSE_SQL: Final = f"""
+
+def parse_sql(*, trusted: bool = False) -> str:
+    """The query that parses ``_batch`` (line, item, text, raw): a row per non-blank line.
+
+    ``fast_ok`` rows carry every events column, the others only line/item/raw.
+    A row is ``fast_ok`` only if :func:`tracekit.events.decode_event` would
+    accept it as it is; with ``trusted``, every JSON object is (lines that
+    msgspec accepted and encoded again).
+    """
+    return f"""
 WITH b AS (
     -- starts_with first: it settles nearly every line without trim's copy.
     SELECT line, item, text, raw, json_valid(text) AS valid
@@ -173,7 +211,7 @@ WITH b AS (
 )
 SELECT *, hash(event_key) AS key_hash FROM (SELECT
     line, item, raw,
-    coalesce({_fast_ok()}, false) AS fast_ok,
+    coalesce({_fast_ok(trusted=trusted)}, false) AS fast_ok,
     CASE j.type
         WHEN 'enter' THEN concat_ws({_SEP}, 'enter', j.runId, j.invocationId)
         WHEN 'exit' THEN concat_ws({_SEP}, 'exit', j.runId, j.invocationId)
@@ -202,3 +240,7 @@ SELECT *, hash(event_key) AS key_hash FROM (SELECT
     j.traceId AS trace_id
 FROM p)
 """
+
+
+PARSE_SQL: Final = parse_sql()
+TRUSTED_PARSE_SQL: Final = parse_sql(trusted=True)
