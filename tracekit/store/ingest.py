@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -46,6 +47,9 @@ from tracekit.store.sources import (
 )
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
+
+_WRITE_FAILURE = re.compile(r"could not write|no space left|file too large|disk (is )?full", re.I)
+_ERROR_KIND = re.compile(r"^(\w+ )?Error: ")
 
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
@@ -172,12 +176,12 @@ def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
     """
     try:
         yield
-    except (duckdb.IOException, duckdb.FatalException) as exc:
-        raise StoreWriteError(
-            f"cannot write the store ({_first_line(exc)})",
-            hint="Free some disk space and ingest again: it goes on from what was stored.",
-        ) from None
     except duckdb.Error as exc:
+        if _is_write_failure(exc):
+            raise StoreWriteError(
+                f"cannot write the store ({_first_line(exc)}); what was stored is kept,"
+                " and the next ingest goes on from it"
+            ) from None
         try:
             names = ", ".join(undo_since(con, since)) or "the ingest"
         except duckdb.Error:
@@ -188,9 +192,17 @@ def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
         ) from None
 
 
+def _is_write_failure(exc: duckdb.Error) -> bool:
+    # A full disk surfaces as an IOException, as a failed commit
+    # (TransactionException) or as a failed checkpoint (FatalException).
+    return isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or bool(
+        _WRITE_FAILURE.search(str(exc))
+    )
+
+
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return _ERROR_KIND.sub("", text.splitlines()[0]) if text else type(exc).__name__
 
 
 @contextlib.contextmanager

@@ -50,20 +50,32 @@ _REPARSE_SQL = f"INSERT INTO _parsed SELECT * FROM ({PARSE_SQL})"
 _TALLY_SQL = "SELECT count(*), count(*) FILTER (WHERE fast_ok) FROM _parsed"
 _SLOW_SQL = "SELECT line, item, raw FROM _parsed WHERE NOT fast_ok ORDER BY line, item"
 
-# Duplicates are never inserted: a record whose key is stored already, or
-# read earlier in the batch, is left out. Stored keys are looked up by
-# key_hash first (the batch's hashes are the small build side of the join,
-# the store's key_hash column is only scanned), then confirmed on the key.
+# Duplicates are never inserted. Keys that may clash (a hash stored already,
+# or seen twice in the batch) are found on key_hash alone: the batch's hashes
+# are the small build side of the join, the store's key_hash column is only
+# scanned. Records of other hashes are inserted as they are; the few that may
+# clash are confirmed on the whole key, and the first one read wins.
+_CLASH_SQL = """
+CREATE OR REPLACE TEMP TABLE _stored AS
+SELECT key_hash, event_key FROM events
+WHERE key_hash IN (SELECT key_hash FROM _parsed WHERE fast_ok);
+
+CREATE OR REPLACE TEMP TABLE _clash AS
+SELECT key_hash FROM _stored
+UNION SELECT key_hash FROM _parsed WHERE fast_ok GROUP BY key_hash HAVING count(*) > 1
+"""
 _INSERT_SQL = f"""
 INSERT INTO events ({_COLUMNS})
-WITH stored AS (
-    SELECT key_hash, event_key FROM events
-    WHERE key_hash IN (SELECT key_hash FROM _parsed WHERE fast_ok)
-)
+SELECT {_SELECT} FROM _parsed
+WHERE fast_ok AND key_hash NOT IN (SELECT key_hash FROM _clash)
+"""
+_INSERT_CLASHING_SQL = f"""
+INSERT INTO events ({_COLUMNS})
 SELECT {_SELECT} FROM _parsed p
-WHERE fast_ok AND NOT EXISTS (
-    SELECT 1 FROM stored s WHERE s.key_hash = p.key_hash AND s.event_key = p.event_key
-)
+WHERE fast_ok AND key_hash IN (SELECT key_hash FROM _clash)
+    AND NOT EXISTS (
+        SELECT 1 FROM _stored s WHERE s.key_hash = p.key_hash AND s.event_key = p.event_key
+    )
 QUALIFY row_number() OVER (PARTITION BY event_key ORDER BY line, item) = 1
 """
 
@@ -98,13 +110,26 @@ def load_batch(
                 again = con.execute(_SLOW_SQL).fetchall()
                 rejects.extend((line, raw, "not a v1 record") for line, _, raw in again)
         records = _tally(con)[1]
-        row = con.execute(_INSERT_SQL, {"ingest_id": ingest_id, "source": source}).fetchall()
-        counts.accepted += int(row[0][0]) if row else 0
+        counts.accepted += _insert(con, ingest_id, source)
         counts.duplicates += records - counts.accepted
     finally:
-        con.execute("DROP TABLE IF EXISTS _parsed")
+        for table in ("_parsed", "_stored", "_clash"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     counts.rejected += reject_rows(con, rejects, ingest_id=ingest_id, source=source)
     return counts
+
+
+def _insert(con: duckdb.DuckDBPyConnection, ingest_id: int, source: str) -> int:
+    """Insert the parsed records not stored yet; return how many."""
+    for statement in _CLASH_SQL.split(";"):
+        con.execute(statement)
+    params = {"ingest_id": ingest_id, "source": source}
+    inserted = 0
+    clashes = con.execute("SELECT count(*) FROM _clash").fetchall()[0][0]
+    for sql in (_INSERT_SQL, _INSERT_CLASHING_SQL) if clashes else (_INSERT_SQL,):
+        row = con.execute(sql, params).fetchall()
+        inserted += int(row[0][0]) if row else 0
+    return inserted
 
 
 def _parse(con: duckdb.DuckDBPyConnection, batch: pa.Table, sql: str) -> None:
