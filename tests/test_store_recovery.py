@@ -220,3 +220,19 @@ def test_a_full_disk_is_one_line_and_the_next_ingest_finishes_the_store(
     assert_reconciles(db)
     assert total_read(db) == LINES
     assert snapshot(db) == clean
+
+
+def test_a_record_the_derive_cannot_take_does_not_poison_the_store(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    poison = write(
+        tmp_path / "p.jsonl", ['{"type":"run.start","ts":1e16,"runId":"r","agent":"a"}\n']
+    )
+    first = cli("ingest", str(poison), db=db, check=False)
+    assert "Traceback" not in first.stderr
+    if first.returncode != 0:  # refused whole, with one line naming the file
+        said = [line for line in first.stderr.splitlines() if line.strip()]
+        assert first.returncode == 2 and len(said) == 1 and str(poison) in said[0], said
+    sample = Path(__file__).parent.parent / "sample_traces" / "child_failure.jsonl"
+    cli("ingest", str(sample), db=db)
+    assert_reconciles(db)
+    assert "error" in cli("runs", db=db).stdout

@@ -187,7 +187,7 @@ def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
         except duckdb.Error:
             names = "the ingest"
         raise StoreError(
-            f"{names}: could not store the records ({_first_line(exc)});"
+            f"{names}: could not store and derive the records ({_first_line(exc)});"
             " nothing of this ingest was kept"
         ) from None
 
