@@ -157,11 +157,17 @@ def undo_unread(con: duckdb.DuckDBPyConnection, source: Source) -> None:
     """
     if source.key is None:
         return
-    where = "ingest_id IN (SELECT ingest_id FROM ingest_log WHERE path = ?"
-    where += " AND end_offset IS NULL AND finished_at IS NULL)"
+    rows = con.execute(
+        "SELECT ingest_id FROM ingest_log"
+        " WHERE path = ? AND end_offset IS NULL AND finished_at IS NULL",
+        [source.key],
+    ).fetchall()
+    if not rows:  # the usual case: no scan of events
+        return
+    ids = [int(r[0]) for r in rows]
     with transaction(con):
         for table in ("events", "rejects", "ingest_log"):
-            con.execute(f"DELETE FROM {table} WHERE {where}", [source.key])
+            con.execute(f"DELETE FROM {table} WHERE list_contains(?, ingest_id)", [ids])
 
 
 def undo_since(con: duckdb.DuckDBPyConnection, since: int) -> list[str]:
