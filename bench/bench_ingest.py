@@ -136,7 +136,7 @@ def killed(path: Path, store: Path, phase: str) -> str:
     size, seen_end = path.stat().st_size, False
     while proc.poll() is None:
         found = offsets(proc.pid, path) or []
-        if phase == "load" and any(size // 2 <= o < size for o in found):
+        if phase == "load" and any(o >= size // 2 for o in found):
             break
         if phase == "derive" and seen_end and not found:
             time.sleep(0.3)  # past the last fingerprint read, into the derive
