@@ -13,6 +13,16 @@ its peak RSS is its own (``os.wait4``):
   store events and derive invocations, steps and runs, all committed.
 
 Figures are medians over ``--repeat``; the ratio is tracekit / raw.
+
+Then the recovery cases, each timed as a ratio to the fresh ingest of the same
+file in the same repetition (``--no-recovery`` leaves them out):
+
+* killed in load: an ingest SIGKILLed once it has read half the file (its
+  read offset, seen in ``/proc/PID/fdinfo``), then the ingest that finishes it;
+* killed in derive: an ingest SIGKILLed once it has read the whole file and
+  closed it (the derive runs), then the ingest that finishes it;
+* all duplicates: a byte-identical copy of the file under another name,
+  ingested into the store that already holds it.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,17 +109,76 @@ def child(code: str, *args: str) -> tuple[float, int, float, str]:
     return float(seconds), int(rows), usage.ru_maxrss / 1024, err.strip()
 
 
+def offsets(pid: int, path: Path) -> list[int] | None:
+    """The read offsets of ``pid``'s open descriptors of ``path``; None once it has exited."""
+    fds = Path(f"/proc/{pid}/fd")
+    found = []
+    try:
+        for fd in fds.iterdir():
+            try:
+                if fd.readlink() == path:
+                    text = (Path(f"/proc/{pid}/fdinfo") / fd.name).read_text()
+                    found.append(int(text.split()[1]))
+            except (FileNotFoundError, ProcessLookupError, ValueError):
+                continue
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return found
+
+
+def killed(path: Path, store: Path, phase: str) -> str:
+    """Start an ingest of ``path`` and SIGKILL it in ``phase`` (load or derive)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _TRACEKIT, str(path), str(store)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    size, seen_end = path.stat().st_size, False
+    while proc.poll() is None:
+        found = offsets(proc.pid, path) or []
+        if phase == "load" and any(o >= size // 2 for o in found):
+            break
+        if phase == "derive" and seen_end and not found:
+            time.sleep(0.3)  # past the last fingerprint read, into the derive
+            break
+        seen_end = seen_end or size in found
+        time.sleep(0.002)
+    proc.kill()
+    proc.wait()
+    return "killed" if proc.returncode == -9 else f"ended first ({proc.returncode})"
+
+
+def recovery(path: Path, work: Path) -> dict[str, float]:
+    """Seconds of each recovery case (see the module's docstring)."""
+    out: dict[str, float] = {}
+    for phase in ("load", "derive"):
+        store = work / f"killed-{phase}.duckdb"
+        state = killed(path, store, phase)
+        if state != "killed":
+            raise SystemExit(f"the ingest to kill in {phase} {state}: use more --events")
+        out[phase] = child(_TRACEKIT, str(path), str(store))[0]
+        (work / f"killed-{phase}.duckdb").unlink()
+    copy = work / f"copy-of-{path.name}"
+    shutil.copyfile(path, copy)
+    out["duplicates"] = child(_TRACEKIT, str(copy), str(work / "store.duckdb"))[0]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tracekit-bench")
+    parser.add_argument("--no-recovery", action="store_true", help="only the fresh ingest")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     path = fleet(args.events, args.dir)
     size_mb = path.stat().st_size / 2**20
     raw_s, ours_s, raw_rss, ours_rss = [], [], [], []
     line = ""
+    cases: dict[str, list[float]] = {"load": [], "derive": [], "duplicates": []}
+    case_s: dict[str, list[float]] = {"load": [], "derive": [], "duplicates": []}
+    loads: list[float] = []
     for _ in range(args.repeat):
         work = Path(tempfile.mkdtemp(dir=args.dir))
         try:
@@ -118,6 +188,11 @@ def main() -> None:
             s, n_ours, rss, line = child(_TRACEKIT, str(path), str(work / "store.duckdb"))
             ours_s.append(s)
             ours_rss.append(rss)
+            if not args.no_recovery:
+                for case, seconds in recovery(path, work).items():
+                    cases[case].append(seconds / s)
+                    case_s[case].append(seconds)
+            loads.append(os.getloadavg()[0])
         finally:
             shutil.rmtree(work)
     raw, ours = statistics.median(raw_s), statistics.median(ours_s)
@@ -132,6 +207,20 @@ def main() -> None:
         f"  peak RSS {max(ours_rss):6.0f} MB  {ours / raw:5.2f}x"
     )
     print(f"  {line}")
+    names = {
+        "load": "recovery after SIGKILL in load",
+        "derive": "recovery after SIGKILL in derive",
+        "duplicates": "all duplicates (renamed copy)",
+    }
+    for case, ratios in cases.items():
+        if ratios:
+            print(
+                f"  {names[case]:<34} {statistics.median(case_s[case]):7.2f} s"
+                f"  {statistics.median(ratios):5.2f}x the fresh ingest"
+                f"  (ratios {', '.join(f'{r:.2f}' for r in ratios)})"
+            )
+    if loads:
+        print(f"  load average after each repetition: {', '.join(f'{x:.1f}' for x in loads)}")
     print(
         json.dumps(
             {
@@ -140,6 +229,7 @@ def main() -> None:
                 "tracekit_s": ours_s,
                 "raw_rss_mb": raw_rss,
                 "tracekit_rss_mb": ours_rss,
+                "recovery_ratios": cases,
             }
         )
     )

@@ -356,9 +356,9 @@ def test_an_interrupted_ingest_is_finished_by_the_next(
             store.ingest(trace)
         monkeypatch.undo()
         assert store.runs().empty  # stored, not yet derived
-        report = store.ingest(trace)  # read again: its records are already there
+        report = store.ingest(trace)  # nothing to read again: its records are all stored
         assert report.reconciliation() == (
-            "ingested 1 source: 24 lines read = 0 accepted + 0 rejected + 24 duplicates"
+            "ingested 1 source: 0 lines read = 0 accepted + 0 rejected + 0 duplicates"
         )
         assert counts(store) == (24, 4, 4)
         assert store.ingest_log().finished_at.notna().all()
@@ -396,3 +396,77 @@ def test_duckdb_never_draws_its_own_progress_bar(tmp_path: Path, read_only: bool
     with Store(db, read_only=read_only) as store:
         setting = store.con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
     assert setting == (False,)
+
+
+def test_a_derive_that_fails_rolls_its_ingest_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    import tracekit.store.ingest as ingest_module
+    from tracekit.errors import StoreError
+
+    first = write(tmp_path / "first.jsonl", fleet(2))
+    second = write(tmp_path / "second.jsonl", [*run_lines("x1"), "not json\n"])
+    real_derive = ingest_module.derive
+
+    def failing(con: duckdb.DuckDBPyConnection, since: int) -> int:
+        real_derive(con, since)
+        return int(con.execute("SELECT CAST(1e19 AS BIGINT)").fetchall()[0][0])
+
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(first)
+        tables = ("events", "rejects", "ingest_log", "invocations", "steps", "runs")
+        before = {
+            t: store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables
+        }
+        monkeypatch.setattr(ingest_module, "derive", failing)
+        with pytest.raises(StoreError, match=r"second\.jsonl: could not .* nothing of this"):
+            store.ingest(second)
+        monkeypatch.undo()
+        after = {t: store.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
+        assert after == before
+        report = store.ingest(second)
+        assert report.reconciliation() == (
+            "ingested 1 source: 7 lines read = 6 accepted + 1 rejected + 0 duplicates"
+        )
+        assert counts(store) == (18, 3, 3)
+
+
+def test_an_interrupted_gzip_read_is_undone_and_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import functools
+
+    import tracekit.store.ingest as ingest_module
+
+    lines = [*fleet(4), "not json\n"]
+    trace = tmp_path / "fleet.jsonl.gz"
+    trace.write_bytes(gzip.compress("".join(lines).encode()))
+    # Small chunks, so that the read is cut short after some have committed.
+    monkeypatch.setattr(
+        ingest_module, "read_chunks", functools.partial(sources.read_chunks, size=400)
+    )
+    monkeypatch.setattr(sources, "_GZIP_PIECE", 400)  # inflated a little at a time
+    real_load = ingest_module.load_batch
+    calls = {"n": 0}
+
+    def load_then_crash(*args: object, **kwargs: object) -> object:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return real_load(*args, **kwargs)  # type: ignore[arg-type]
+
+    with Store(tmp_path / "s.duckdb") as store:
+        monkeypatch.setattr(ingest_module, "load_batch", load_then_crash)
+        with pytest.raises(KeyboardInterrupt):
+            store.ingest(trace)
+        monkeypatch.setattr(ingest_module, "load_batch", real_load)
+        assert 0 < counts(store)[0] < 24
+        report = store.ingest(trace)
+        assert report.reconciliation() == (
+            "ingested 1 source: 25 lines read = 24 accepted + 1 rejected + 0 duplicates"
+        )
+        assert counts(store) == (24, 4, 4)
+        assert len(store.rejects()) == 1
+        assert len(store.ingest_log()) == 1

@@ -19,6 +19,7 @@ __all__ = [
     "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
+    "StoreWriteError",
     "TraceDamagedError",
     "TraceFileError",
     "TraceReadError",
@@ -103,6 +104,14 @@ class StoreError(TracekitError):
 
 class StoreLockedError(StoreError):
     """Another process holds the store open for writing."""
+
+
+class StoreWriteError(StoreError):
+    """The store file cannot be written (a full disk, a file size limit).
+
+    What was committed before is kept and consistent; the next ingest goes on
+    from it.
+    """
 
 
 class AgentError(TracekitError):

@@ -14,7 +14,7 @@ consumer of a record can hold (see ``docs/trace-format.md``):
 
 Example:
     >>> nesting_depth({"a": [1, {"b": []}]})
-    3
+    4
     >>> too_deep({"a": [[[]]]}, 3)
     True
 """

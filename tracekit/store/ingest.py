@@ -1,14 +1,17 @@
 """One ingest: every source read once, in chunks, then the derived tables.
 
-The whole ingest is one transaction: a crash or Ctrl-C leaves the store as it
-was. Each source gets an ``ingest_log`` row whose counts reconcile: lines
-read = accepted + rejected + duplicates.
+Each chunk commits with its source's ``ingest_log`` counts, whose lines read
+= accepted + rejected + duplicates at every moment; the derived tables are
+rebuilt in one transaction at the end. An ingest cut short (a crash, Ctrl-C,
+a full disk) is finished by the next one, which continues reading where it
+stopped and derives both (:mod:`tracekit.store.ingest_log`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,9 +19,21 @@ from typing import Literal
 
 import duckdb
 
-from tracekit.errors import TraceDamagedError, TraceFileError
+from tracekit.errors import StoreError, StoreWriteError, TraceDamagedError, TraceFileError
 from tracekit.store.derive import derive
-from tracekit.store.load import Counts, drop_duplicates, load_batch
+from tracekit.store.ingest_log import (
+    Resume,
+    first_underived,
+    mark_derived,
+    next_ingest_id,
+    open_row,
+    record_progress,
+    resume_point,
+    transaction,
+    undo_since,
+    undo_unread,
+)
+from tracekit.store.load import Counts, load_batch
 from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
 from tracekit.store.sources import (
     Chunk,
@@ -32,6 +47,9 @@ from tracekit.store.sources import (
 )
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
+
+_WRITE_FAILURE = re.compile(r"could not write|no space left|file too large|disk (is )?full", re.I)
+_ERROR_KIND = re.compile(r"^(\w+ )?Error: ")
 
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
@@ -97,17 +115,26 @@ def ingest_paths(
     format: Format = "auto",
     progress: ProgressFactory | None = None,
 ) -> IngestReport:
-    """Ingest files, directories, globs or ``-`` into the open store."""
+    """Ingest files, directories, globs or ``-`` into the open store.
+
+    Raises:
+        TraceFileError: a source cannot be read.
+        StoreWriteError: the store cannot be written (a full disk); what was
+            committed before is kept, and the next ingest continues from it.
+        StoreError: the records could not be stored or derived; the ingest was
+            rolled back.
+    """
     sources = expand(paths)
     report = IngestReport()
     try:
-        since = _since(con)
-        with _progress_for(sources, progress) as advance:
-            for source in sources:
-                report.sources.append(_ingest_source(con, source, format, advance))
-        with _transaction(con):
-            report.runs_touched = derive(con, since)
-            _finished(con, since)
+        since = first_underived(con)
+        with _failures(con, since):
+            with _progress_for(sources, progress) as advance:
+                for source in sources:
+                    report.sources.append(_ingest_source(con, source, format, advance))
+            with transaction(con):
+                report.runs_touched = derive(con, since)
+                mark_derived(con, since)
         for sub in report.sources:
             if sub.damage:  # raised once every good line is stored and derived
                 raise TraceDamagedError(sub.source, sub.damage, report=report)
@@ -123,61 +150,64 @@ def ingest_records(
 ) -> IngestReport:
     """Ingest records already encoded as v1 JSON lines (a sink's buffer), as one source."""
     report = IngestReport()
-    since = _since(con)
-    con.execute("BEGIN")
-    try:
-        ingest_id = _next_ingest_id(con)
+    since = first_underived(con)
+    with _failures(con, since), transaction(con):
+        ingest_id = next_ingest_id(con)
         con.execute(
-            "INSERT INTO ingest_log (ingest_id, source, format, first_line, started_at)"
-            " VALUES (?, ?, 'tracekit', ?, ?)",
-            [ingest_id, source, first_line, _now()],
+            "INSERT INTO ingest_log (ingest_id, source, format, first_line, end_line, started_at)"
+            " VALUES (?, ?, 'tracekit', ?, ?, ?)",
+            [ingest_id, source, first_line, first_line + len(lines), _now()],
         )
         texts = [line.decode("utf-8", "replace").rstrip("\n") for line in lines]
         numbers = list(range(first_line, first_line + len(texts)))
         batch = text_table(numbers, [0] * len(texts), texts, texts)
         sub = SourceReport(source=source, format="tracekit")
         sub.counts = load_batch(con, batch, [], ingest_id=ingest_id, source=source)
-        duplicates = drop_duplicates(con, ingest_id)
-        sub.counts.accepted -= duplicates
-        sub.counts.duplicates += duplicates
-        c = sub.counts
-        con.execute(
-            "UPDATE ingest_log SET end_line = ?, lines_read = ?, accepted = ?, rejected = ?,"
-            " duplicates = ? WHERE ingest_id = ?",
-            [first_line + len(texts), c.read, c.accepted, c.rejected, c.duplicates, ingest_id],
-        )
+        record_progress(con, ingest_id, sub.counts)
         report.sources.append(sub)
         report.runs_touched = derive(con, since)
-        _finished(con, since)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        mark_derived(con, since)
     return report
 
 
 @contextlib.contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN")
+def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
+    """Turn a database error into one line; roll the ingest back unless the disk is at fault.
+
+    A write that fails (a full disk) leaves the store as a crash would: every
+    committed chunk is counted in ``ingest_log`` and the next ingest goes on
+    from there. Any other failure removes what this ingest (and any earlier
+    one cut short) stored, so no record is left that the store cannot derive.
+    """
     try:
         yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+    except duckdb.Error as exc:
+        if _is_write_failure(exc):
+            raise StoreWriteError(
+                f"cannot write the store ({_first_line(exc)}); what was stored is kept,"
+                " and the next ingest goes on from it"
+            ) from None
+        try:
+            names = ", ".join(undo_since(con, since)) or "the ingest"
+        except duckdb.Error:
+            names = "the ingest"
+        raise StoreError(
+            f"{names}: could not store and derive the records ({_first_line(exc)});"
+            " nothing of this ingest was kept"
+        ) from None
 
 
-def _since(con: duckdb.DuckDBPyConnection) -> int:
-    """The first ingest whose records are not derived yet: this one, or one cut short."""
-    row = con.execute("SELECT min(ingest_id) FROM ingest_log WHERE finished_at IS NULL").fetchall()
-    return int(row[0][0]) if row and row[0][0] is not None else _next_ingest_id(con)
-
-
-def _finished(con: duckdb.DuckDBPyConnection, since: int) -> None:
-    con.execute(
-        "UPDATE ingest_log SET finished_at = ? WHERE ingest_id >= ? AND finished_at IS NULL",
-        [_now(), since],
+def _is_write_failure(exc: duckdb.Error) -> bool:
+    # A full disk surfaces as an IOException, as a failed commit
+    # (TransactionException) or as a failed checkpoint (FatalException).
+    return isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or bool(
+        _WRITE_FAILURE.search(str(exc))
     )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return _ERROR_KIND.sub("", text.splitlines()[0]) if text else type(exc).__name__
 
 
 @contextlib.contextmanager
@@ -190,45 +220,13 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
         yield advance
 
 
-def _next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT coalesce(max(ingest_id), 0) + 1 FROM ingest_log").fetchall()[0]
-    return int(row[0]) if row else 1
-
-
-@dataclass
-class _Resume:
-    start: int = 0
-    first_line: int = 1
-    unchanged: bool = False
-
-
-def _resume(con: duckdb.DuckDBPyConnection, source: Source, size: int) -> _Resume:
-    """Where to start reading: after the last ingest's end, if the file only grew."""
-    if source.key is None:
-        return _Resume()
-    rows = con.execute(
-        "SELECT end_offset, end_line, hash, size FROM ingest_log"
-        " WHERE path = ? AND finished_at IS NOT NULL ORDER BY ingest_id DESC LIMIT 1",
-        [source.key],
-    ).fetchall()
-    if not rows or rows[0][0] is None:
-        return _Resume()
-    row = rows[0]
-    end, end_line, digest, old_size = int(row[0]), int(row[1]), row[2], row[3]
-    if source.gz:  # a compressed file is one unit: the same bytes, or read again
-        same = old_size == size and digest == fingerprint(source.path, size)
-        return _Resume(unchanged=same)
-    if size < end or fingerprint(source.path, end) != digest:
-        return _Resume()  # replaced or rewritten: read it all; duplicates are counted
-    return _Resume(start=end, first_line=end_line, unchanged=size == end)
-
-
 def _ingest_source(
     con: duckdb.DuckDBPyConnection, source: Source, format: Format, advance: Progress
 ) -> SourceReport:
     size = source.path.stat().st_size
-    resume = _resume(con, source, size)
-    ingest_id = _next_ingest_id(con)
+    undo_unread(con, source)
+    resume = resume_point(con, source, size)
+    ingest_id = next_ingest_id(con)
     chosen: str = "tracekit" if format in ("tracekit", "jsonl") else format
     if chosen == "auto" and not resume.unchanged:
         chosen = detect_format(source)
@@ -237,28 +235,12 @@ def _ingest_source(
             source.label, chosen, skipped="a JSON document that is not OTLP (no resourceSpans)"
         )
     report = SourceReport(source=source.label, format=chosen, unchanged=resume.unchanged)
-    con.execute(
-        "INSERT INTO ingest_log (ingest_id, source, path, format, size, start_offset,"
-        " first_line, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            ingest_id,
-            source.label,
-            source.key,
-            chosen,
-            size,
-            resume.start,
-            resume.first_line,
-            _now(),
-        ],
-    )
+    open_row(con, ingest_id, source, chosen, size, resume)
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
         end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance)
-        with _transaction(con):
-            duplicates = drop_duplicates(con, ingest_id)
-        report.counts.accepted -= duplicates
-        report.counts.duplicates += duplicates
-    _finish_log(con, source, ingest_id, report, end, end_line, size)
+    digest = fingerprint(source.path, size if source.gz else end)
+    record_progress(con, ingest_id, report.counts, end=(end, end_line, digest))
     return report
 
 
@@ -266,13 +248,16 @@ def _read_source(
     con: duckdb.DuckDBPyConnection,
     source: Source,
     chosen: str,
-    resume: _Resume,
+    resume: Resume,
     ingest_id: int,
     report: SourceReport,
     advance: Progress,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
     final = source.gz or source.stdin or (chosen == "otlp" and is_document(source))
+    # Only a plain file of v1 lines can be continued from a chunk's end: OTLP
+    # holds spans across chunks, and a gzip offset is not a file offset.
+    resumable = not (source.gz or source.stdin or chosen == "otlp")
     end, end_line = resume.start, resume.first_line
     try:
         with open_stream(source) as stream:
@@ -281,17 +266,20 @@ def _read_source(
             )
             batches = otlp_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
             for chunk, batch, refused in batches:
-                # A transaction per chunk keeps memory bounded; a crash leaves the
-                # ingest unfinished, and the next ingest derives what it stored.
-                with _transaction(con):
+                next_end = (chunk.end, chunk.last_line)
+                # A transaction per chunk keeps memory bounded; its ingest_log
+                # counts (and, if resumable, its end) commit with its records.
+                with transaction(con):
                     counts = load_batch(
                         con, batch, refused, ingest_id=ingest_id, source=source.label
                     )
-                report.counts.add(counts)
+                    report.counts.add(counts)
+                    mark = (*next_end, fingerprint(source.path, chunk.end)) if resumable else None
+                    record_progress(con, ingest_id, report.counts, end=mark)
                 if chunk.damage:
                     report.damage = f"{chunk.damage} at line {chunk.last_line};" + _LOST
                 advance(chunk.end - end if not source.gz else len(chunk.data))
-                end, end_line = chunk.end, chunk.first_line + chunk.data.count(b"\n")
+                end, end_line = next_end
     except OSError as exc:
         raise TraceFileError(source.label, f"cannot read ({exc})") from None
     report.held_back = not final and end < source.path.stat().st_size
@@ -301,24 +289,6 @@ def _read_source(
 def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     for chunk in chunks:
         yield (chunk, *chunk_table(chunk))
-
-
-def _finish_log(
-    con: duckdb.DuckDBPyConnection,
-    source: Source,
-    ingest_id: int,
-    report: SourceReport,
-    end: int,
-    end_line: int,
-    size: int,
-) -> None:
-    digest = fingerprint(source.path, size if source.gz else end)
-    c = report.counts
-    con.execute(
-        "UPDATE ingest_log SET hash = ?, end_offset = ?, end_line = ?, lines_read = ?,"
-        " accepted = ?, rejected = ?, duplicates = ? WHERE ingest_id = ?",
-        [digest, end, end_line, c.read, c.accepted, c.rejected, c.duplicates, ingest_id],
-    )
 
 
 def _now() -> datetime:

@@ -9,8 +9,6 @@ counted and not inserted: the first one read wins.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import duckdb
@@ -21,7 +19,7 @@ from tracekit.events import decode_event, encode_event
 from tracekit.store.parse_sql import EVENT_COLUMNS, PARSE_SQL, TRUSTED_PARSE_SQL
 from tracekit.validate import reject_reason
 
-__all__ = ["Counts", "drop_duplicates", "load_batch", "reject_rows"]
+__all__ = ["Counts", "load_batch", "reject_rows"]
 
 
 @dataclass
@@ -45,42 +43,42 @@ _SELECT = ", ".join(
     "$ingest_id" if c == "ingest_id" else "$source" if c == "source" else c for c in EVENT_COLUMNS
 )
 
+# A batch is parsed once into ``_parsed``; lines that msgspec accepts on the
+# slow path are parsed again into it (trusted: they passed the one validation),
+# so one insert sees every record of the batch in line order.
+_PARSE_SQL = f"CREATE OR REPLACE TEMP TABLE _parsed AS SELECT * FROM ({PARSE_SQL})"
+_REPARSE_SQL = f"INSERT INTO _parsed SELECT * FROM ({TRUSTED_PARSE_SQL})"
+_TALLY_SQL = "SELECT count(*), count(*) FILTER (WHERE fast_ok) FROM _parsed"
+_SLOW_SQL = "SELECT line, item, raw FROM _parsed WHERE NOT fast_ok ORDER BY line, item"
+
+# Duplicates are never inserted. Keys that may clash (a hash stored already,
+# or seen twice in the batch) are found on key_hash alone: the batch's hashes
+# are the small build side of the join, the store's key_hash column is only
+# scanned. Records of other hashes are inserted as they are; the few that may
+# clash are confirmed on the whole key, and the first one read wins.
+_CLASH_SQL = """
+CREATE OR REPLACE TEMP TABLE _stored AS
+SELECT key_hash, event_key FROM events
+WHERE key_hash IN (SELECT key_hash FROM _parsed WHERE fast_ok);
+
+CREATE OR REPLACE TEMP TABLE _clash AS
+SELECT key_hash FROM _stored
+UNION SELECT key_hash FROM _parsed WHERE fast_ok GROUP BY key_hash HAVING count(*) > 1
+"""
 _INSERT_SQL = f"""
 INSERT INTO events ({_COLUMNS})
-SELECT {_SELECT} FROM ({PARSE_SQL}) WHERE fast_ok
+SELECT {_SELECT} FROM _parsed
+WHERE fast_ok AND key_hash NOT IN (SELECT key_hash FROM _clash)
 """
-# Lines msgspec accepted on the slow path, written out again: stored as they are.
-_INSERT_TRUSTED_SQL = _INSERT_SQL.replace(PARSE_SQL, TRUSTED_PARSE_SQL)
-_SLOW_SQL = f"SELECT line, item, raw FROM ({PARSE_SQL}) WHERE NOT fast_ok ORDER BY line, item"
-_LINES_SQL = "SELECT count(*) FROM _batch WHERE trim(text) <> ''"
-
-# Duplicates of one ingest's records, found by key_hash first (a scan of one
-# integer column), then confirmed on the whole key; the first one read wins
-# (records of earlier ingests are already unique).
-_DUPLICATES_SQL = """
-WITH mine AS (SELECT DISTINCT key_hash FROM events WHERE ingest_id = $ingest_id),
-clash AS (
-    SELECT key_hash FROM events WHERE key_hash IN (SELECT key_hash FROM mine)
-    GROUP BY key_hash HAVING count(*) > 1
-),
-ranked AS (
-    SELECT rowid AS rid, ingest_id,
-        row_number() OVER (PARTITION BY event_key ORDER BY ingest_id, line, item) AS n
-    FROM events WHERE key_hash IN (SELECT key_hash FROM clash)
-)
-SELECT rid FROM ranked WHERE n > 1 AND ingest_id = $ingest_id
+_INSERT_CLASHING_SQL = f"""
+INSERT INTO events ({_COLUMNS})
+SELECT {_SELECT} FROM _parsed p
+WHERE fast_ok AND key_hash IN (SELECT key_hash FROM _clash)
+    AND NOT EXISTS (
+        SELECT 1 FROM _stored s WHERE s.key_hash = p.key_hash AND s.event_key = p.event_key
+    )
+QUALIFY row_number() OVER (PARTITION BY event_key ORDER BY line, item) = 1
 """
-
-
-def drop_duplicates(con: duckdb.DuckDBPyConnection, ingest_id: int) -> int:
-    """Delete the records of an ingest already stored before; return how many."""
-    rows = con.execute(_DUPLICATES_SQL, {"ingest_id": ingest_id}).fetchall()
-    if not rows:
-        return 0
-    con.execute("CREATE OR REPLACE TEMP TABLE _dups (rid BIGINT)")
-    con.executemany("INSERT INTO _dups VALUES (?)", rows)
-    con.execute("DELETE FROM events WHERE rowid IN (SELECT rid FROM _dups)")
-    return len(rows)
 
 
 def load_batch(
@@ -94,69 +92,59 @@ def load_batch(
     """Parse, check and insert one batch; return how its lines were counted.
 
     ``refused`` are lines already found bad (not UTF-8, not OTLP) as
-    ``(line, raw, reason)``; they count as read and rejected.
+    ``(line, raw, reason)``; they count as read and rejected. A record already
+    stored, or read earlier in the batch, is counted as a duplicate and not
+    inserted.
     """
     counts = Counts(read=len(refused))
     rejects = list(refused)
-    lines, inserted, slow = _load(con, batch, ingest_id, source)
-    counts.read += lines
-    counts.accepted += inserted
-    if slow:
-        fixed, bad = _decode_slow(slow)
-        rejects.extend(bad)
-        if fixed.num_rows:
-            _, inserted, again = _load(con, fixed, ingest_id, source, trusted=True)
-            counts.accepted += inserted
-            rejects.extend((line, raw, "not a v1 record") for line, _, raw in again)
+    try:
+        _parse(con, batch, _PARSE_SQL)
+        counts.read += _tally(con)[0]
+        slow = con.execute(_SLOW_SQL).fetchall()
+        if slow:
+            fixed, bad = _decode_slow(slow)
+            rejects.extend(bad)
+            if fixed.num_rows:
+                con.execute("DELETE FROM _parsed WHERE NOT fast_ok")
+                _parse(con, fixed, _REPARSE_SQL)
+                again = con.execute(_SLOW_SQL).fetchall()
+                rejects.extend((line, raw, "not a v1 record") for line, _, raw in again)
+        records = _tally(con)[1]
+        counts.accepted += _insert(con, ingest_id, source)
+        counts.duplicates += records - counts.accepted
+    finally:
+        for table in ("_parsed", "_stored", "_clash"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
     counts.rejected += reject_rows(con, rejects, ingest_id=ingest_id, source=source)
     return counts
 
 
-def _load(
-    con: duckdb.DuckDBPyConnection,
-    batch: pa.Table,
-    ingest_id: int,
-    source: str,
-    *,
-    trusted: bool = False,
-) -> tuple[int, int, list[tuple]]:
-    """Insert the batch's plain records; return lines, inserted, and the other lines."""
+def _insert(con: duckdb.DuckDBPyConnection, ingest_id: int, source: str) -> int:
+    """Insert the parsed records not stored yet; return how many."""
+    for statement in _CLASH_SQL.split(";"):
+        con.execute(statement)
+    params = {"ingest_id": ingest_id, "source": source}
+    inserted = 0
+    clashes = con.execute("SELECT count(*) FROM _clash").fetchall()[0][0]
+    for sql in (_INSERT_SQL, _INSERT_CLASHING_SQL) if clashes else (_INSERT_SQL,):
+        row = con.execute(sql, params).fetchall()
+        inserted += int(row[0][0]) if row else 0
+    return inserted
+
+
+def _parse(con: duckdb.DuckDBPyConnection, batch: pa.Table, sql: str) -> None:
     con.register("_batch", batch)
-    insert = _INSERT_TRUSTED_SQL if trusted else _INSERT_SQL
     try:
-        with _no_filter_pushdown(con):
-            result = con.execute(insert, {"ingest_id": ingest_id, "source": source})
-            row = result.fetchall()[0]
-        inserted = int(row[0]) if row else 0
-        lines = _filled(batch)
-        slow: list[tuple] = []
-        if lines is None or inserted < lines:  # odd lines: pay for exact counts and a second parse
-            row = con.execute(_LINES_SQL).fetchall()[0]
-            lines = int(row[0]) if row else 0
-            slow = con.execute(_SLOW_SQL).fetchall() if inserted < lines else []
+        con.execute(sql)
     finally:
         con.unregister("_batch")
-    return lines, inserted, slow
 
 
-@contextlib.contextmanager
-def _no_filter_pushdown(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Keep ``WHERE fast_ok`` above the parse.
-
-    Pushed down, the filter is rewritten in terms of ``from_json(text, ...)``,
-    which it then evaluates once for each field it reads: a third of the
-    insert's time at 1M events.
-    """
-    con.execute("SET disabled_optimizers = 'filter_pushdown'")
-    try:
-        yield
-    finally:
-        con.execute("RESET disabled_optimizers")
-
-
-def _filled(batch: pa.Table) -> int | None:
-    meta = batch.schema.metadata or {}
-    return int(meta[b"filled"]) if b"filled" in meta else None
+def _tally(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """Lines parsed, and how many of them are records."""
+    row = con.execute(_TALLY_SQL).fetchall()[0]
+    return int(row[0]), int(row[1] or 0)
 
 
 def _decode_slow(rows: list[tuple]) -> tuple[pa.Table, list[tuple[int, str, str]]]:

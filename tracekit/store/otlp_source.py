@@ -48,14 +48,18 @@ def _sniff(source: Source) -> str:
 
 
 class _Budget:
-    """A stream that ends after ``left`` bytes."""
+    """A stream that ends after ``left`` bytes, read a peek at a time.
+
+    The splitter asks for pieces of megabytes; two lines of a trace are
+    usually in the first peek, and sniffing stops as soon as it has them.
+    """
 
     def __init__(self, stream: IO[bytes], left: int) -> None:
         self.stream = stream
         self.left = left
 
     def read(self, size: int) -> bytes:
-        data = self.stream.read(min(size, self.left))
+        data = self.stream.read(min(size, self.left, _PEEK))
         self.left -= len(data)
         return data
 
