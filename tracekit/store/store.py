@@ -172,6 +172,9 @@ class Store:
 
         ``run_id`` is a root run or any child run: a child run's records come
         with its root's, so that its tree is drawn as from the root's file.
+        The trees that give one of its invocation ids to another invocation
+        come too (and theirs, in turn): their file keeps the first of the two,
+        and so does the tree built from these records.
 
         Raises:
             RunNotFoundError: no such run.
@@ -179,9 +182,21 @@ class Store:
         root = self._root(run_id)
         rows = self.con.execute(
             """
-            WITH r AS (
-                SELECT $1::VARCHAR AS run_id
-                UNION SELECT run_id FROM invocations WHERE root_run_id = $1
+            WITH RECURSIVE roots(root) AS (
+                SELECT $1::VARCHAR
+                UNION
+                SELECT other.root_run_id FROM roots
+                JOIN invocations mine ON mine.root_run_id = roots.root
+                JOIN invocations other ON other.invocation_id = mine.invocation_id
+                WHERE other.root_run_id IS NOT NULL
+            ), ids AS (
+                SELECT invocation_id FROM invocations WHERE root_run_id IN (SELECT root FROM roots)
+            ), r AS (
+                SELECT root AS run_id FROM roots
+                UNION SELECT run_id FROM invocations WHERE root_run_id IN (SELECT root FROM roots)
+                -- an invocation under no root that reuses one of the ids
+                UNION SELECT run_id FROM invocations
+                WHERE root_run_id IS NULL AND invocation_id IN (SELECT invocation_id FROM ids)
             )
             SELECT raw FROM events WHERE run_id IN (SELECT run_id FROM r)
             ORDER BY ingest_id, line, item
