@@ -505,3 +505,31 @@ def test_the_otlp_sample_prints_the_tree_of_its_v1_twin(name: str) -> None:
     result = run_cli("tree", str(SAMPLES / "otlp" / name))
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout == (SAMPLES / "escalation_desk.tree.txt").read_text()
+
+
+# -- spans whose parent links loop ------------------------------------------------
+
+L1, L2 = f"{0xE1:016x}", f"{0xE2:016x}"
+LOOP_REASON = f"its parent links loop ({L1} -> {L2} -> {L1})"
+
+
+def _loop_trace(path: Path) -> Path:
+    """The delegation on one line; on the next, two agent spans each the other's parent."""
+    looped = [agent(L1, "left", 140, 150, L2), agent(L2, "right", 141, 149, L1)]
+    path.write_text(json.dumps(doc(*DELEGATION)) + "\n" + json.dumps(doc(*looped)) + "\n")
+    return path
+
+
+def test_tree_reports_the_spans_of_a_parent_loop_and_draws_the_rest(tmp_path: Path) -> None:
+    path = _loop_trace(tmp_path / "loop.otlp.jsonl")
+    result = run_cli("tree", str(path))
+    assert result.returncode == 0, result.stderr
+    alone = run_cli("tree", "-", input=(json.dumps(doc(*DELEGATION)) + "\n").encode())
+    assert result.stdout == alone.stdout and "delegate -> billing" in result.stdout
+    assert "left" not in result.stdout and "right" not in result.stdout
+    assert f"  {path}:2: span {L1}: {LOOP_REASON}" in result.stderr.splitlines()
+    assert f"  {path}:2: span {L2}: {LOOP_REASON}" in result.stderr.splitlines()
+    strict = run_cli("tree", str(path), "--strict")
+    assert strict.returncode == 2
+    assert f"span {L1}: {LOOP_REASON}" in strict.stderr
+    assert "Traceback" not in strict.stderr

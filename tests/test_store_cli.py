@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._store_helpers import cli, fleet, run_lines, write
+from tests._store_helpers import cli, fleet, line, run_lines, write
 
 SAMPLES = sorted(Path(__file__).parent.parent.joinpath("sample_traces").glob("*.jsonl"))
 
@@ -190,6 +190,48 @@ def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None
         assert from_store and from_store == _tree(str(sample), "--run", run_id), run_id
     if len(runs) == 1:  # the run's own file: the whole output is the same
         assert from_store == _tree(str(sample))
+
+
+def _reusing(root: str, agent: str, ts: int, *, child: str | None = None) -> list[str]:
+    """A root run whose one delegation, with a step in it, has the invocation id ``i1``."""
+    child = child or f"{root}/c"
+    edge = {"invocationId": "i1", "runId": child, "parentRunId": root, "agent": agent}
+    return [
+        line({"type": "run.start", "ts": ts, "runId": root, "agent": "front"}),
+        line({"type": "enter", "ts": ts + 1, **edge, "node": "hand_over"}),
+        line({"type": "node", "ts": ts + 2, "runId": child, "id": "work"}),
+        line({"type": "exit", "ts": ts + 3, **edge, "node": "hand_over", "ok": True}),
+        line({"type": "run.end", "ts": ts + 4, "runId": root, "ok": True, "durationMs": 4}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("records", "asked"),
+    [
+        # one root, two delegations under one id (another agent, another child run)
+        (_reusing("R", "billing", 1) + _reusing("R", "refunds", 10, child="R/d")[1:4:2], ["R"]),
+        # the same, the second child run with a step: it is drawn as a run of its own
+        (
+            _reusing("R", "billing", 1) + _reusing("R", "refunds", 10, child="R/d")[1:4],
+            ["R", "R/d"],
+        ),
+        # two roots, the first one read keeps the id
+        (_reusing("S", "billing", 1) + _reusing("R", "refunds", 10), ["S", "R", "R/c"]),
+    ],
+    ids=["one-root", "one-root-steps", "two-roots"],
+)
+def test_a_reused_invocation_id_gives_one_tree_from_the_file_and_the_store(
+    records: list[str], asked: list[str], tmp_path: Path
+) -> None:
+    trace = write(tmp_path / "reused.jsonl", records)
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    for run_id in asked:
+        pick = [] if len(asked) == 1 else ["--run", run_id]
+        from_file = cli("tree", str(trace), *pick, "--color", "never")
+        from_store = cli("tree", run_id, "--color", "never", "--db", str(db))
+        assert (from_store.stdout, from_store.stderr) == (from_file.stdout, from_file.stderr)
+        assert "ids given twice with different content (first kept): i1" in from_file.stderr
 
 
 def test_tree_db_through_the_script(tmp_path: Path) -> None:

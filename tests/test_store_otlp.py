@@ -107,3 +107,24 @@ def test_a_single_otlp_document_over_many_lines(tmp_path: Path) -> None:
     runs_b, inv_b, _ = frames(pretty, tmp_path / "b.duckdb")
     pd.testing.assert_frame_equal(runs_a, runs_b)
     pd.testing.assert_frame_equal(inv_a, inv_b)
+
+
+def test_the_spans_of_a_parent_loop_are_rejected_lines(tmp_path: Path) -> None:
+    import json
+
+    from tests._store_helpers import cli
+    from tests.test_readers_otlp import DELEGATION, L1, L2, LOOP_REASON, _loop_trace
+
+    path = _loop_trace(tmp_path / "loop.otlp.jsonl")
+    db = tmp_path / "s.duckdb"
+    out = cli("ingest", str(path), db=db).stdout
+    # the 6 records of the delegation, and the two spans of the loop refused
+    assert "8 lines read = 6 accepted + 2 rejected + 0 duplicates" in out
+    rows = [json.loads(x) for x in cli("rejects", "--format", "json", db=db).stdout.splitlines()]
+    assert [(r["line"], r["reason"]) for r in rows] == [
+        (2, f"span {L1}: {LOOP_REASON}"),
+        (2, f"span {L2}: {LOOP_REASON}"),
+    ]
+    assert all(f'"spanId":"{r["reason"][5:21]}"' in r["raw"] for r in rows)
+    runs = cli("runs", "--format", "csv", db=db).stdout
+    assert DELEGATION[0]["spanId"] in runs and L1 not in runs and L2 not in runs

@@ -185,14 +185,25 @@ def _read_otlp_lines(
                 # Traces that look complete are mapped now, so spans are not all held.
                 result.events.extend(event for _, event in converter.take_complete())
     result.events.extend(converter.finish())
+    _refused_spans(result, converter, strict=strict)
     return result
+
+
+def _refused_spans(result: ReadResult, converter: OtlpConverter, *, strict: bool) -> None:
+    """The spans the mapping refused (a loop of parent links), as bad lines in line order."""
+    for number, text, reason in converter.take_rejects():
+        error = TraceReadError(result.path, number, text, reason)
+        if strict:
+            raise error
+        result.bad_lines.append(error)
+    result.bad_lines.sort(key=lambda error: error.line)
 
 
 def _feed(
     result: ReadResult, converter: OtlpConverter, data: bytes, number: int, *, strict: bool
 ) -> None:
     try:
-        converter.feed_json(data)
+        converter.feed_json(data, line=number)
     except (msgspec.MsgspecError, ValueError, TracekitError) as exc:
         text = data[:200].decode("utf-8", "replace").rstrip("\r\n")
         error = TraceReadError(result.path, number, text, f"not OTLP JSON: {exc}")

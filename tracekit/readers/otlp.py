@@ -43,7 +43,7 @@ from tracekit.events import (
     check_error,
 )
 from tracekit.readers.otlp_json import Span, check_span, decode_spans
-from tracekit.readers.otlp_spans import SpanIndex
+from tracekit.readers.otlp_spans import Key, SpanIndex, parent_loops
 from tracekit.readers.otlp_wire import decode_spans_fast
 from tracekit.validate import VALUE_DEPTH_REASON
 
@@ -67,6 +67,8 @@ _Failure = Literal["delegation", "agent"]
 _NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
 _RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
+#: A span the mapping refused: its line, a short text naming it, and the reason.
+Reject = tuple[int, str, str]
 
 
 def event_sort_key(event: Event) -> tuple[float, int, str, str]:
@@ -117,6 +119,9 @@ class OtlpConverter:
         self._rooted: set[str] = set()  # traces whose root span has come, ended
         self._docs = 0
         self.skipped = 0  # spans outside any agent run, among those mapped so far
+        #: Spans refused by the mapping (those in a loop of parent links), as
+        #: ``(line, text, reason)``; :meth:`take_rejects` hands them over.
+        self.rejects: list[Reject] = []
 
     @property
     def pending(self) -> int:
@@ -202,6 +207,16 @@ class OtlpConverter:
         """Every record of the spans fed so far, sorted by :func:`event_sort_key`."""
         return [event for _, event in self.finish_lines()]
 
+    def take_rejects(self) -> list[Reject]:
+        """The spans refused among those mapped so far, each handed over once.
+
+        Returns:
+            ``(line, text, reason)`` for each, the line being the one given to
+            :meth:`feed` or :meth:`feed_json`.
+        """
+        rejects, self.rejects = self.rejects, []
+        return rejects
+
     def _take(self, traces: list[str]) -> list[tuple[int, Event]]:
         spans: dict[tuple[str, str], Span] = {}
         for trace in traces:
@@ -209,13 +224,18 @@ class OtlpConverter:
                 spans[(trace, span_id)] = span
             del self._touched[trace]
             self._rooted.discard(trace)
-        pairs, skipped = _map(spans)
+        pairs, skipped = _map(spans, self.rejects)
         self.skipped += skipped
         return pairs
 
 
-def _map(spans: dict[tuple[str, str], Span]) -> tuple[list[tuple[int, Event]], int]:
-    """The records of whole traces, each with its span's line, sorted; and the spans skipped."""
+def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int, Event]], int]:
+    """The records of whole traces, each with its span's line, sorted; and the spans skipped.
+
+    The spans of a loop of parent links are taken out of ``spans`` and added
+    to ``rejects``; the other spans are mapped as if those were missing.
+    """
+    _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
     pairs: list[tuple[int, Event]] = []
     skipped = 0
@@ -233,6 +253,19 @@ def _map(spans: dict[tuple[str, str], Span]) -> tuple[list[tuple[int, Event]], i
             pairs.append((span.line, _node(span, run, index.step_name(span))))
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
+
+
+def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
+    """Move the spans of each loop of parent links from ``spans`` to ``rejects``."""
+    for loop in parent_loops(spans):
+        ids = [key[1] for key in loop]
+        circle = " -> ".join([*ids, ids[0]])
+        for key in loop:
+            span = spans.pop(key)
+            text = msgspec.json.encode(
+                {"traceId": span.trace, "spanId": span.id, "parentSpanId": span.parent}
+            ).decode()
+            rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
 
 
 def _is_step(index: SpanIndex, span: Span) -> bool:

@@ -1,8 +1,10 @@
 """Who is under whom in a set of spans: agent spans, their runs and their nodes.
 
 Parents are resolved by walking up iteratively with memoisation (no
-recursion: a trace may nest deeply), and a parent loop in malformed input is
-cut instead of followed forever.
+recursion: a trace may nest deeply). Loops of parent links (malformed input)
+are found first by :func:`parent_loops`, so that the mapping refuses their
+spans instead of building a tree out of them; a loop left in is still cut
+instead of followed forever.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Final
 
 from tracekit.readers.otlp_json import Span
 
-__all__ = ["Key", "SpanIndex", "is_agent"]
+__all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
 Key = tuple[str, str]
 _OLD_OPERATIONS: Final = frozenset({None, "", "agent"})
@@ -35,6 +37,43 @@ def is_agent(span: Span) -> bool:
         return True
     # The shape before invoke_agent: an agent name on a span that is no model call.
     return "gen_ai.agent.name" in attrs and operation in _OLD_OPERATIONS
+
+
+def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
+    """Each loop of parent links, as its spans from child to parent.
+
+    A span that only hangs below a loop is not part of it. Each span is
+    walked once, so this is linear in the number of spans.
+
+    Args:
+        spans: the spans of whole traces, by ``(trace id, span id)``.
+
+    Returns:
+        The loops, each starting at the span first met on it.
+
+    Example:
+        >>> def span(i, parent):
+        ...     return Span("t", i, parent, "s", 1, 2, {}, False, "", None)
+        >>> spans = {("t", i): span(i, p) for i, p in [("a", "b"), ("b", "a"), ("c", "a")]}
+        >>> parent_loops(spans)
+        [[('t', 'a'), ('t', 'b')]]
+    """
+    loops: list[list[Key]] = []
+    done: set[Key] = set()
+    for start in spans:
+        path: list[Key] = []
+        on_path: set[Key] = set()
+        cur: Key | None = start
+        while cur is not None and cur not in done and cur not in on_path:
+            path.append(cur)
+            on_path.add(cur)
+            span = spans[cur]
+            parent = (span.trace, span.parent)
+            cur = parent if span.parent and parent in spans else None
+        if cur is not None and cur in on_path:
+            loops.append(path[path.index(cur) :])
+        done.update(path)
+    return loops
 
 
 def _tool_name(span: Span) -> str | None:

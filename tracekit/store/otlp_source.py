@@ -83,6 +83,8 @@ def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     Spans are collected across lines (:class:`~tracekit.readers.otlp.OtlpConverter`)
     and a trace is mapped once it looks complete, so a parent and its children
     in different lines still nest; whatever is left is mapped at the end.
+    Spans the mapping refuses (a loop of parent links) are refused lines of
+    the batch they are mapped in.
     """
     from tracekit.readers.otlp import OtlpConverter
 
@@ -96,10 +98,12 @@ def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     last: Chunk | None = None
     for chunk in chunks:
         refused = [*_feed(converter, _split(chunk)), *chunk.refused()]
-        yield chunk, _table(converter.take_complete(_IDLE)), refused
+        table = _table(converter.take_complete(_IDLE))
+        yield chunk, table, [*refused, *converter.take_rejects()]
         last = chunk
     if last is not None:
-        yield last, _table(converter.finish_lines()), []
+        table = _table(converter.finish_lines())
+        yield last, table, converter.take_rejects()
 
 
 def _document(converter: Any, document: list[Chunk]) -> Batch:
@@ -107,7 +111,8 @@ def _document(converter: Any, document: list[Chunk]) -> Batch:
     whole = Chunk(data, document[0].first_line, document[-1].end)
     refused = _feed(converter, [(whole.first_line, data)])
     refused += [r for c in document for r in c.refused()]
-    return whole, _table(converter.finish_lines()), refused
+    table = _table(converter.finish_lines())
+    return whole, table, [*refused, *converter.take_rejects()]
 
 
 def _split(chunk: Chunk) -> list[tuple[int, bytes]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import duckdb
 
@@ -37,6 +37,17 @@ if TYPE_CHECKING:
 __all__ = ["Store"]
 
 PathLike = str | os.PathLike[str]
+
+
+# From the root runs ``roots``, to the enter/exit records (``other``) of the same
+# source file that reuse one of their invocation ids.
+_TIED: Final = """
+    JOIN invocations mine ON mine.root_run_id = roots.root
+    JOIN events me ON me.run_id = mine.run_id AND me.invocation_id = mine.invocation_id
+        AND me.type IN ('enter', 'exit')
+    JOIN events other ON other.invocation_id = me.invocation_id AND other.source = me.source
+        AND other.type IN ('enter', 'exit')
+"""
 
 
 class Store:
@@ -172,16 +183,28 @@ class Store:
 
         ``run_id`` is a root run or any child run: a child run's records come
         with its root's, so that its tree is drawn as from the root's file.
+        The trees of the same source file that give one of its invocation ids
+        to another invocation come too (and theirs, in turn): the file keeps
+        the first of the two, and so does the tree built from these records.
 
         Raises:
             RunNotFoundError: no such run.
         """
         root = self._root(run_id)
         rows = self.con.execute(
-            """
-            WITH r AS (
-                SELECT $1::VARCHAR AS run_id
-                UNION SELECT run_id FROM invocations WHERE root_run_id = $1
+            f"""
+            WITH RECURSIVE roots(root) AS (
+                SELECT $1::VARCHAR
+                UNION
+                SELECT i.root_run_id FROM roots {_TIED}
+                JOIN invocations i ON i.run_id = other.run_id
+                    AND i.invocation_id = other.invocation_id
+                WHERE i.root_run_id IS NOT NULL
+            ), r AS (
+                SELECT root AS run_id FROM roots
+                UNION SELECT run_id FROM invocations WHERE root_run_id IN (SELECT root FROM roots)
+                -- a delegation under no root that reuses one of the ids
+                UNION SELECT other.run_id FROM roots {_TIED}
             )
             SELECT raw FROM events WHERE run_id IN (SELECT run_id FROM r)
             ORDER BY ingest_id, line, item
