@@ -33,7 +33,6 @@ from tracekit.dashboards.fleet_figures import (
 from tracekit.dashboards.graph import delegation_graph
 from tracekit.dashboards.queries import (
     StoreSpan,
-    all_degraded,
     circle_examples,
     origin_failures,
     store_span,
@@ -236,7 +235,7 @@ def _body(store: Any, report: FleetReport) -> str:
     plots = _figures(store, report)
     examples = circle_examples(store, report.filter)
     worst = worst_runs(store, report.filter)
-    degraded = all_degraded(store, report.filter)
+    degraded = report.degraded  # every degraded run of the window
     listed = [*worst["run_id"], *examples.values(), *degraded["run_id"]]
     runs, links = embedded_runs(store, listed)
     return f"""{_cards(report)}

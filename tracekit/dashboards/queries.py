@@ -22,7 +22,7 @@ import pandas as pd
 
 from tracekit.fleet import FleetFilter
 
-__all__ = ["StoreSpan", "all_degraded", "circle_examples", "origin_failures", "store_span"]
+__all__ = ["StoreSpan", "circle_examples", "origin_failures", "store_span"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,21 +36,6 @@ class StoreSpan:
 
 def _frame(store: Any, sql: str, params: list[Any]) -> pd.DataFrame:
     return store.con.execute(sql, params).df()
-
-
-def all_degraded(store: Any, flt: FleetFilter) -> pd.DataFrame:
-    """Every degraded run in the window, newest first (the report keeps only the newest 20)."""
-    where, params = flt.runs_where()
-    return _frame(
-        store,
-        f"""
-        SELECT run_id, start_at, service, agent, origin_agent, origin_code, circle,
-            failed_invocations, duration_ms
-        FROM runs WHERE outcome = 'degraded' AND {where}
-        ORDER BY start_ms DESC NULLS LAST, run_id
-        """,
-        params,
-    )
 
 
 def circle_examples(store: Any, flt: FleetFilter) -> dict[str, str]:
