@@ -118,6 +118,29 @@ def test_attrs_nested_a_thousand_deep_are_one_bad_line(tmp_path: Path) -> None:
     assert [line for line, _ in _rejects(db)] == [2]
 
 
+def test_an_unknown_field_nested_deep_is_refused_by_both_and_tree_db_reads_the_rest(
+    tmp_path: Path,
+) -> None:
+    # msgspec skips a key it does not read, but a thousand levels are a RecursionError
+    # (refused as too deep); the store took such a line, and tree --db could not read it.
+    deep = "[" * 2000 + "]" * 2000
+    lines = [
+        _line({"type": "run.start", "ts": 1, "runId": "r", "agent": "root"}),
+        '{"type":"node","ts":2,"runId":"r","id":"a","zz":' + deep + "}\n",
+        '{"type":"node","ts":3,"runId":"r","id":"b","error":' + deep + "}\n",
+        '{"type":"run.end","ts":4,"runId":"r","ok":false,"error":{"code":"X","zz":' + deep + "}}\n",
+        _line({"type": "node", "ts": 5, "runId": "r", "id": "c"}),
+    ]
+    path = write(tmp_path / "u.jsonl", lines)
+    tree = cli("tree", str(path))
+    refused = [line for line in tree.stderr.splitlines() if "u.jsonl:" in line]
+    assert [r.split("u.jsonl:")[1].split(":")[0] for r in refused] == ["2", "3", "4"]
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(path), db=db)
+    assert [line for line, _ in _rejects(db)] == [2, 3, 4]
+    assert cli("tree", "r", db=db).stdout == tree.stdout == "c\n"
+
+
 def test_an_otlp_array_value_nested_3000_deep_is_one_bad_line(tmp_path: Path) -> None:
     def doc(span_id: str, value: str) -> str:
         return (
