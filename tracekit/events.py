@@ -39,10 +39,13 @@ from tracekit.validate import (
 )
 
 __all__ = [
+    "CALLS",
     "EVENT_TYPES",
     "KINDS",
     "MAX_LINE_BYTES",
     "STATUSES",
+    "Call",
+    "EdgeInfo",
     "Enter",
     "ErrorInfo",
     "Event",
@@ -52,6 +55,7 @@ __all__ = [
     "RunEnd",
     "RunStart",
     "Status",
+    "Usage",
     "canonical_circle",
     "check_error",
     "decode_event",
@@ -61,6 +65,7 @@ __all__ = [
 ]
 
 Kind: TypeAlias = Literal["delegate", "handoff", "subagent"]
+Call: TypeAlias = Literal["tool", "llm"]
 Status: TypeAlias = Literal["ok", "error", "refused", "cancelled", "pending"]
 Failure: TypeAlias = Literal["delegation", "agent"]
 
@@ -71,6 +76,7 @@ _Duration: TypeAlias = Annotated[float, msgspec.Meta(ge=-MAX_TS_MS, le=MAX_TS_MS
 _Seq: TypeAlias = Annotated[int, msgspec.Meta(ge=MIN_SEQ, le=MAX_SEQ)]
 
 KINDS: Final = ("delegate", "handoff", "subagent")
+CALLS: Final = ("tool", "llm")
 STATUSES: Final = ("ok", "error", "refused", "cancelled", "pending")
 EVENT_TYPES: Final = ("enter", "exit", "node", "run.start", "run.end")
 
@@ -140,6 +146,30 @@ class ErrorInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown
     cause: ErrorInfo | None = None
 
 
+class EdgeInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=False):
+    """How an invocation's parent was found, when a reader had to infer it.
+
+    ``source`` names the rule that found the edge (``otel.parent``,
+    ``span.link``, ``gen_ai.transfer``, ``handoff.span``, ...); a record written
+    by an instrumented runtime knows its parent and leaves ``edge`` out.
+    """
+
+    source: str
+
+
+class Usage(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=False):
+    """Model usage: tokens in and out, and the models that answered.
+
+    On an ``exit`` it is the invocation's **own** usage (its model calls, not
+    its children's: totals are summed over the tree); on an ``llm`` step it is
+    that one call's.
+    """
+
+    inputTokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    outputTokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    models: list[str] | None = None
+
+
 class _Record(msgspec.Struct, tag_field="type", kw_only=True, omit_defaults=True):
     """Fields every record may carry."""
 
@@ -178,6 +208,7 @@ class Enter(_Record, tag="enter", kw_only=True):
     agent: _Id
     node: _Id | None = None
     kind: Kind = "delegate"
+    edge: EdgeInfo | None = None
 
 
 class Exit(_Record, tag="exit", kw_only=True):
@@ -197,6 +228,7 @@ class Exit(_Record, tag="exit", kw_only=True):
     durationMs: _Duration | None = None
     status: Status | None = None
     error: ErrorInfo | None = None
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -208,19 +240,34 @@ class Exit(_Record, tag="exit", kw_only=True):
 
 
 class Node(_Record, tag="node", kw_only=True):
-    """A step of a run; ``id`` may be a path, the tree shows its last part."""
+    """A step of a run; ``id`` may be a path, the tree shows its last part.
+
+    ``call`` says what the step called: ``tool`` (a tool call, named by the
+    tool) or ``llm`` (a model turn, hidden from trees unless asked for). A
+    failed step carries ``ok: false`` and its ``error``.
+    """
 
     runId: _Id
     id: _Id
     ok: bool | None = None
     durationMs: _Duration | None = None
+    call: Call | None = None
+    error: ErrorInfo | None = None
+    usage: Usage | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_error(self.error)
+        if self.ok is None and self.error is not None:
+            self.ok = False
 
 
 class RunStart(_Record, tag="run.start", kw_only=True):
-    """A root run starts."""
+    """A root run starts; ``session`` groups the runs of one conversation."""
 
     runId: _Id
     agent: _Id
+    session: _Id | None = None
 
 
 class RunEnd(_Record, tag="run.end", kw_only=True):
