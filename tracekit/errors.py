@@ -16,6 +16,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
+    "InvalidRecordError",
     "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
@@ -81,6 +82,23 @@ class TraceReadError(TracekitError):
         self.path = path
         self.line = line
         self.text = text[:200]
+        self.reason = reason
+
+
+class InvalidRecordError(TracekitError, ValueError):
+    """An item handed to the tree (a dict parsed from JSONL) is not a valid v1 record.
+
+    Attributes:
+        index: the item's position in what was given (0-based).
+        reason: what is wrong with it (the field and the rule it breaks).
+    """
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(
+            f"events[{index}]: {reason}",
+            hint="each record needs the keys of its type (docs/trace-format.md)",
+        )
+        self.index = index
         self.reason = reason
 
 

@@ -35,6 +35,7 @@ from typing import Any, Final
 from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
+from tracekit.tree.intake import as_records
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
@@ -67,17 +68,29 @@ def _start_key(step: AgentStep) -> float:
     return step.startTs if step.startTs is not None else float("-inf")
 
 
-def agent_tree(events: Iterable[Event], run_id: str | None = None) -> AgentTree:
+def agent_tree(events: Iterable[Event | dict[str, Any]], run_id: str | None = None) -> AgentTree:
     """Rebuild one run's delegation tree from its records, in any order.
 
     Args:
-        events: v1 records (file order does not matter; ``ts`` orders them,
-            ties by ``seq``, then by position).
+        events: v1 records, or dicts with the same keys as parsed from JSONL
+            (as the seed's ``agentTree(events)`` takes them), mixed as you
+            like (file order does not matter; ``ts`` orders them, ties by
+            ``seq``, then by position).
         run_id: the run to return, a root or any child run. By default the
             first root run of the trace; :func:`build_forest` gives them all.
 
     Returns:
         The run's steps; empty if there is no such run.
+
+    Raises:
+        InvalidRecordError: a dict is not a valid record (its index and why).
+        TypeError: an item is neither a record nor a dict.
+
+    Example:
+        >>> import json
+        >>> lines = ['{"type":"node","ts":1,"runId":"r","id":"decide"}']
+        >>> print(agent_tree([json.loads(line) for line in lines]))
+        decide
     """
     forest = build_forest(events)
     if run_id is not None:
@@ -86,20 +99,20 @@ def agent_tree(events: Iterable[Event], run_id: str | None = None) -> AgentTree:
     return forest.runs[0].steps if forest.runs else AgentTree()
 
 
-def build_forest(events: Iterable[Event]) -> Forest:
+def build_forest(events: Iterable[Event | dict[str, Any]]) -> Forest:
     """Rebuild every tree of a trace and report what was odd about it.
 
     Root runs, orphans (invocations whose ``parentRunId`` is not in the
     trace), invocations without a parent and cycles in parent links each get
     a tree; nothing is dropped. An exit without an enter is placed at its
-    start (``ts - durationMs``) and marked.
+    start (``ts - durationMs``) and marked. Takes what :func:`agent_tree` takes.
 
     Example:
         >>> forest = build_forest([Node(ts=1, runId="a", id="x"), Node(ts=1, runId="b", id="y")])
         >>> [run.runId for run in forest.runs]
         ['a', 'b']
     """
-    records = list(events)
+    records = as_records(events)
     with gc_paused():
         return _build(records)
 
