@@ -35,7 +35,12 @@ def test_spans_carry_genai_and_tracekit_attributes() -> None:
         user_span = provider.get_tracer("mine").start_span("llm call")
         user_span.end()
     spans = {s.name: s for s in exporter.get_finished_spans()}
-    assert set(spans) == {"invoke_agent orchestrator", "invoke_agent sql", "llm call"}
+    assert set(spans) == {
+        "invoke_agent orchestrator",
+        "execute_tool delegate",
+        "invoke_agent sql",
+        "llm call",
+    }
     sql = spans["invoke_agent sql"]
     attrs = dict(sql.attributes or {})
     assert attrs["gen_ai.operation.name"] == "invoke_agent"
@@ -47,8 +52,11 @@ def test_spans_carry_genai_and_tracekit_attributes() -> None:
     # the user's own span nests under the invocation, the invocation under the run
     assert spans["llm call"].parent is not None
     assert spans["llm call"].parent.span_id == sql.context.span_id
-    assert sql.parent is not None
-    assert sql.parent.span_id == spans["invoke_agent orchestrator"].context.span_id
+    # the call is the caller's execute_tool span (GenAI transfer), the invocation under it
+    tool = spans["execute_tool delegate"]
+    assert sql.parent is not None and tool.parent is not None
+    assert sql.parent.span_id == tool.context.span_id
+    assert tool.parent.span_id == spans["invoke_agent orchestrator"].context.span_id
     # the user's span is not turned into a tracekit record
     assert len(sink.events) == 4
     enter = next(e for e in sink.events if isinstance(e, Enter))

@@ -271,13 +271,18 @@ class RunStart(_Record, tag="run.start", kw_only=True):
 
 
 class RunEnd(_Record, tag="run.end", kw_only=True):
-    """A root run ends; ``failure`` says why it failed, as the runtime saw it."""
+    """A root run ends; ``failure`` says why it failed, as the runtime saw it.
+
+    ``usage`` is the root agent's own model usage, as an ``exit``'s is an
+    invocation's (its children's is on their exits).
+    """
 
     runId: _Id
     ok: bool
     durationMs: _Duration | None = None
     failure: Failure | None = None
     error: ErrorInfo | None = None
+    usage: Usage | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -30,18 +30,29 @@ class Frame:
         depth: 0 for a root run, 1 for its children, and so on.
         prefix: what the ids of this run's steps start with (``hand_over/billing/``).
         step: the innermost open step, or None.
+        session: the root run's session (``gen_ai.conversation.id``), or None.
+        owner: the run or invocation whose own model usage a step adds to.
     """
 
-    __slots__ = ("chain", "depth", "prefix", "run_id", "step")
+    __slots__ = ("chain", "depth", "owner", "prefix", "run_id", "session", "step")
 
     def __init__(
-        self, run_id: str, chain: tuple[str, ...], depth: int, prefix: str, step: Any = None
+        self,
+        run_id: str,
+        chain: tuple[str, ...],
+        depth: int,
+        prefix: str,
+        step: Any = None,
+        session: str | None = None,
+        owner: Any = None,
     ) -> None:
         self.run_id = run_id
         self.chain = chain
         self.depth = depth
         self.prefix = prefix
         self.step = step
+        self.session = session
+        self.owner = owner
 
 
 _CURRENT: Final[contextvars.ContextVar[Frame | None]] = contextvars.ContextVar(

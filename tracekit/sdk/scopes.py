@@ -3,204 +3,37 @@
 Each is a context manager (``with`` and ``async with``) and a decorator (for
 plain and ``async`` functions; every call gets a fresh scope). Each is a real
 OpenTelemetry span, and knows the v1 record it stands for: the span
-processor asks it for that record as the span starts and ends.
+processor asks it for that record as the span starts and ends. What they
+share is :class:`~tracekit.sdk.scope.Scope`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import functools
-import inspect
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import StatusCode
-
-from tracekit.errors import AgentError, AgentFailedError, AgentPendingError, AgentRecursionError
-from tracekit.events import Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart, Status
+from tracekit.errors import AgentFailedError
+from tracekit.events import Call, Enter, Event, Exit, Kind, Node, RunEnd, RunStart
 from tracekit.sdk import attributes as A
 from tracekit.sdk.context import _CURRENT, Frame, new_ids
-from tracekit.sdk.errorinfo import encode_error, error_info
 from tracekit.sdk.guards import check_call
-from tracekit.sdk.processor import PENDING, TracekitSpanProcessor
+from tracekit.sdk.scope import (
+    _NS_PER_MS,
+    Scope,
+    _enter_context,
+    _is_recursion,
+    _leave_context,
+    _put_attributes,
+    _status_of,
+    _trace_hex,
+)
+from tracekit.sdk.transfer import end_transfer, transfer_span
 
 if TYPE_CHECKING:
     from tracekit.sdk.tracer import AgentTracer
 
 __all__ = ["Invocation", "Run", "Scope", "Step"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-_in_context: Final = trace.set_span_in_context
-_RUNTIME: Final = getattr(otel_context, "_RUNTIME_CONTEXT", None)
-# An int: int / int is correctly rounded; int / 1e6 first rounds the
-# nanoseconds to a float (they exceed 2**53) and can be 1 ulp off.
-_NS_PER_MS: Final = 1_000_000
-
-
-class Scope:
-    """What a run, a step and an invocation share.
-
-    Each is a context manager, an async context manager and a decorator in one.
-
-    Integrations (:mod:`tracekit.sdk.integrations.lovia`) hold a scope open across
-    a framework's callbacks with :meth:`__enter__` and :meth:`__exit__`.
-    """
-
-    _tk: AgentTracer
-    processor: TracekitSpanProcessor
-    _span: Any
-    _start_ns: int
-    _trace_id: str | None
-    _tokens: tuple[object, contextvars.Token[Frame | None]]
-    status: Status = "ok"
-    error: ErrorInfo | None = None
-
-    def _fresh(self) -> Scope:
-        raise NotImplementedError
-
-    def __enter__(self) -> Any:
-        raise NotImplementedError
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        raise NotImplementedError
-
-    async def __aenter__(self) -> Any:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
-
-    def __call__(self, fn: F) -> F:
-        if inspect.iscoroutinefunction(fn):
-
-            @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                with self._fresh():
-                    return await fn(*args, **kwargs)
-
-            return async_wrapper  # type: ignore[return-value]
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self._fresh():
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    # -- records (asked for by the span processor) ---------------------------
-    def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event | None:
-        self._start_ns = start_ns
-        self._trace_id = _trace_hex(trace_id)
-        return None
-
-    def end_event(self, end_ns: int, service: str | None) -> Event | None:
-        return None
-
-    # -- span plumbing shared by the scopes ------------------------------------
-    def _start(self, name: str, attrs: dict[str, Any]) -> None:
-        tk = self._tk
-        PENDING.scope = self
-        try:
-            span = tk._otel.start_span(name)
-        finally:
-            PENDING.scope = None
-        self._span = span
-        if span.is_recording():
-            _put_attributes(span, attrs)
-        else:  # a sampler dropped the span: write the record ourselves
-            trace_id = span.get_span_context().trace_id
-            tk.processor.record_start(self, time.time_ns(), trace_id)
-
-    def _end(self) -> None:
-        span = self._span
-        if span.is_recording():
-            PENDING.scope = self
-            try:
-                span.end()
-            finally:
-                PENDING.scope = None
-        else:
-            self._tk.processor.record_end(self, time.time_ns())
-
-    def _fail(self, status: Status, exc: BaseException) -> None:
-        span = self._span
-        self.status = status
-        span.set_attribute(A.STATUS, status)
-        if status == "cancelled":  # the status says it all; no error to look into
-            return
-        info = self.error = error_info(exc)
-        span.set_attribute(A.ERROR, encode_error(info))
-        span.set_attribute(A.ERROR_TYPE, info.code)
-        span.set_status(StatusCode.ERROR, str(exc) or info.code)
-
-
-def _put_attributes(span: Any, attrs: dict[str, Any]) -> None:
-    """Set span attributes that are already valid (strings and bools).
-
-    OpenTelemetry validates every value under a lock, which costs more than
-    the rest of an invocation; ours need no validation, so they go straight
-    into the span's map when it has the expected shape.
-    """
-    try:
-        bounded = span._attributes
-        if bounded.maxlen is None or len(bounded._dict) + len(attrs) <= bounded.maxlen:
-            bounded._dict.update(attrs)
-            return
-    except AttributeError:  # not the SDK's span as we know it: the public way
-        pass
-    span.set_attributes(attrs)
-
-
-def _trace_hex(trace_id: int) -> str | None:
-    """The trace id as hex; every invocation of a run shares one, so keep the last."""
-    global _last_trace
-    last_id, last_hex = _last_trace
-    if trace_id == last_id:
-        return last_hex
-    text = format(trace_id, "032x") if trace_id else None
-    _last_trace = (trace_id, text)
-    return text
-
-
-_last_trace: tuple[int, str | None] = (0, None)
-
-
-def _enter_context(span: Any, frame: Frame) -> tuple[object, contextvars.Token[Frame | None]]:
-    return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
-
-
-def _leave_context(tokens: tuple[object, contextvars.Token[Frame | None]]) -> None:
-    otel_token, frame_token = tokens
-    # Tokens belong to the context they were made in; a scope closed from
-    # another context (a generator finalised elsewhere) has nothing to undo.
-    try:  # noqa: SIM105 (suppress() costs a generator on the hot path)
-        _CURRENT.reset(frame_token)
-    except ValueError:
-        pass
-    if _RUNTIME is None:
-        otel_context.detach(otel_token)  # type: ignore[arg-type]
-        return
-    # The public detach logs a traceback for a foreign token, which is
-    # expected here (see above): go to the runtime context directly.
-    try:  # noqa: SIM105 (as above)
-        _RUNTIME.detach(otel_token)
-    except ValueError:
-        pass
 
 
 class Run(Scope):
@@ -212,25 +45,30 @@ class Run(Scope):
 
     failure: Any = None
 
-    def __init__(self, tk: AgentTracer, agent: str) -> None:
+    def __init__(self, tk: AgentTracer, agent: str, session: str | None = None) -> None:
         self._tk = tk
         self.processor = tk.processor
         self.agent = agent
+        self.session = session
         self.run_id = ""
 
     def _fresh(self) -> Run:
-        return Run(self._tk, self.agent)
+        return Run(self._tk, self.agent, self.session)
 
     def __enter__(self) -> Run:
         self.run_id = new_ids()[0]
+        self._tally = None
         attrs = {
             A.OPERATION: A.INVOKE_AGENT,
             A.AGENT_NAME: self.agent,
             A.RUN_ID: self.run_id,
             A.ROOT: True,
         }
+        if self.session is not None:
+            attrs[A.CONVERSATION_ID] = self.session
         self._start(f"invoke_agent {self.agent}", attrs)
-        self._tokens = _enter_context(self._span, Frame(self.run_id, (self.agent,), 0, ""))
+        frame = Frame(self.run_id, (self.agent,), 0, "", None, self.session, self)
+        self._tokens = _enter_context(self._span, frame)
         return self
 
     def __exit__(
@@ -246,6 +84,7 @@ class Run(Scope):
             if status == "error":
                 self.failure = "delegation" if _is_recursion(exc) else "agent"
                 self._span.set_attribute(A.FAILURE, self.failure)
+        self._usage_out = self._own_usage()
         self._end()
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
@@ -256,6 +95,7 @@ class Run(Scope):
             traceId=self._trace_id,
             runId=self.run_id,
             agent=self.agent,
+            session=self.session,
         )
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
@@ -268,6 +108,7 @@ class Run(Scope):
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
             failure=self.failure,
             error=self.error,
+            usage=self._usage_out,
         )
 
 
@@ -280,27 +121,60 @@ class Step(Scope):
     any run a step records nothing.
     """
 
-    def __init__(self, tk: AgentTracer, name: str) -> None:
+    _owner: Scope | None = None
+
+    def __init__(self, tk: AgentTracer, name: str, call: Call | None = None) -> None:
         self._tk = tk
         self.processor = tk.processor
         self.name = name
+        self.call = call
         self.delegated = False
         self._run_id = ""
         self._id = ""
 
     def _fresh(self) -> Step:
-        return Step(self._tk, self.name)
+        return Step(self._tk, self.name, self.call)
 
     def __enter__(self) -> Step:
         parent = _CURRENT.get()
         self._active = parent is not None
         if parent is None:
             return self
+        self._tally, self._owner = None, parent.owner
         self._run_id, self._id = parent.run_id, parent.prefix + self.name
-        self._start(self.name, {A.RUN_ID: self._run_id, A.STEP: self._id})
-        frame = Frame(parent.run_id, parent.chain, parent.depth, parent.prefix, self)
+        attrs: dict[str, Any] = {A.RUN_ID: self._run_id, A.STEP: self._id}
+        if self.call is not None:
+            attrs[A.CALL] = self.call
+            if self.call == "tool":
+                attrs[A.OPERATION], attrs[A.TOOL_NAME] = A.EXECUTE_TOOL, self.name
+        if parent.session is not None:
+            attrs[A.CONVERSATION_ID] = parent.session
+        self._start(self.name, attrs)
+        frame = Frame(
+            parent.run_id,
+            parent.chain,
+            parent.depth,
+            parent.prefix,
+            self,
+            parent.session,
+            self._owner,
+        )
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def usage(
+        self,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Record a model call of this step: on its ``node``, and on its run's own usage."""
+        if not self._active:
+            return
+        super().usage(input_tokens=input_tokens, output_tokens=output_tokens, model=model)
+        if self._owner is not None:
+            self._owner.usage(input_tokens=input_tokens, output_tokens=output_tokens, model=model)
 
     def __exit__(
         self,
@@ -315,6 +189,7 @@ class Step(Scope):
             self._span.set_attribute(A.DELEGATED, True)
         if exc is not None:
             self._fail(_status_of(exc), exc)
+        self._usage_out = self._own_usage()
         self._end()
 
     def end_event(self, end_ns: int, service: str | None) -> Event | None:
@@ -328,6 +203,9 @@ class Step(Scope):
             id=self._id,
             ok=self.status == "ok",
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
+            call=self.call,
+            error=self.error,
+            usage=self._usage_out,
         )
 
 
@@ -362,6 +240,7 @@ class Invocation(Scope):
         self.run_id = ""
         self.invocation_id = ""
         self.parent_run_id: str | None = None
+        self._transfer: Any = None
 
     def _fresh(self) -> Invocation:
         return Invocation(
@@ -374,6 +253,7 @@ class Invocation(Scope):
 
     def __enter__(self) -> Invocation:
         self.status, self.error = "ok", None  # a scope object may be entered again
+        self._tally = self._usage_out = None
         parent = _CURRENT.get()
         self.node = node = self._node_in(parent)
         self.run_id, self.invocation_id = new_ids()
@@ -385,25 +265,50 @@ class Invocation(Scope):
             A.KIND: self.kind,
         }
         chain: tuple[str, ...]
+        session = None
         if parent is None:
             chain, depth, prefix = (), 1, ""
         else:
             chain, depth, prefix = parent.chain, parent.depth + 1, parent.prefix
             self.parent_run_id = attrs[A.PARENT_RUN_ID] = parent.run_id
+            session = parent.session
+            if session is not None:
+                attrs[A.CONVERSATION_ID] = session
         if node is not None:
             attrs[A.NODE] = node
         refusal = None
         if self._tk.guards is not None or self.allowed is not None:
             refusal = check_call(self._tk.guards, self.agent, chain, depth, self.allowed)
-        self._start(self._span_name, attrs)
+        under = None
+        if node is not None and parent is not None and self._tk._transfer_spans:
+            under = self._transfer = self._start_transfer(parent, node)
+        self._start(self._span_name, attrs, under)
         if refusal is not None:
             self._fail("refused", refusal)
             self._end()
             raise refusal
         prefix += f"{node}/{self.agent}/" if node else f"{self.agent}/"
-        frame = Frame(self.run_id, (*chain, self.agent), depth, prefix)
+        frame = Frame(self.run_id, (*chain, self.agent), depth, prefix, None, session, self)
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def _start_transfer(self, caller: Frame, node: str) -> Any:
+        """The caller's ``execute_tool`` span (GenAI transfer), the invocation's parent span.
+
+        Only a call that names its node has one: the node is the tool that
+        called. Without a node the invocation is simply the caller's child.
+        """
+        name, attrs = transfer_span(caller, self.agent, self.kind, node)
+        span = self._tk._otel.start_span(name)
+        if span.is_recording():
+            _put_attributes(span, attrs)
+        return span
+
+    def _end(self) -> None:
+        super()._end()
+        transfer, self._transfer = self._transfer, None
+        if transfer is not None:
+            end_transfer(transfer, self.status, self.error)
 
     def _node_in(self, parent: Frame | None) -> str | None:
         """The caller's node: as given, else the open step (which then delegated)."""
@@ -426,6 +331,8 @@ class Invocation(Scope):
         if exc is None:
             if self.status != "ok":
                 self._span.set_attribute(A.STATUS, self.status)
+            if self._tally is not None:
+                self._usage_out = self._own_usage()
             self._end()
             return
         status = _status_of(exc)
@@ -436,6 +343,7 @@ class Invocation(Scope):
             wrapper = AgentFailedError(f"agent {self.agent!r} failed")
             wrapper.__cause__ = exc
         self._fail(status, wrapper or exc)
+        self._usage_out = self._own_usage()
         self._end()
         if wrapper is not None:
             raise wrapper from exc
@@ -468,16 +376,5 @@ class Invocation(Scope):
             status=self.status,
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
             error=self.error,
+            usage=self._usage_out,
         )
-
-
-def _is_recursion(exc: BaseException) -> bool:
-    return isinstance(exc, AgentError) and exc.code == AgentRecursionError.code
-
-
-def _status_of(exc: BaseException) -> Status:
-    if isinstance(exc, AgentPendingError):
-        return "pending"
-    if isinstance(exc, asyncio.CancelledError):
-        return "cancelled"
-    return "error"

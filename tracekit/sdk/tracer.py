@@ -12,7 +12,8 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 from tracekit._version import __version__
-from tracekit.events import Kind
+from tracekit.events import Call, Kind
+from tracekit.sdk.context import current_frame
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
 from tracekit.sdk.scopes import Invocation, Run, Step
@@ -63,19 +64,75 @@ class AgentTracer:
         if set_global:
             trace.set_tracer_provider(provider)
         self._otel = provider.get_tracer("tracekit", __version__)
+        # A call's execute_tool transfer span (GenAI conventions) is for other
+        # OTel backends; a private provider has none, so it would be waste.
+        self._transfer_spans = tracer_provider is not None or set_global
         self.guards = guards
         self.processor = TracekitSpanProcessor(sinks, service=service)
         if hasattr(provider, "add_span_processor"):
             provider.add_span_processor(self.processor)
 
     # -- scopes ----------------------------------------------------------------
-    def run(self, agent: str) -> Run:
-        """Open a root run of ``agent`` (``run.start`` ... ``run.end``)."""
-        return Run(self, agent)
+    def run(self, agent: str, *, session: str | None = None) -> Run:
+        """Open a root run of ``agent`` (``run.start`` ... ``run.end``).
 
-    def step(self, name: str) -> Step:
-        """Open a step of the current run (a ``node`` record)."""
-        return Step(self, name)
+        Args:
+            agent: the entry agent's name.
+            session: the conversation the run belongs to: ``run.start``'s
+                ``session`` and ``gen_ai.conversation.id`` on the run's spans.
+
+        Example:
+            >>> from tracekit.sdk import MemorySink
+            >>> sink = MemorySink()
+            >>> with AgentTracer(sink).run("front_desk", session="conv-42"):
+            ...     pass
+            >>> sink.events[0].session
+            'conv-42'
+        """
+        return Run(self, agent, session)
+
+    def step(self, name: str, *, call: Call | None = None) -> Step:
+        """Open a step of the current run (a ``node`` record).
+
+        Args:
+            name: the step's name (a tool's name for a tool call).
+            call: ``"tool"`` for a tool call (also an ``execute_tool`` span),
+                ``"llm"`` for a model turn (hidden from trees unless asked for).
+        """
+        return Step(self, name, call)
+
+    def usage(
+        self,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Record a model call's usage in the current step, run or invocation.
+
+        The tokens and the model add to the current invocation's own usage
+        (its ``exit``; a root run's ``run.end``), and to the open step's
+        ``node`` if there is one. Outside any run it records nothing.
+
+        Raises:
+            ValueError: a count is not a whole number >= 0, or ``model`` is empty.
+
+        Example:
+            >>> from tracekit.sdk import MemorySink
+            >>> sink = MemorySink()
+            >>> tk = AgentTracer(sink)
+            >>> with tk.run("desk"), tk.delegate("sql"):
+            ...     tk.usage(input_tokens=120, output_tokens=30, model="gpt-x")
+            ...     tk.usage(input_tokens=80, output_tokens=10, model="gpt-x")
+            >>> sink.events[2].usage
+            Usage(inputTokens=200, outputTokens=40, models=['gpt-x'])
+        """
+        frame = current_frame()
+        if frame is None:
+            return
+        scope = frame.step if frame.step is not None else frame.owner
+        if scope is not None:
+            scope.usage(input_tokens=input_tokens, output_tokens=output_tokens, model=model)
 
     def invoke(
         self,

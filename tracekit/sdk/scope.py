@@ -1,0 +1,248 @@
+"""What a run, a step and an invocation share: the ``Scope`` base and its span plumbing.
+
+A scope is a context manager, an async context manager and a decorator in
+one; it starts and ends its OpenTelemetry span with itself parked in the
+span processor's slot, so the processor asks it for its v1 record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import StatusCode
+
+from tracekit.errors import AgentError, AgentPendingError, AgentRecursionError
+from tracekit.events import ErrorInfo, Event, Status, Usage
+from tracekit.sdk import attributes as A
+from tracekit.sdk.context import _CURRENT, Frame
+from tracekit.sdk.errorinfo import encode_error, error_info
+from tracekit.sdk.processor import PENDING, TracekitSpanProcessor
+from tracekit.sdk.usage import UsageTally
+
+if TYPE_CHECKING:
+    from tracekit.sdk.tracer import AgentTracer
+
+__all__ = ["Scope"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_in_context: Final = trace.set_span_in_context
+_RUNTIME: Final = getattr(otel_context, "_RUNTIME_CONTEXT", None)
+# An int: int / int is correctly rounded; int / 1e6 first rounds the
+# nanoseconds to a float (they exceed 2**53) and can be 1 ulp off.
+_NS_PER_MS: Final = 1_000_000
+
+
+class Scope:
+    """What a run, a step and an invocation share.
+
+    Each is a context manager, an async context manager and a decorator in one.
+
+    Integrations (:mod:`tracekit.sdk.integrations.lovia`) hold a scope open across
+    a framework's callbacks with :meth:`__enter__` and :meth:`__exit__`.
+    """
+
+    _tk: AgentTracer
+    processor: TracekitSpanProcessor
+    _span: Any
+    _start_ns: int
+    _trace_id: str | None
+    _tokens: tuple[object, contextvars.Token[Frame | None]]
+    status: Status = "ok"
+    error: ErrorInfo | None = None
+    _tally: UsageTally | None = None
+    _usage_out: Usage | None = None
+
+    def _fresh(self) -> Scope:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        raise NotImplementedError
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Any:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def __call__(self, fn: F) -> F:
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                with self._fresh():
+                    return await fn(*args, **kwargs)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self._fresh():
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    # -- model usage -------------------------------------------------------
+    def usage(
+        self,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Record one model call's usage; the sums go on this scope's end record.
+
+        An invocation's ``exit`` and a run's ``run.end`` carry their own usage
+        (not their children's); a step's goes on its ``node`` and on the run
+        or invocation it belongs to.
+
+        Raises:
+            ValueError: a count is not a whole number >= 0, or ``model`` is empty.
+        """
+        tally = self._tally
+        if tally is None:
+            tally = self._tally = UsageTally()
+        tally.add(input_tokens, output_tokens, model)
+
+    def _own_usage(self) -> Usage | None:
+        """The usage for the end record; its span gets the same as attributes."""
+        tally = self._tally
+        if tally is None:
+            return None
+        self._span.set_attributes(tally.attributes())
+        return tally.usage()
+
+    # -- records (asked for by the span processor) ---------------------------
+    def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event | None:
+        self._start_ns = start_ns
+        self._trace_id = _trace_hex(trace_id)
+        return None
+
+    def end_event(self, end_ns: int, service: str | None) -> Event | None:
+        return None
+
+    # -- span plumbing shared by the scopes ------------------------------------
+    def _start(self, name: str, attrs: dict[str, Any], under: Any = None) -> None:
+        """Start this scope's span, in the current context or ``under`` the span given."""
+        tk = self._tk
+        context = _in_context(under) if under is not None else None
+        PENDING.scope = self
+        try:
+            span = tk._otel.start_span(name, context)
+        finally:
+            PENDING.scope = None
+        self._span = span
+        if span.is_recording():
+            _put_attributes(span, attrs)
+        else:  # a sampler dropped the span: write the record ourselves
+            trace_id = span.get_span_context().trace_id
+            tk.processor.record_start(self, time.time_ns(), trace_id)
+
+    def _end(self) -> None:
+        span = self._span
+        if span.is_recording():
+            PENDING.scope = self
+            try:
+                span.end()
+            finally:
+                PENDING.scope = None
+        else:
+            self._tk.processor.record_end(self, time.time_ns())
+
+    def _fail(self, status: Status, exc: BaseException) -> None:
+        span = self._span
+        self.status = status
+        span.set_attribute(A.STATUS, status)
+        if status == "cancelled":  # the status says it all; no error to look into
+            return
+        info = self.error = error_info(exc)
+        span.set_attribute(A.ERROR, encode_error(info))
+        span.set_attribute(A.ERROR_TYPE, info.code)
+        span.set_status(StatusCode.ERROR, str(exc) or info.code)
+
+
+def _put_attributes(span: Any, attrs: dict[str, Any]) -> None:
+    """Set span attributes that are already valid (strings and bools).
+
+    OpenTelemetry validates every value under a lock, which costs more than
+    the rest of an invocation; ours need no validation, so they go straight
+    into the span's map when it has the expected shape.
+    """
+    try:
+        bounded = span._attributes
+        if bounded.maxlen is None or len(bounded._dict) + len(attrs) <= bounded.maxlen:
+            bounded._dict.update(attrs)
+            return
+    except AttributeError:  # not the SDK's span as we know it: the public way
+        pass
+    span.set_attributes(attrs)
+
+
+def _trace_hex(trace_id: int) -> str | None:
+    """The trace id as hex; every invocation of a run shares one, so keep the last."""
+    global _last_trace
+    last_id, last_hex = _last_trace
+    if trace_id == last_id:
+        return last_hex
+    text = format(trace_id, "032x") if trace_id else None
+    _last_trace = (trace_id, text)
+    return text
+
+
+_last_trace: tuple[int, str | None] = (0, None)
+
+
+def _enter_context(span: Any, frame: Frame) -> tuple[object, contextvars.Token[Frame | None]]:
+    return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
+
+
+def _leave_context(tokens: tuple[object, contextvars.Token[Frame | None]]) -> None:
+    otel_token, frame_token = tokens
+    # Tokens belong to the context they were made in; a scope closed from
+    # another context (a generator finalised elsewhere) has nothing to undo.
+    try:  # noqa: SIM105 (suppress() costs a generator on the hot path)
+        _CURRENT.reset(frame_token)
+    except ValueError:
+        pass
+    if _RUNTIME is None:
+        otel_context.detach(otel_token)  # type: ignore[arg-type]
+        return
+    # The public detach logs a traceback for a foreign token, which is
+    # expected here (see above): go to the runtime context directly.
+    try:  # noqa: SIM105 (as above)
+        _RUNTIME.detach(otel_token)
+    except ValueError:
+        pass
+
+
+def _is_recursion(exc: BaseException) -> bool:
+    return isinstance(exc, AgentError) and exc.code == AgentRecursionError.code
+
+
+def _status_of(exc: BaseException) -> Status:
+    if isinstance(exc, AgentPendingError):
+        return "pending"
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    return "error"
