@@ -10,12 +10,14 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from lovia import Agent, Runner, Subagents, tool
+from lovia import Agent, CancelToken, RunCancelled, RunContext, Runner, Subagents, tool
 from lovia.testing import ScriptedProvider, batch, call, text
 
-from tracekit.events import Enter, Event, Exit, RunStart
+from tracekit.events import Enter, Event, Exit, RunEnd, RunStart, encode_event
+from tracekit.failures import classify_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
 from tracekit.sdk.integrations.lovia import LoviaTracer
+from tracekit.store import Store
 from tracekit.tree import agent_tree
 from tracekit.tree.text import describe_agent_tree
 
@@ -225,3 +227,83 @@ def test_a_chain_of_handoffs_nests_each_target_under_the_last() -> None:
         "  transfer_to_refunds -> refunds (handoff, ok)\n"
         "    lookup_invoice"
     )
+
+
+@tool
+async def short_search(query: str) -> str:
+    """Search for a moment."""
+    await asyncio.sleep(0.2)
+    return "found"
+
+
+@tool
+async def pause() -> str:
+    """Wait a moment."""
+    await asyncio.sleep(0.05)
+    return "ok"
+
+
+def _cancelling_parent() -> Agent[Any]:
+    child = Agent(
+        name="researcher",
+        instructions="Research.",
+        model=ScriptedProvider(
+            [call("short_search", {"query": "X"}), call("short_search", {"query": "Y"}), text("-")]
+        ),
+        tools=[short_search],
+    )
+    return Agent(
+        name="assistant",
+        instructions="Spawn, then change your mind.",
+        model=ScriptedProvider(
+            [
+                call("spawn_subagent", {"prompt": "X", "agent": "researcher"}),
+                call("pause", {}),
+                call("cancel_subagent", {"id": "t1"}),
+                call("wait_subagents", {}),
+                text("Stopped it."),
+            ]
+        ),
+        tools=[pause],
+        plugins=[Subagents([child])],
+    )
+
+
+def test_a_subagent_cancelled_on_purpose_is_cancelled_and_the_parent_ok(tmp_path: Any) -> None:
+    result, events, _ = _run(_cancelling_parent(), "Go.")
+    assert result.output == "Stopped it."  # lovia's own result: the parent carried on
+    exit_ = next(e for e in events if isinstance(e, Exit))
+    assert (exit_.agent, exit_.status, exit_.error) == ("researcher", "cancelled", None)
+    assert _shape(events).splitlines()[0] == "spawn_subagent -> researcher (subagent, cancelled)"
+    assert classify_events(events)[events[0].runId].outcome == "ok"  # type: ignore[union-attr]
+    with Store(tmp_path / "fleet.duckdb") as store:  # the store's set-based pass agrees
+        store.ingest_records([encode_event(e) for e in events], source="lovia")
+        outcome = store.sql("SELECT outcome FROM runs").outcome.tolist()
+    assert outcome == ["ok"]
+
+
+@tool
+async def give_up(ctx: RunContext[Any]) -> str:
+    """Stop the whole run."""
+    ctx.cancel_token.cancel("the user left")
+    return "stopping"
+
+
+def test_a_run_cancelled_by_its_token_is_cancelled_not_failed() -> None:
+    agent = Agent(
+        name="assistant",
+        instructions="Give up.",
+        model=ScriptedProvider([call("give_up", {}), text("never")]),
+        tools=[give_up],
+    )
+    sink = MemorySink()
+    with pytest.raises(RunCancelled):
+        asyncio.run(
+            Runner.run(
+                agent, "Go.", tracer=LoviaTracer(AgentTracer(sink)), cancel_token=CancelToken()
+            )
+        )
+    end = sink.events[-1]
+    assert isinstance(end, RunEnd) and end.ok is False and end.failure is None
+    assert end.error is not None and end.error.code == "CANCELLED"
+    assert classify_events(sink.events)[end.runId].outcome == "cancelled"

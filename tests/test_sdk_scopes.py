@@ -193,3 +193,25 @@ def test_a_decorated_agent_takes_the_node_of_each_caller(tk: AgentTracer, sink: 
     nodes = [e.node for e in sink.events if isinstance(e, Enter)]
     assert nodes == ["first", "second", None]
     assert not any(isinstance(e, Node) for e in sink.events)  # both steps delegated
+
+
+def test_a_cancelled_run_ends_with_a_cancelled_error(tk: AgentTracer, sink: MemorySink) -> None:
+    """run.end has no status: its error's code CANCELLED is what the fleet rules read."""
+    from tracekit.failures import classify_events
+
+    async def main() -> None:
+        with tk.run("desk"):
+            await asyncio.sleep(10)
+
+    async def outer() -> None:
+        task = asyncio.get_running_loop().create_task(main())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(outer())
+    end = sink.events[-1]
+    assert isinstance(end, RunEnd) and end.ok is False and end.failure is None
+    assert end.error is not None and end.error.code == "CANCELLED"
+    assert classify_events(sink.events)[end.runId].outcome == "cancelled"

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from tracekit.errors import AgentFailedError
-from tracekit.events import Call, Enter, Event, Exit, Kind, Node, RunEnd, RunStart
+from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart
 from tracekit.sdk import attributes as A
 from tracekit.sdk.context import _CURRENT, Frame, new_ids
 from tracekit.sdk.guards import check_call
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from tracekit.sdk.tracer import AgentTracer
 
 __all__ = ["Invocation", "Run", "Scope", "Step"]
+
+#: run.end's error code for a run that was cancelled (the fleet rules' ``cancelled``).
+CANCELLED: Final = "CANCELLED"
 
 
 class Run(Scope):
@@ -57,7 +60,7 @@ class Run(Scope):
 
     def __enter__(self) -> Run:
         self.run_id = new_ids()[0]
-        self._tally = None
+        self.status, self.error, self.failure, self._tally = "ok", None, None, None
         attrs = {
             A.OPERATION: A.INVOKE_AGENT,
             A.AGENT_NAME: self.agent,
@@ -84,6 +87,8 @@ class Run(Scope):
             if status == "error":
                 self.failure = "delegation" if _is_recursion(exc) else "agent"
                 self._span.set_attribute(A.FAILURE, self.failure)
+            elif status == "cancelled":  # run.end has no status: the error's code says it
+                self.error = ErrorInfo(code=CANCELLED, message=str(exc) or "cancelled")
         self._usage_out = self._own_usage()
         self._end()
 

@@ -24,12 +24,15 @@ context variable). The mapping:
   a ``handoff`` invocation that stays open until the run ends: everything
   after it shows under it.
 * ``model_call``: not recorded.
+* a run ended by ``RunCancelled`` (``cancel_subagent``, the run's teardown,
+  a tripped cancel token) is ``cancelled``, not an error.
 
 The adapter does not import lovia: the ``Tracer`` protocol is structural.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -124,8 +127,18 @@ class _Span:
         return None
 
     def _close(self, scope: Scope, exc: BaseException | None) -> None:
-        """Close ``scope`` with the exception lovia raised, or the one it recorded."""
+        """Close ``scope`` with the exception lovia raised, or the one it recorded.
+
+        lovia's ``RunCancelled`` (a tripped cancel token: ``cancel_subagent``,
+        or the run's teardown) is a cancellation, not a failure: the scope
+        ends ``cancelled``, so a parent that cancelled its subagent on purpose
+        is not degraded by it.
+        """
         exc = exc or self._recorded
+        if exc is not None and _is_run_cancelled(exc):
+            cancelled = asyncio.CancelledError(str(exc))
+            cancelled.__cause__ = exc
+            exc = cancelled
         scope.__exit__(type(exc) if exc else None, exc, exc.__traceback__ if exc else None)
 
 
@@ -216,6 +229,14 @@ class _HandoffSpan(_Span):
         if state is not None and self._scope in state.handoffs:
             state.handoffs.remove(self._scope)
         self._close(self._scope, exc)
+
+
+def _is_run_cancelled(exc: BaseException) -> bool:
+    """Is it lovia's ``RunCancelled`` (or a subclass)? By name: this module never imports lovia."""
+    return any(
+        cls.__name__ == "RunCancelled" and cls.__module__.split(".")[0] == "lovia"
+        for cls in type(exc).__mro__
+    )
 
 
 def _safe_reset(var: contextvars.ContextVar[Any], token: contextvars.Token[Any]) -> None:
