@@ -8,16 +8,26 @@ the figures are medians of the per-repetition mean cost of one call.
   an open parent span (as each invocation is inside its run);
 * tracekit: ``AgentTracer.invoke`` inside an open run, writing its ``enter``
   and ``exit`` to a ``JsonlSink`` (one ``os.write`` per record, the default);
-  also with ``batch=64``, and with a sink that only counts (no I/O at all).
+  also with ``batch=64``, with a sink that only counts (no I/O at all), and on
+  a provider shared with a no-op exporter (where a call with a node is also
+  the caller's ``execute_tool`` transfer span, GenAI conventions).
 
 Run: ``.venv/bin/python bench/bench_sdk.py`` (``--calls``, ``--reps`` to change
-the size).
+the size). ``--baseline DIR`` compares this checkout's tracekit with the one
+in ``DIR`` (a checkout or ``git archive`` of an older commit): each repetition
+runs this script once per side in a fresh process, alternating, with
+``PYTHONPATH`` set to the side's code; the table gives both sides' medians
+and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -66,8 +76,8 @@ def _bare(calls: int) -> Callable[[], None]:
     return loop
 
 
-def _tracekit(calls: int, sink: Sink) -> Callable[[], None]:
-    tk = AgentTracer(sink)
+def _tracekit(calls: int, sink: Sink, provider: TracerProvider | None = None) -> Callable[[], None]:
+    tk = AgentTracer(sink, tracer_provider=provider)
 
     def loop() -> None:
         with tk.run("orchestrator"):
@@ -84,29 +94,84 @@ def _per_call_us(loop: Callable[[], None], calls: int) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=5000)
-    parser.add_argument("--reps", type=int, default=9)
-    args = parser.parse_args()
+def _shared_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_NoopExporter()))
+    return provider
+
+
+BARE = "bare OTel span, no-op exporter"
+
+
+def _measure(calls: int, reps: int) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         sides = {
-            "bare OTel span, no-op exporter": _bare(args.calls),
+            BARE: _bare(calls),
             "tracekit invoke, JSONL (flush per record)": _tracekit(
-                args.calls, JsonlSink(Path(tmp) / "a.jsonl")
+                calls, JsonlSink(Path(tmp) / "a.jsonl")
             ),
             "tracekit invoke, JSONL (batch=64)": _tracekit(
-                args.calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
+                calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
             ),
-            "tracekit invoke, in-memory sink (no I/O)": _tracekit(args.calls, _CountSink()),
+            "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
+            "tracekit invoke, no I/O, shared provider": _tracekit(
+                calls, _CountSink(), _shared_provider()
+            ),
         }
         for loop in sides.values():  # warm up
             loop()
         times: dict[str, list[float]] = {name: [] for name in sides}
-        for _ in range(args.reps):
+        for _ in range(reps):
             for name, loop in sides.items():
-                times[name].append(_per_call_us(loop, args.calls))
-    base = statistics.median(times["bare OTel span, no-op exporter"])
+                times[name].append(_per_call_us(loop, calls))
+    return times
+
+
+def _compare(baseline: Path, calls: int, reps: int) -> None:
+    """Before (``baseline``) and after (this checkout), alternating fresh processes."""
+    here = Path(__file__).resolve()
+    code = {"before": baseline.resolve(), "after": here.parent.parent}
+    got: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    for _ in range(reps):
+        for side, path in code.items():
+            env = {**os.environ, "PYTHONPATH": str(path)}
+            argv = [sys.executable, str(here), "--calls", str(calls), "--reps", "1", "--json"]
+            out = subprocess.run(argv, env=env, cwd="/tmp", capture_output=True, text=True)
+            if out.returncode != 0:
+                raise SystemExit(f"{side} failed:\n{out.stderr}")
+            for name, values in json.loads(out.stdout).items():
+                got[side].setdefault(name, []).extend(values)
+    # The machine is shared: a process's own bare span is the yardstick of its
+    # figures, so each side is also given as a multiple of it (x bare).
+    rel = {
+        side: {n: [v / b for v, b in zip(vs, got[side][BARE], strict=True)] for n, vs in ts.items()}
+        for side, ts in got.items()
+    }
+    print(f"{calls} calls x {reps} fresh processes per side, median per call")
+    print(f"  {'':<42} {'before':>17} {'after':>17}  after/before")
+    for name in got["after"]:
+        before, after = (statistics.median(got[s][name]) for s in ("before", "after"))
+        rb, ra = (statistics.median(rel[s][name]) for s in ("before", "after"))
+        print(
+            f"  {name:<42} {before:7.2f} us {rb:4.2f}x {after:7.2f} us {ra:4.2f}x   {ra / rb:5.2f}x"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--baseline", type=Path, help="an older tracekit checkout to compare")
+    parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
+    args = parser.parse_args()
+    if args.baseline is not None:
+        _compare(args.baseline, args.calls, args.reps)
+        return
+    times = _measure(args.calls, args.reps)
+    if args.json:
+        print(json.dumps(times))
+        return
+    base = statistics.median(times[BARE])
     print(f"{args.calls} calls x {args.reps} repetitions, median per call")
     for name, values in times.items():
         med = statistics.median(values)

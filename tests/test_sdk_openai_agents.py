@@ -15,7 +15,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, function_tool, set_trace_processors, trace
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrailTripwireTriggered,
+    Runner,
+    function_tool,
+    input_guardrail,
+    set_trace_processors,
+    trace,
+)
 from agents.items import ModelResponse, TResponseOutputItem
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
@@ -308,3 +317,29 @@ def test_wrapping_guards_are_refused() -> None:
     with pytest.raises(ValueError, match="wrap_failures=False"):
         OpenAIAgentsProcessor(AgentTracer(MemorySink(), guards=Guards()))
     OpenAIAgentsProcessor(AgentTracer(MemorySink(), guards=Guards(wrap_failures=False)))
+
+
+@input_guardrail
+def no_card_numbers(ctx: Any, agent: Agent[Any], text: Any) -> GuardrailFunctionOutput:
+    """Trip on anything that looks like a card number."""
+    tripped = bool(re.search(r"\d{4} \d{4}", str(text)))
+    return GuardrailFunctionOutput(output_info=None, tripwire_triggered=tripped)
+
+
+def test_a_tripped_guardrail_is_a_failed_step_and_the_run_fails(sink: MemorySink) -> None:
+    agent = Agent(
+        name="triage",
+        model=ScriptedModel("model-t", [[assistant_message("Hello.")]]),
+        input_guardrails=[no_card_numbers],
+    )
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        asyncio.run(Runner.run(agent, "My card is 4242 4242."))
+    node = next(e for e in sink.events if isinstance(e, Node))
+    assert (node.id, node.ok) == ("no_card_numbers", False)
+    assert node.error is not None and node.error.code == "GUARDRAIL_TRIPPED"
+    end = sink.events[-1]
+    assert isinstance(end, RunEnd) and end.ok is False
+    # the same guardrail lets a clean input through
+    result = asyncio.run(Runner.run(agent, "Hello?"))
+    assert result.final_output == "Hello."
+    assert [e.ok for e in sink.events if isinstance(e, Node)][-1] is True

@@ -27,7 +27,9 @@ own, so the agent's context is never touched):
   model: the agent goes on).
 * ``generation`` / ``response``: their tokens and model go to the agent's own
   usage (``exit.usage``; ``run.end.usage`` for the root agent). No step.
-* ``guardrail``: a step named after the guardrail, failed when it tripped.
+* ``guardrail``: a step named after the guardrail; when it trips, the step
+  and its agent fail with ``GUARDRAIL_TRIPPED`` (the SDK raises, and does
+  not mark the agent's span).
 * ``task``, ``turn`` and the rest: not recorded (their children are).
 
 An error on an agent span (``Error in agent run``) ends its invocation as
@@ -79,6 +81,7 @@ class _Open:
     handed_off: bool = False
     deferred: bool = False  # its span ended after a handoff: it ends with its target
     error: BaseException | None = None
+    tripped: BaseException | None = None  # a guardrail of this agent tripped: the run raises
     closed: bool = False
 
 
@@ -148,11 +151,9 @@ class OpenAIAgentsProcessor(TracingProcessor):
             elif data.type == "handoff":
                 self._handed_off(state, span)
             elif opened is not None and opened.agent:
-                _end_agent(opened, _error_of(span))
+                _end_agent(opened, _error_of(span) or opened.tripped)
             elif opened is not None:
-                tripped = data.type == "guardrail" and getattr(data, "triggered", False)
-                error = AgentError("guardrail tripped", code=GUARDRAIL_TRIPPED) if tripped else None
-                _close(opened, error or _error_of(span))
+                _close(opened, self._tripped(state, opened, data) or _error_of(span))
 
     def shutdown(self) -> None:
         with self._guard():
@@ -186,6 +187,16 @@ class OpenAIAgentsProcessor(TracingProcessor):
         if above is None:  # outside any agent: nothing to hang it on
             return None
         return _enter(state, self.tracer.step(name, call=call), above.ctx.copy(), agent=False)
+
+    def _tripped(self, state: _TraceState, opened: _Open, data: Any) -> BaseException | None:
+        """A tripped guardrail: its step fails, and so does its agent (the SDK raises)."""
+        if data.type != "guardrail" or not getattr(data, "triggered", False):
+            return None
+        error = AgentError(f"guardrail {data.name} tripped", code=GUARDRAIL_TRIPPED)
+        agent = _nearest_agent(state, opened.above)
+        if agent is not None:
+            agent.tripped = error
+        return error
 
     def _handed_off(self, state: _TraceState, span: Span[Any]) -> None:
         target = getattr(span.span_data, "to_agent", None)
