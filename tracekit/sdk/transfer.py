@@ -8,8 +8,10 @@ passes control (``pass_control``), a delegation or a subagent reports back
 backend that knows the conventions sees the edge a handoff makes even where it
 reads no ``tracekit.*`` attribute.
 
-The span is marked ``tracekit.delegated`` (like a step that delegated): it is
-the edge, not a step, and tracekit's own OTLP reader shows no ``node`` for it.
+The tool is the invocation's node, so only a call that names its node gets
+the span. It is marked ``tracekit.delegated`` (like a step that delegated):
+it is the edge, not a step, and tracekit's own OTLP reader shows no ``node``
+for it.
 """
 
 from __future__ import annotations
