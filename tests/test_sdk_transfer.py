@@ -102,6 +102,14 @@ def test_a_private_provider_makes_no_transfer_span() -> None:
     assert AgentTracer(MemorySink(), tracer_provider=TracerProvider())._transfer_spans is True
 
 
+def test_transfer_spans_can_be_turned_off() -> None:
+    tk, sink, exporter = _traced(transfer_spans=False)
+    with tk.run("triage"), tk.handoff("billing", node="transfer_to_billing"):
+        pass
+    assert set(_by_name(exporter)) == {"invoke_agent triage", "invoke_agent billing"}
+    assert len(sink.events) == 4
+
+
 def test_the_session_is_the_conversation_id_of_every_span() -> None:
     tk, sink, exporter = _traced()
     with tk.run("triage", session="conv-7"):

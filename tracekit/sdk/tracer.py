@@ -38,6 +38,10 @@ class AgentTracer:
         guards: the checks to enforce on every invocation (none by default:
             an agent's own exceptions then pass through unchanged).
         service: written as ``service`` on every record.
+        transfer_spans: also draw each call that names its node as the
+            caller's ``execute_tool`` span (GenAI conventions, see
+            docs/sdk.md). By default only when others can read the spans: on
+            a provider you pass, or with ``set_global``.
 
     Example:
         >>> from tracekit.sdk import AgentTracer, MemorySink
@@ -59,6 +63,7 @@ class AgentTracer:
         set_global: bool = False,
         guards: Guards | None = None,
         service: str | None = None,
+        transfer_spans: bool | None = None,
     ) -> None:
         provider = tracer_provider if tracer_provider is not None else TracerProvider()
         if set_global:
@@ -66,7 +71,9 @@ class AgentTracer:
         self._otel = provider.get_tracer("tracekit", __version__)
         # A call's execute_tool transfer span (GenAI conventions) is for other
         # OTel backends; a private provider has none, so it would be waste.
-        self._transfer_spans = tracer_provider is not None or set_global
+        if transfer_spans is None:
+            transfer_spans = tracer_provider is not None or set_global
+        self._transfer_spans = transfer_spans
         self.guards = guards
         self.processor = TracekitSpanProcessor(sinks, service=service)
         if hasattr(provider, "add_span_processor"):
