@@ -72,8 +72,11 @@ def test_triage_hands_off_to_billing() -> None:
         model=ScriptedProvider([call("transfer_to_billing", {"reason": "double charge"})]),
         handoffs=[billing],
     )
+    billing.model.model = "scripted-billing"  # type: ignore[union-attr]  # as a real provider's label
     result, events, _ = _run(triage, "I was charged twice.")
     assert result.final_agent.name == "billing" and result.output == "Refund issued."
+    exit_ = next(e for e in events if isinstance(e, Exit))
+    assert exit_.usage is not None and exit_.usage.models == ["scripted-billing"]
     assert _shape(events) == ("transfer_to_billing -> billing (handoff, ok)\n  lookup_invoice")
     start = events[0]
     assert isinstance(start, RunStart) and start.agent == "triage"

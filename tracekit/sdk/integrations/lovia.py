@@ -23,7 +23,8 @@ context variable). The mapping:
 * ``handoff``: the run keeps going as the target agent, so the target becomes
   a ``handoff`` invocation that stays open until the run ends: everything
   after it shows under it.
-* ``model_call``: not recorded.
+* ``model_call``: no step; its model joins the current agent's own
+  ``usage.models``.
 * a run ended by ``RunCancelled`` (``cancel_subagent``, the run's teardown,
   a tripped cancel token) is ``cancelled``, not an error.
 
@@ -94,6 +95,11 @@ class LoviaTracer:
             return _ToolSpan(self.tracer, attributes)
         if name == "handoff":
             return _HandoffSpan(self.tracer, attributes)
+        if name == "model_call" and attributes.get("model"):
+            # lovia names the model per call but gives no per-call tokens (its
+            # run's total folds in the children's): the model goes on the
+            # current agent's own usage.
+            self.tracer.usage(model=str(attributes["model"]))
         return _Span(self.tracer, attributes)
 
 
