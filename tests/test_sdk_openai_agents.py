@@ -12,6 +12,7 @@ import logging
 import re
 import socket
 from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from agents import (
 from agents.items import ModelResponse, TResponseOutputItem
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
-from agents.tracing import generation_span
+from agents.tracing import generation_span, response_span
 from agents.usage import Usage as AgentsUsage
 
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, Usage
@@ -343,3 +344,24 @@ def test_a_tripped_guardrail_is_a_failed_step_and_the_run_fails(sink: MemorySink
     result = asyncio.run(Runner.run(agent, "Hello?"))
     assert result.final_output == "Hello."
     assert [e.ok for e in sink.events if isinstance(e, Node)][-1] is True
+
+
+class ResponsesModel(ScriptedModel):
+    """As the Responses API adapter traces: a response span, the model on its response."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        with response_span() as span:
+            step = self.steps.pop(0)
+            assert not isinstance(step, Exception)
+            span.span_data.usage = {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10}
+            span.span_data.response = SimpleNamespace(id="resp-1", model=self.name)  # type: ignore[assignment]
+            usage = AgentsUsage(requests=1, input_tokens=7, output_tokens=3)
+            return ModelResponse(output=list(step), usage=usage, response_id="resp-1")
+
+
+def test_response_spans_give_usage_too(sink: MemorySink) -> None:
+    agent = Agent(name="desk", model=ResponsesModel("gpt-x", [[assistant_message("Hi.")]]))
+    assert asyncio.run(Runner.run(agent, "Hello?")).final_output == "Hi."
+    end = sink.events[-1]
+    assert isinstance(end, RunEnd) and end.ok
+    assert end.usage == Usage(inputTokens=7, outputTokens=3, models=["gpt-x"])
