@@ -198,18 +198,18 @@ async def handoff_then_tool_agent(recorder: Recorder) -> None:
             [say("Reset the router (KB-12).")],
         ),
     )
+    support_model = ScriptedModel(
+        "scripted-support",
+        [call("ask_specialist", input="The router blinks red.")],
+        [say("The specialist says: reset the router (KB-12).")],
+    )
     support = Agent(
         name="support",
         instructions="Solve it, ask the specialist.",
         tools=[
             specialist.as_tool(tool_name="ask_specialist", tool_description="Ask the specialist.")
         ],
-        model=None,
-    )
-    support.model = ScriptedModel(
-        "scripted-support",
-        [call("ask_specialist", input="The router blinks red.")],
-        [say("The specialist says: reset the router (KB-12).")],
+        model=support_model,
     )
     triage = Agent(
         name="triage",
@@ -223,7 +223,7 @@ async def handoff_then_tool_agent(recorder: Recorder) -> None:
         result.final_output
     )
     assert result.last_agent.name == "support"
-    assert support.model.saw("Reset the router (KB-12).")  # the specialist's answer came back
+    assert support_model.saw("Reset the router (KB-12).")  # the specialist's answer came back
     check_log([("specialist", "search_kb", True)])
     truth = Truth()
     t = truth.agent("triage")
