@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, cast
 import msgspec
 
 from tracekit.events import (
+    EdgeInfo,
     Enter,
     ErrorInfo,
     Event,
@@ -40,10 +41,13 @@ from tracekit.events import (
     RunEnd,
     RunStart,
     Status,
-    check_error,
+    Usage,
 )
+from tracekit.readers.otlp_edges import OTEL
 from tracekit.readers.otlp_json import Span, check_span, decode_spans
+from tracekit.readers.otlp_kinds import session_of
 from tracekit.readers.otlp_spans import Key, SpanIndex, parent_loops
+from tracekit.readers.otlp_steps import Steps, own_error
 from tracekit.readers.otlp_wire import decode_spans_fast
 from tracekit.validate import VALUE_DEPTH_REASON
 
@@ -66,7 +70,6 @@ _FAILURES: Final = frozenset({"delegation", "agent"})
 _Failure = Literal["delegation", "agent"]
 _NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
 _RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
-_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
 #: A span the mapping refused: its line, a short text naming it, and the reason.
 Reject = tuple[int, str, str]
 
@@ -237,20 +240,24 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
     """
     _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
+    steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
     skipped = 0
     errors = _errors(index)
     for key in index.agents:
         line = spans[key].line
-        pairs.extend((line, event) for event in _agent_records(index, key, errors.get(key)))
+        records = _agent_records(index, key, errors, steps.usage.get(key))
+        pairs.extend((line, event) for event in records)
     for key, span in spans.items():
         if key in index.agent_set or key in index.consumed:
             continue
         run = index.run_of(key)
         if run is None:
             skipped += 1
-        elif _is_step(index, span):
-            pairs.append((span.line, _node(span, run, index.step_name(span))))
+            continue
+        node = steps.node(key, span, run)
+        if node is not None:
+            pairs.append((span.line, node))
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
 
@@ -268,45 +275,70 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
 
 
-def _is_step(index: SpanIndex, span: Span) -> bool:
-    """A step is a span right under an agent span (what it nests is part of it)."""
-    attrs = span.attrs
-    if attrs.get("tracekit.delegated"):
-        return False
-    return "tracekit.step" in attrs or (span.trace, span.parent) in index.agent_set
-
-
 def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
-    """Each failed agent span's error, children first so a wrapper finds its cause."""
+    """Each failed agent span's error, children first so a wrapper finds its cause.
+
+    A recursion refusal seen only through GenAI spans (no ``chain`` written)
+    gets its circle from the path of agents above it; a workflow root that a
+    processor marked OK fails with the agent that was speaking last, if that
+    one failed and nobody took over (:func:`_unhandled`).
+    """
     out: dict[tuple[str, str], ErrorInfo] = {}
     for key in reversed(index.agents):
         span = index.spans[key]
-        error = _own_error(span)
+        error = own_error(span)
         if error is None:
-            continue
+            error = _unhandled(index, key, out)
+            if error is None:
+                continue
         if error.code == "AGENT_FAILED" and error.cause is None:
             error.cause = _cause(index, key, out)
+        if error.code == "AGENT_RECURSION" and not error.chain:
+            error.chain = _circle(index, key)
         out[key] = error
     return out
 
 
-def _own_error(span: Span) -> ErrorInfo | None:
-    written = span.attrs.get("tracekit.error")
-    if isinstance(written, str) and written:
-        try:
-            error: ErrorInfo = _ERROR_DECODER.decode(written)
-            check_error(error)
-        except (msgspec.MsgspecError, ValueError, RecursionError):
-            return ErrorInfo(code=_code(span), message=written)  # not one of ours: keep its text
-        return error
-    if not span.error and span.attrs.get("tracekit.status") in (None, "ok"):
+def _circle(index: SpanIndex, key: tuple[str, str]) -> list[str]:
+    """The agents from the first call of the refused agent down to its refusal."""
+    names: list[str] = []
+    cur: tuple[str, str] | None = key
+    while cur is not None and len(names) <= len(index.agents):
+        if not index.is_workflow(cur) or cur == key:
+            names.append(index.agent_name(index.spans[cur]))
+        cur = index.edges[cur].parent
+    names.reverse()
+    first = names.index(names[-1])
+    return names[first:] if first < len(names) - 1 else names
+
+
+def _unhandled(
+    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
+) -> ErrorInfo | None:
+    """A workflow root's failure that its own span hides: the last speaker failed.
+
+    A handoff passes the conversation on, so the run's answer is the last
+    agent's, following handoffs from the root's last call; if that agent
+    failed, the run raised whatever its root span says.
+    """
+    if not index.is_root(key) or not index.is_workflow(key):
         return None
-    return ErrorInfo(code=_code(span), message=span.message)
+    last = _last_call(index, key)
+    while last is not None:
+        handed = [
+            c for c in index.children_agents.get(last, ()) if index.edges[c].kind == "handoff"
+        ]
+        if not handed:
+            break
+        last = max(handed, key=lambda c: (index.spans[c].start, c))
+    if last is None or last not in errors or errors[last].code in _CANCELLED:
+        return None
+    return ErrorInfo(code="AGENT_FAILED", message=errors[last].message, cause=errors[last])
 
 
-def _code(span: Span) -> str:
-    code = span.attrs.get("error.type") or span.exception or span.message or "ERROR"
-    return str(code)
+def _last_call(index: SpanIndex, key: tuple[str, str]) -> tuple[str, str] | None:
+    children = index.children_agents.get(key, ())
+    return max(children, key=lambda c: (index.spans[c].start, c)) if children else None
 
 
 def _cause(
@@ -337,8 +369,14 @@ def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> 
     return "error"
 
 
-def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> list[Event]:
+def _agent_records(
+    index: SpanIndex,
+    key: tuple[str, str],
+    errors: dict[tuple[str, str], ErrorInfo],
+    usage: Usage | None,
+) -> list[Event]:
     span = index.spans[key]
+    error = errors.get(key)
     attrs = span.attrs
     common: dict[str, Any] = {"service": span.service, "traceId": span.trace or None}
     run_id = index.run_id(key)
@@ -347,7 +385,10 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
     start = span.start / _NS_PER_MS
     duration = (span.end - span.start) / _NS_PER_MS if span.end is not None else None
     if index.is_root(key):
-        records: list[Event] = [RunStart(ts=start, runId=run_id, agent=agent, **common)]
+        session = _session(index, key)
+        records: list[Event] = [
+            RunStart(ts=start, runId=run_id, agent=agent, session=session, **common)
+        ]
         if span.end is not None:
             written = attrs.get("tracekit.failure")
             failure = cast(_Failure, written) if written in _FAILURES else failure_of(error)
@@ -365,7 +406,13 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
         return records
     node = index.node_of(key)
     written_kind = attrs.get("tracekit.kind")
-    kind = cast(Kind, written_kind) if written_kind in _KINDS else _kind_of(node)
+    edge = index.edges[key]
+    if written_kind in _KINDS:
+        kind = cast(Kind, written_kind)
+    elif "tracekit.node" in attrs:
+        kind = _kind_of(node)
+    else:
+        kind = edge.kind
     ids: dict[str, Any] = {
         "invocationId": str(attrs.get("tracekit.invocation_id") or span.id),
         "runId": run_id,
@@ -373,7 +420,8 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
         "agent": agent,
         "node": node,
     }
-    records = [Enter(ts=start, kind=kind, **ids, **common)]
+    found = None if edge.source == OTEL else EdgeInfo(source=edge.source)
+    records = [Enter(ts=start, kind=kind, edge=found, **ids, **common)]
     if span.end is not None:
         records.append(
             Exit(
@@ -382,11 +430,24 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
                 durationMs=duration,
                 status=status,
                 error=error,
+                usage=usage,
                 **ids,
                 **common,
             )
         )
     return records
+
+
+def _session(index: SpanIndex, key: tuple[str, str]) -> str | None:
+    """The run's conversation: on its root span, else on the first agent span of its trace."""
+    found = session_of(index.spans[key])
+    if found is None:
+        for other in index.agents:
+            if other[0] == key[0]:
+                found = session_of(index.spans[other])
+                if found is not None:
+                    break
+    return found
 
 
 def _kind_of(node: str | None) -> Kind:
@@ -398,15 +459,3 @@ def _kind_of(node: str | None) -> Kind:
     if node.startswith("spawn"):
         return "subagent"
     return "delegate"
-
-
-def _node(span: Span, run: str, name: str) -> Node:
-    return Node(
-        ts=span.start / _NS_PER_MS,
-        service=span.service,
-        traceId=span.trace or None,
-        runId=run,
-        id=name,
-        ok=(not span.error) if span.end is not None else None,
-        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
-    )
