@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser screenshot
+.PHONY: demo test lint bench clean install browser screenshot record-frameworks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,6 +36,20 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+
+# Real runs of five agent frameworks, recorded offline as OTLP JSON (tests/frameworks/).
+# Each framework pins its own OpenTelemetry, so each gets its own venv in .frameworks/;
+# `make test` only reads the committed recordings and never needs these.
+FRAMEWORKS := openai_agents pydantic_ai google_adk langgraph strands
+
+.frameworks/%/.installed: tests/frameworks/requirements-%.txt
+	test -x .frameworks/$*/bin/python || $(PY) -m venv .frameworks/$*
+	.frameworks/$*/bin/python -m pip install -q -r $<
+	touch $@
+
+record-frameworks: $(STAMP) $(foreach f,$(FRAMEWORKS),.frameworks/$(f)/.installed)
+	@for f in $(FRAMEWORKS); do echo "== $$f"; .frameworks/$$f/bin/python tests/frameworks/record_$$f.py || exit 1; done
+	$(BIN)/python -m pytest -q -n 0 tests/frameworks/test_recordings.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist build

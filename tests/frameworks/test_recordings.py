@@ -1,0 +1,133 @@
+"""The committed recordings of real framework runs read cleanly and carry a sound ground truth.
+
+The recordings are made by ``tests/frameworks/record_<framework>.py`` in each
+framework's own venv (``make record-frameworks``); this test needs none of the
+frameworks, only the files. Golden trees of tracekit's output are elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracekit.events import RunStart
+from tracekit.readers import read_trace
+
+HERE = Path(__file__).parent
+RECORDINGS = HERE / "recordings"
+TRACEKIT = str(Path(sys.executable).parent / "tracekit")
+# The frameworks recorded so far (each has its record_<framework>.py script).
+FRAMEWORKS = sorted(p.name for p in RECORDINGS.iterdir() if p.is_dir())
+FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
+KEYS = {
+    "framework",
+    "version",
+    "instrumentation",
+    "scenario",
+    "note",
+    "result",
+    "run_ok",
+    "invocations",
+}
+INVOCATION_KEYS = {"agent", "parent", "kind", "node", "ok", "tools"}
+
+
+def scenarios_of(framework: str) -> set[str]:
+    """The scenarios the framework's script writes (its ``recorder.write("<scenario>"`` calls)."""
+    source = (HERE / f"record_{framework}.py").read_text()
+    return set(re.findall(r'recorder\.write\(\s*"(\w+)"', source))
+
+
+def span_strings(path: Path) -> tuple[set[str], set[str]]:
+    """Every span name, and every string attribute value, of a recording."""
+    names: set[str] = set()
+    values: set[str] = set()
+    for line in path.read_text().splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    names.add(span["name"])
+                    for attribute in span.get("attributes", []):
+                        if "stringValue" in attribute["value"]:
+                            values.add(attribute["value"]["stringValue"])
+    return names, values
+
+
+def named_in(name: str, names: set[str], values: set[str]) -> bool:
+    """A span is named after it (``invoke_agent triage``, ``triage``) or an attribute is it."""
+    return name in values or any(n == name or n.endswith(f" {name}") for n in names)
+
+
+def test_every_framework_has_its_scripts_scenarios() -> None:
+    assert FRAMEWORKS, "no recording"
+    for framework in FRAMEWORKS:
+        assert (HERE / f"record_{framework}.py").is_file(), framework
+        made = scenarios_of(framework)
+        assert len(made) == 4, (framework, made)
+        folder = RECORDINGS / framework
+        recorded = {p.name.removesuffix(".otlp.json") for p in folder.glob("*.otlp.json")}
+        expected = {p.name.removesuffix(".expected.json") for p in folder.glob("*.expected.json")}
+        assert recorded == made == expected, (framework, recorded, expected)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_recording_reads_with_no_rejected_line(path: Path) -> None:
+    result = read_trace(path)
+    assert result.format == "otlp"
+    assert result.bad_lines == []
+    assert result.lines_read == len(path.read_text().splitlines()) >= 1
+    assert any(isinstance(event, RunStart) for event in result.events)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
+    scenario = path.name.removesuffix(".otlp.json")
+    truth = json.loads(path.with_name(f"{scenario}.expected.json").read_text())
+    assert set(truth) == KEYS
+    assert truth["scenario"] == scenario
+    assert truth["version"] and truth["instrumentation"] and truth["note"]
+    assert set(truth["result"]) == {"final_output", "last_agent", "raised"}
+    assert truth["run_ok"] is (truth["result"]["raised"] is None)
+    names, values = span_strings(path)
+    invocations: list[dict[str, Any]] = truth["invocations"]
+    assert invocations and invocations[0]["parent"] is None
+    for index, invocation in enumerate(invocations):
+        check_invocation(index, invocation, names, values)
+    assert truth["result"]["last_agent"] in {i["agent"] for i in invocations}
+
+
+def check_invocation(
+    index: int, invocation: dict[str, Any], names: set[str], values: set[str]
+) -> None:
+    assert set(invocation) == INVOCATION_KEYS
+    assert named_in(invocation["agent"], names, values), invocation["agent"]
+    if index == 0:
+        assert invocation["kind"] is invocation["node"] is None
+    else:
+        assert 0 <= invocation["parent"] < index
+        assert invocation["kind"] in ("handoff", "delegate")
+        assert named_in(invocation["node"], names, values), invocation["node"]
+    assert isinstance(invocation["ok"], bool)
+    for tool in invocation["tools"]:
+        assert set(tool) == {"name", "ok"} and isinstance(tool["ok"], bool)
+        assert named_in(tool["name"], names, values), tool["name"]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_tracekit_tree_reads_the_handoff_chain(framework: str) -> None:
+    path = RECORDINGS / framework / "handoff_chain.otlp.json"
+    done = subprocess.run(
+        [TRACEKIT, "tree", str(path)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "100", "NO_COLOR": "1", "PATH": str(Path(TRACEKIT).parent)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() and "Error" not in done.stderr
