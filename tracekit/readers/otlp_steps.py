@@ -36,6 +36,7 @@ __all__ = ["Steps", "own_error"]
 
 _NS_PER_MS: Final = 1_000_000
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
+_CODE_CHARS: Final = 80
 
 
 def own_error(span: Span) -> ErrorInfo | None:
@@ -62,8 +63,18 @@ def own_error(span: Span) -> ErrorInfo | None:
 
 
 def _code(span: Span) -> str:
-    code = span.attrs.get("error.type") or span.exception or span.message or "ERROR"
-    return str(code)
+    """``error.type``, else the exception's type, else the status message's head.
+
+    A status message often carries the failing call's arguments
+    (``Error running tool: {'tool_name': ...}``); its part before the first
+    colon is the code, so that failures of one kind group together, and the
+    whole text stays the error's message.
+    """
+    code = span.attrs.get("error.type") or span.exception
+    if code:
+        return str(code)
+    head = span.message.partition(": ")[0].strip()[:_CODE_CHARS]
+    return head or "ERROR"
 
 
 class Steps:
