@@ -128,9 +128,16 @@ def test_fleet_classifies_the_run_as_what_happened(path: Path, tmp_path: Path) -
     truth = truth_of(path)
     with Store(tmp_path / "fleet.duckdb") as store:
         store.ingest(path)
-        frame = store.sql("SELECT outcome, origin_agent FROM runs")
-    [(outcome, origin)] = list(frame.itertuples(index=False, name=None))
+        frame = store.sql("SELECT outcome, origin_agent, origin_code FROM runs")
+        tools = store.sql(
+            "SELECT name, error_code FROM steps WHERE call = 'tool' AND NOT ok ORDER BY ts_ms"
+        )
+    [(outcome, origin, code)] = list(frame.itertuples(index=False, name=None))
     assert outcome == outcome_of(truth)
+    failed_tools = [t["name"] for i in truth["invocations"] for t in i["tools"] if not t["ok"]]
+    assert sorted(tools.name) == sorted(failed_tools)
     if outcome != "ok":
         failed = [i["agent"] for i in truth["invocations"] if not i["ok"]]
         assert origin == failed[-1]  # the innermost failure: where it began
+        # ... and it began in the tool that raised there
+        assert code == tools.error_code.iloc[-1]

@@ -243,11 +243,7 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
     steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
     skipped = 0
-    errors = _errors(index)
-    for key in index.agents:
-        line = spans[key].line
-        records = _agent_records(index, key, errors, steps.usage.get(key))
-        pairs.extend((line, event) for event in records)
+    failed_tools: dict[Key, Node] = {}  # each agent's last failed tool call
     for key, span in spans.items():
         if key in index.agent_set or key in index.consumed:
             continue
@@ -258,6 +254,16 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
         node = steps.node(key, span, run)
         if node is not None:
             pairs.append((span.line, node))
+            owner = index.otel.get(key)
+            if node.call == "tool" and node.error is not None and owner is not None:
+                last = failed_tools.get(owner)
+                if last is None or node.ts >= last.ts:
+                    failed_tools[owner] = node
+    errors = _errors(index, failed_tools)
+    for key in index.agents:
+        line = spans[key].line
+        records = _agent_records(index, key, errors, steps.usage.get(key))
+        pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
 
@@ -275,13 +281,15 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
 
 
-def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
+def _errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, ErrorInfo]:
     """Each failed agent span's error, children first so a wrapper finds its cause.
 
     A recursion refusal seen only through GenAI spans (no ``chain`` written)
     gets its circle from the path of agents above it; a workflow root that a
     processor marked OK fails with the agent that was speaking last, if that
-    one failed and nobody took over (:func:`_unhandled`).
+    one failed and nobody took over (:func:`_unhandled`). An agent that
+    failed after a tool of its own raised, with no failed callee, has that
+    tool's error as its ``cause``: the failure began in the tool.
     """
     out: dict[tuple[str, str], ErrorInfo] = {}
     for key in reversed(index.agents):
@@ -295,8 +303,22 @@ def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
             error.cause = _cause(index, key, out)
         if error.code == "AGENT_RECURSION" and not error.chain:
             error.chain = _circle(index, key)
+        if error.cause is None and not _failed_callee(index, key, out):
+            error.cause = _tool_cause(error, failed_tools.get(key))
         out[key] = error
     return out
+
+
+def _tool_cause(error: ErrorInfo, tool: Node | None) -> ErrorInfo | None:
+    """The error of the agent's last failed tool call, when it says more than the agent's."""
+    if tool is None or tool.error is None or tool.error.code == error.code:
+        return None
+    message = f"tool {tool.id}: {tool.error.message}" if tool.error.message else f"tool {tool.id}"
+    return ErrorInfo(code=tool.error.code, message=message)
+
+
+def _failed_callee(index: SpanIndex, key: Key, errors: dict[Key, ErrorInfo]) -> bool:
+    return any(c in errors for c in index.children_agents.get(key, ()))
 
 
 def _circle(index: SpanIndex, key: tuple[str, str]) -> list[str]:

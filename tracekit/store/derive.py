@@ -138,9 +138,16 @@ SELECT s.* REPLACE (w.root_run_id AS root_run_id, w.depth AS depth, NULL AS fail
 FROM _sub s LEFT JOIN _walk w ON w.run_id = s.run_id;
 """
 
+# ``call`` and the error's message are read from the raw JSON only where the
+# record can have them: a ``"call"`` key, an error code.
 _STEPS: Final = """
-INSERT INTO steps
-SELECT run_id, node, string_split(node, '/')[-1], ts_ms, seq, ok, duration_ms, source, line
+INSERT INTO steps BY NAME
+SELECT run_id, node AS step_id, string_split(node, '/')[-1] AS name, ts_ms, seq, ok,
+    duration_ms, source, line,
+    CASE WHEN contains(raw, '"call":') THEN json_extract_string(raw, '$.call') END AS call,
+    error_code,
+    CASE WHEN error_code IS NOT NULL
+        THEN json_extract_string(raw, '$.error.message') END AS error_message
 FROM events WHERE ingest_id >= $since AND type = 'node';
 """
 
