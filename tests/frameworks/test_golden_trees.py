@@ -93,7 +93,10 @@ def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
     truth = truth_of(path)
     events = read_trace(path).events
     [run] = [r for r in build_forest(events).runs if r.kind == "root"]
-    assert invocations(run, root_is_workflow(path)) == truth["invocations"]
+    rebuilt = invocations(run, root_is_workflow(path))
+    # Delegates run concurrently start in any order: compare each with its caller's name.
+    assert canonical(rebuilt) == canonical(truth["invocations"])
+    assert [i["agent"] for i in rebuilt][:1] == [i["agent"] for i in truth["invocations"]][:1]
     assert run.ok is truth["run_ok"]
     assert sum(isinstance(e, RunStart) for e in events) == 1
 
@@ -112,6 +115,21 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
     if os.environ.get("TRACEKIT_GOLDEN") == "write":
         golden.write_text(done.stdout)
     assert done.stdout == golden.read_text()
+
+
+def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted."""
+    return sorted(
+        (
+            row["agent"],
+            rows[row["parent"]]["agent"] if row["parent"] is not None else None,
+            row["kind"],
+            row["node"],
+            row["ok"],
+            json.dumps(row["tools"]),
+        )
+        for row in rows
+    )
 
 
 def outcome_of(truth: dict[str, Any]) -> str:
@@ -139,5 +157,12 @@ def test_fleet_classifies_the_run_as_what_happened(path: Path, tmp_path: Path) -
     if outcome != "ok":
         failed = [i["agent"] for i in truth["invocations"] if not i["ok"]]
         assert origin == failed[-1]  # the innermost failure: where it began
-        # ... and it began in the tool that raised there
-        assert code == tools.error_code.iloc[-1]
+        origin_tools = [
+            t["name"]
+            for i in truth["invocations"]
+            if i["agent"] == origin
+            for t in i["tools"]
+            if not t["ok"]
+        ]
+        if origin_tools:  # ... and it began in the tool that raised there
+            assert code == tools.error_code.iloc[-1]

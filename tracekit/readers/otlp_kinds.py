@@ -26,11 +26,12 @@ from tracekit.events import Usage
 from tracekit.readers.otlp_json import Span
 
 __all__ = [
+    "CONTROL_FLOW",
     "is_container",
     "is_llm",
     "is_tool",
     "is_workflow",
-    "langgraph_agents",
+    "langgraph_shapes",
     "langgraph_meta",
     "namespace",
     "session_of",
@@ -49,6 +50,11 @@ _LLM_OPERATIONS: Final = frozenset(
 #: Spans that only hold a model turn or a loop cycle: neither a step nor a node.
 _CONTAINER_NAMES: Final = frozenset({"turn", "task", "call_llm", "invocation"})
 _CONTAINER_PREFIXES: Final = ("execute_event_loop_cycle", "event_loop", "cycle")
+_MERGED: Final = "(merged tools)"
+#: Exceptions that are control flow, not failures (LangGraph's Command.PARENT, interrupts).
+CONTROL_FLOW: Final = frozenset(
+    {"ParentCommand", "GraphInterrupt", "GraphBubbleUp", "NodeInterrupt"}
+)
 _OPENINFERENCE_TOOL: Final = "TOOL"
 _OPENINFERENCE_LLM: Final = frozenset({"LLM", "EMBEDDING"})
 
@@ -57,9 +63,9 @@ def is_workflow(span: Span) -> bool:
     """A span that is a whole multi-agent run rather than one agent.
 
     ``invoke_workflow`` (Google ADK), ``invoke_swarm`` / ``invoke_graph``
-    (Strands), the OpenAI Agents trace root under OpenInference (an ``AGENT``
-    span with no parent and no ``graph.node.id``), and a LangGraph graph run
-    that is no node of a graph above it.
+    (Strands) and the OpenAI Agents trace root under OpenInference (an
+    ``AGENT`` span with no parent and no ``graph.node.id``). LangGraph's
+    workflows are found per trace (:func:`langgraph_shapes`).
     """
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
@@ -71,8 +77,7 @@ def is_workflow(span: Span) -> bool:
     kind = attrs.get("openinference.span.kind")
     if kind == "AGENT" and not span.parent and "graph.node.id" not in attrs:
         return "gen_ai.agent.name" not in attrs and "agent.name" not in attrs
-    meta = langgraph_meta(span)
-    return meta is not None and not span.parent and "langgraph_node" not in meta
+    return False
 
 
 def tool_name(span: Span) -> str | None:
@@ -86,6 +91,8 @@ def tool_name(span: Span) -> str | None:
     """
     attrs = span.attrs
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+    if name == _MERGED:
+        return None  # ADK's span after parallel tools: not a call of its own
     if name:
         return str(name)
     if (
@@ -124,7 +131,11 @@ def is_container(span: Span) -> bool:
     if kind is not None and kind not in (_OPENINFERENCE_TOOL, *_OPENINFERENCE_LLM):
         return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: OpenInference's wrappers
     name = span.name
-    return name in _CONTAINER_NAMES or name.startswith(_CONTAINER_PREFIXES)
+    if span.attrs.get("gen_ai.tool.name") == _MERGED:
+        return True
+    if name in _CONTAINER_NAMES or name.startswith(_CONTAINER_PREFIXES):
+        return True
+    return span.attrs.get("gen_ai.operation.name") in _WORKFLOW_OPERATIONS
 
 
 def langgraph_meta(span: Span) -> dict[str, Any] | None:
@@ -147,28 +158,48 @@ def namespace(meta: dict[str, Any]) -> str:
     return str(found)
 
 
-def langgraph_agents(spans: Iterable[tuple[Any, Span]]) -> set[Any]:
-    """The keys of LangGraph's agents: graph nodes that are subgraphs.
+def _is_graph_node(span: Span) -> bool:
+    """A LangGraph node run: its ``langgraph_node`` is its own name."""
+    meta = langgraph_meta(span)
+    return meta is not None and meta.get("langgraph_node") == span.name
 
-    A LangGraph node run whose checkpoint namespace has deeper namespaces
-    below it (``billing:1`` under which ``billing:1|agent:2`` runs) ran a
-    graph of its own: an agent (``create_react_agent``, a supervisor's
-    worker). A node that is a plain function (``agent``, ``tools`` inside
-    that graph) is a step, whatever kind OpenInference gave it.
+
+def langgraph_shapes(spans: dict[Any, Span]) -> tuple[set[Any], set[Any]]:
+    """LangGraph's agents and workflow runs among the spans, by the graph's structure.
+
+    A graph run is a span with node runs right under it (``agent``, ``tools``
+    of a ``create_react_agent``; ``triage``, ``billing`` of a parent graph).
+    A graph run is an agent, shown by the node that wraps it when it is a
+    subgraph (the parent graph's ``triage`` node around the compiled
+    ``triage`` graph), unless its own nodes are agents: then it is the
+    workflow that runs them. OpenInference's kinds are not used: they follow
+    run names (``agent`` is the ReAct loop's model step).
+
+    Returns:
+        ``(agents, workflows)``, as keys of ``spans``.
     """
-    nodes: list[tuple[Any, str]] = []
-    parents: set[str] = set()
-    for key, span in spans:
-        meta = langgraph_meta(span)
-        if meta is None:
-            continue
-        ns = namespace(meta)
-        while "|" in ns:
-            ns = ns.rpartition("|")[0]
-            parents.add(ns)
-        if meta.get("langgraph_node") == span.name and namespace(meta):
-            nodes.append((key, namespace(meta)))
-    return {key for key, ns in nodes if ns in parents}
+    children: dict[Any, list[Any]] = {}
+    for key, span in spans.items():
+        if span.parent and "metadata" in span.attrs:
+            children.setdefault((span.trace, span.parent), []).append(key)
+    runs = {
+        parent
+        for parent, kids in children.items()
+        if parent in spans and any(_is_graph_node(spans[k]) for k in kids)
+    }
+    agent_of: dict[Any, Any] = {}  # graph run -> the span that stands for it
+    for run in runs:
+        span = spans[run]
+        wrapper = (span.trace, span.parent)
+        wrapped = wrapper in spans and spans[wrapper].name == span.name
+        agent_of[run] = wrapper if wrapped and _is_graph_node(spans[wrapper]) else run
+    wrappers = set(agent_of.values())
+    workflows: set[Any] = set()
+    for run in runs:
+        nodes = [k for k in children.get(run, ()) if _is_graph_node(spans[k])]
+        if nodes and all(k in wrappers or k in runs for k in nodes):
+            workflows.add(agent_of[run])
+    return wrappers - workflows, workflows
 
 
 def _int(value: Any) -> int | None:

@@ -19,7 +19,7 @@ from tracekit.readers.otlp_kinds import (
     is_llm,
     is_tool,
     is_workflow,
-    langgraph_agents,
+    langgraph_shapes,
     langgraph_meta,
     namespace,
     tool_name,
@@ -37,7 +37,7 @@ _MODEL_OPERATIONS: Final = frozenset(
 def is_agent(span: Span) -> bool:
     """Whether the span is an agent invocation (or tracekit's own root run).
 
-    A LangGraph span is decided per trace instead (:func:`langgraph_agents`):
+    A LangGraph span is decided per trace instead (:func:`langgraph_shapes`):
     OpenInference names its kinds after run names there.
     """
     attrs = span.attrs
@@ -113,13 +113,15 @@ class SpanIndex:
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
-        self.graph_agents = langgraph_agents(
-            (key, span) for key, span in spans.items() if "metadata" in span.attrs
-        )
+        self.graph_agents, graph_workflows = langgraph_shapes(spans)
         self.workflows = {key for key, span in spans.items() if is_workflow(span)}
-        self.workflows.update(self._graph_runs())
+        self.workflows |= graph_workflows
         self.agent_set = self.graph_agents | self.workflows
         self.agent_set.update(key for key, span in spans.items() if is_agent(span))
+        # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
+        nested = {key for key in self.workflows if self._inside_agent(key)}
+        self.workflows -= nested
+        self.agent_set -= nested
         self.has_children: set[Key] = set()
         for span in spans.values():
             if span.parent:
@@ -141,17 +143,15 @@ class SpanIndex:
         self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
     # -- building ------------------------------------------------------------
-    def _graph_runs(self) -> set[Key]:
-        """The LangGraph graph runs: the span right above a top-level graph node's agent."""
-        runs: set[Key] = set()
-        for key in self.graph_agents:
-            meta = langgraph_meta(self.spans[key]) or {}
-            parent = self.parent_of(key)
-            if parent is not None and "|" not in namespace(meta):
-                above = langgraph_meta(self.spans[parent])
-                if above is None or "langgraph_node" not in above:
-                    runs.add(parent)
-        return runs
+    def _inside_agent(self, key: Key) -> bool:
+        cur = self.parent_of(key)
+        for _ in range(100_000):
+            if cur is None:
+                return False
+            if cur in self.agent_set and cur not in self.workflows:
+                return True
+            cur = self.parent_of(cur)
+        return False
 
     def is_workflow(self, key: Key) -> bool:
         """Whether the span is a whole run (workflow, swarm, graph) rather than one agent."""

@@ -24,6 +24,7 @@ import msgspec
 from tracekit.events import ErrorInfo, Node, Usage, check_error
 from tracekit.readers.otlp_json import Span
 from tracekit.readers.otlp_kinds import (
+    CONTROL_FLOW,
     is_container,
     is_llm,
     is_tool,
@@ -57,9 +58,14 @@ def own_error(span: Span) -> ErrorInfo | None:
     if status is not None:
         if status == "ok":
             return None
-    elif not span.error and span.exception is None:
+    elif not span.error and (span.exception is None or _control_flow(span.exception)):
         return None
     return ErrorInfo(code=_code(span), message=span.message or span.exception_message or "")
+
+
+def _control_flow(kind: str) -> bool:
+    """An exception a framework raises to steer, not to fail (LangGraph's ``ParentCommand``)."""
+    return kind.rpartition(".")[2] in CONTROL_FLOW
 
 
 def _code(span: Span) -> str:
