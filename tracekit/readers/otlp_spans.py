@@ -19,8 +19,8 @@ from tracekit.readers.otlp_kinds import (
     is_llm,
     is_tool,
     is_workflow,
-    langgraph_shapes,
     langgraph_meta,
+    langgraph_shapes,
     namespace,
     tool_name,
 )
