@@ -60,6 +60,7 @@ SPAN_KEYS: Final = frozenset(
         "gen_ai.transfer.target.name",
         "gen_ai.caller.name",
         "gen_ai.caller.agent.name",
+        "gen_ai.workflow.name",
         "from_agent",
         "to_agent",
         "graph.node.id",

@@ -407,12 +407,17 @@ class SpanIndex:
 
     @staticmethod
     def agent_name(span: Span) -> str:
-        """``gen_ai.agent.name``, else ``agent.name``, else the span name."""
+        """``gen_ai.agent.name``, ``agent.name``, ``gen_ai.workflow.name``, else the span name."""
         attrs = span.attrs
-        name = attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
+        name = (
+            attrs.get("gen_ai.agent.name")
+            or attrs.get("agent.name")
+            or attrs.get("gen_ai.workflow.name")
+        )
         if name:
             return str(name)
-        return span.name.removeprefix("invoke_agent ").strip() or span.name or "?"
+        bare = span.name.removeprefix("invoke_agent ").removeprefix("invoke_workflow ")
+        return bare.strip() or span.name or "?"
 
     @staticmethod
     def step_name(span: Span) -> str:
