@@ -287,9 +287,10 @@ def _errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, ErrorI
     A recursion refusal seen only through GenAI spans (no ``chain`` written)
     gets its circle from the path of agents above it; a workflow root that a
     processor marked OK fails with the agent that was speaking last, if that
-    one failed and nobody took over (:func:`_unhandled`). An agent that
-    failed after a tool of its own raised, with no failed callee, has that
-    tool's error as its ``cause``: the failure began in the tool.
+    one failed and nobody took over (:func:`_unhandled`). An agent whose
+    failure has no type of its own (a status message only), with a tool of
+    its own that raised and no failed callee, has that tool's error as its
+    ``cause``: the failure began in the tool.
     """
     out: dict[tuple[str, str], ErrorInfo] = {}
     for key in reversed(index.agents):
@@ -303,7 +304,11 @@ def _errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, ErrorI
             error.cause = _cause(index, key, out)
         if error.code == "AGENT_RECURSION" and not error.chain:
             error.chain = _circle(index, key)
-        if error.cause is None and not _failed_callee(index, key, out):
+        if (
+            error.cause is None
+            and _untyped(index.spans[key])
+            and not _failed_callee(index, key, out)
+        ):
             error.cause = _tool_cause(error, failed_tools.get(key))
         out[key] = error
     return out
@@ -315,6 +320,11 @@ def _tool_cause(error: ErrorInfo, tool: Node | None) -> ErrorInfo | None:
         return None
     message = f"tool {tool.id}: {tool.error.message}" if tool.error.message else f"tool {tool.id}"
     return ErrorInfo(code=tool.error.code, message=message)
+
+
+def _untyped(span: Span) -> bool:
+    """The span's failure has no type of its own (only a status message)."""
+    return not span.attrs.get("error.type") and span.exception is None
 
 
 def _failed_callee(index: SpanIndex, key: Key, errors: dict[Key, ErrorInfo]) -> bool:
