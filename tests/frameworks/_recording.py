@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import socket
+import sys
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -26,7 +27,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-RECORDINGS = Path(__file__).parent / "recordings"
+# TRACEKIT_RECORDINGS writes elsewhere (to compare a new run with the committed one).
+RECORDINGS = Path(os.environ.get("TRACEKIT_RECORDINGS") or Path(__file__).parent / "recordings")
+# The agents in the order they started, noted by the scripts where an agent begins (its
+# model's first turn, or the tool that runs it): concurrent delegates start in any order.
+STARTED: list[str] = []
 CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, a connect is refused
 
 
@@ -124,17 +129,31 @@ class Recorder:
     written: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # A scenario renamed or dropped must not leave its old files behind.
-        for stale in self.folder.glob("*.json"):
-            stale.unlink()
+        # A scenario renamed or dropped must not leave its old files behind (on a full run).
+        if not sys.argv[1:]:
+            for stale in self.folder.glob("*.json"):
+                stale.unlink()
+
+    def chosen(self, scenarios: list[Any]) -> list[Any]:
+        """The scenarios named on the command line (all of them when none is).
+
+        Re-recording changes every timestamp and id, so recording one scenario leaves
+        the others (and the golden trees made from them) as they are.
+        """
+        wanted = sys.argv[1:]
+        unknown = set(wanted) - {s.__name__ for s in scenarios}
+        if unknown:
+            raise SystemExit(f"no such scenario: {', '.join(sorted(unknown))}")
+        return [s for s in scenarios if not wanted or s.__name__ in wanted]
 
     @property
     def folder(self) -> Path:
         return RECORDINGS / self.name
 
     def start(self) -> None:
-        """Forget the spans of anything run before the scenario."""
+        """Forget the spans and starts of anything run before the scenario."""
         self.exporter.clear()
+        STARTED.clear()
 
     def write(
         self,
@@ -166,6 +185,17 @@ class Recorder:
         self.written.append(scenario)
         self.exporter.clear()
         print(f"{self.name}/{scenario}: {len(spans)} spans")
+
+
+def started(agent: str) -> None:
+    """Note that ``agent`` began (once: later calls for the same agent are ignored)."""
+    if agent not in STARTED:
+        STARTED.append(agent)
+
+
+def in_start_order(agents: list[str]) -> list[str]:
+    """The agents sorted by when they began (each must have begun)."""
+    return sorted(agents, key=STARTED.index)
 
 
 def instrumented_by(distribution: str) -> str:

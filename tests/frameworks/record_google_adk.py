@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, memory_provider
+from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
 
 go_offline()
 
@@ -53,6 +53,7 @@ class ScriptedLlm(BaseLlm):
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
+        started(self.agent)
         seen = SEEN.setdefault(self.agent, [])
         for content in llm_request.contents or []:
             for part in content.parts or []:
@@ -298,11 +299,9 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
     truth = Truth()
     c = truth.agent("coordinator")
-    for name, tool in (
-        ("flights", "search_flights"),
-        ("hotels", "search_hotels"),
-        ("cars", "rent_car"),
-    ):
+    plain = {"flights": "search_flights", "hotels": "search_hotels", "cars": "rent_car"}
+    for name in in_start_order(list(plain)):
+        tool = plain[name]
         i = truth.agent(name, c, "delegate", name)
         truth.tool(i, tool, ok=name != "cars")
         if name == "cars":
@@ -325,7 +324,9 @@ async def main() -> None:
     provider, exporter = memory_provider("google-adk-recording")
     trace.set_tracer_provider(provider)  # ADK's spans go to the global provider
     recorder = Recorder("google_adk", "google-adk", "native OpenTelemetry", exporter)
-    for scenario in (handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates):
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
+    ):
         SEEN.clear()
         await scenario(recorder)
     provider.shutdown()

@@ -21,7 +21,15 @@ from typing import Annotated, Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider
+from _recording import (
+    Recorder,
+    Truth,
+    go_offline,
+    in_start_order,
+    instrumented_by,
+    memory_provider,
+    started,
+)
 
 go_offline()
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -122,6 +130,7 @@ def agent_tool(target: Any, name: str) -> StructuredTool:
     """A tool whose body invokes the agent ``target`` and returns its last message."""
 
     def ask(request: str) -> str:
+        started(target.name)
         state = target.invoke({"messages": [("user", request)]})
         return str(state["messages"][-1].content)
 
@@ -311,11 +320,9 @@ def parallel_delegates(recorder: Recorder) -> None:
     )
     truth = Truth()
     c = truth.agent("coordinator")
-    for name, tool_name in (
-        ("flights", "search_flights"),
-        ("hotels", "search_hotels"),
-        ("cars", "rent_car"),
-    ):
+    plain = {"flights": "search_flights", "hotels": "search_hotels", "cars": "rent_car"}
+    for name in in_start_order(list(plain)):
+        tool_name = plain[name]
         i = truth.agent(name, c, "delegate", f"ask_{name}")
         truth.tool(i, tool_name, ok=name != "cars")
         if name == "cars":
@@ -342,7 +349,9 @@ def main() -> None:
         instrumented_by("openinference-instrumentation-langchain"),
         exporter,
     )
-    for scenario in (handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates):
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
+    ):
         SEEN.clear()
         scenario(recorder)
     provider.shutdown()

@@ -18,7 +18,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider
+from _recording import (
+    Recorder,
+    Truth,
+    go_offline,
+    in_start_order,
+    instrumented_by,
+    memory_provider,
+    started,
+)
 
 go_offline()
 
@@ -73,6 +81,7 @@ class ScriptedModel(Model):
         self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
         self.inputs.append(input)
+        started(self.name.removeprefix("scripted-"))
         if not self.turns:
             raise AssertionError("the scripted model ran out of turns")
         usage = Usage(requests=1, input_tokens=120, output_tokens=30, total_tokens=150)
@@ -189,18 +198,18 @@ async def handoff_then_tool_agent(recorder: Recorder) -> None:
             [say("Reset the router (KB-12).")],
         ),
     )
+    support_model = ScriptedModel(
+        "scripted-support",
+        [call("ask_specialist", input="The router blinks red.")],
+        [say("The specialist says: reset the router (KB-12).")],
+    )
     support = Agent(
         name="support",
         instructions="Solve it, ask the specialist.",
         tools=[
             specialist.as_tool(tool_name="ask_specialist", tool_description="Ask the specialist.")
         ],
-        model=None,
-    )
-    support.model = ScriptedModel(
-        "scripted-support",
-        [call("ask_specialist", input="The router blinks red.")],
-        [say("The specialist says: reset the router (KB-12).")],
+        model=support_model,
     )
     triage = Agent(
         name="triage",
@@ -214,7 +223,7 @@ async def handoff_then_tool_agent(recorder: Recorder) -> None:
         result.final_output
     )
     assert result.last_agent.name == "support"
-    assert support.model.saw("Reset the router (KB-12).")  # the specialist's answer came back
+    assert support_model.saw("Reset the router (KB-12).")  # the specialist's answer came back
     check_log([("specialist", "search_kb", True)])
     truth = Truth()
     t = truth.agent("triage")
@@ -319,11 +328,9 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
     truth = Truth()
     c = truth.agent("coordinator")
-    for name, tool in (
-        ("flights", "search_flights"),
-        ("hotels", "search_hotels"),
-        ("cars", "rent_car"),
-    ):
+    plain = {"flights": "search_flights", "hotels": "search_hotels", "cars": "rent_car"}
+    for name in in_start_order(list(plain)):
+        tool = plain[name]
         i = truth.agent(name, c, "delegate", f"ask_{name}")
         truth.tool(i, tool, ok=name != "cars")
         if name == "cars":
@@ -350,7 +357,9 @@ async def main() -> None:
         instrumented_by("openinference-instrumentation-openai-agents"),
         exporter,
     )
-    for scenario in (handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates):
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
+    ):
         await scenario(recorder)
     provider.shutdown()
 

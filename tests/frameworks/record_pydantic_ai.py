@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, memory_provider
+from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
 
 go_offline()
 
@@ -79,6 +79,7 @@ def agent_tool(target: Agent[None, str], name: str, *, recover: bool = False) ->
     """A tool whose body runs ``target``; with ``recover`` a failure becomes a ModelRetry."""
 
     async def ask(ctx: RunContext[None], request: str) -> str:
+        started(target.name)
         try:
             result = await target.run(request, usage=ctx.usage)
         except RuntimeError as exc:
@@ -290,11 +291,9 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
     truth = Truth()
     c = truth.agent("coordinator")
-    for name, tool in (
-        ("flights", "search_flights"),
-        ("hotels", "search_hotels"),
-        ("cars", "rent_car"),
-    ):
+    plain = {"flights": "search_flights", "hotels": "search_hotels", "cars": "rent_car"}
+    for name in in_start_order(list(plain)):
+        tool = plain[name]
         i = truth.agent(name, c, "delegate", f"ask_{name}")
         truth.tool(i, tool, ok=name != "cars")
         if name == "cars":
@@ -324,7 +323,7 @@ async def main() -> None:
         tool_raises,
         parallel_delegates,
     ]
-    for scenario in scenarios:
+    for scenario in recorder.chosen(scenarios):
         await scenario(recorder)
     provider.shutdown()
 

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, memory_provider
+from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
 
 go_offline()
 # Strands logs every failed model call and tool with its traceback; these are on purpose.
@@ -65,6 +65,7 @@ class ScriptedModel(Model):
     async def stream(
         self, messages: Any, tool_specs: Any = None, system_prompt: Any = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
+        started(self.agent)
         for message in messages:
             for block in message.get("content", []):
                 if "toolResult" in block:
@@ -317,9 +318,13 @@ async def parallel_delegates(recorder: Recorder) -> None:
     check([("flights", "search_flights", True), ("hotels", "search_hotels", True)])
     truth = Truth()
     c = truth.agent("coordinator")
-    for name, tool_name in (("flights", "search_flights"), ("hotels", "search_hotels")):
-        truth.tool(truth.agent(name, c, "delegate", f"ask_{name}"), tool_name)
-    truth.failed(truth.agent("cars", c, "delegate", "ask_cars"))
+    plain = {"flights": "search_flights", "hotels": "search_hotels"}
+    for name in in_start_order(["flights", "hotels", "cars"]):
+        i = truth.agent(name, c, "delegate", f"ask_{name}")
+        if name in plain:
+            truth.tool(i, plain[name])
+        else:
+            truth.failed(i)  # cars' model raised before any tool was called
     recorder.write(
         "parallel_delegates",
         note=(
@@ -336,7 +341,9 @@ async def parallel_delegates(recorder: Recorder) -> None:
 
 async def main() -> None:
     recorder = Recorder("strands", "strands-agents", "native OpenTelemetry", EXPORTER)
-    for scenario in (handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates):
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
+    ):
         SEEN.clear()
         await scenario(recorder)
     PROVIDER.shutdown()

@@ -59,6 +59,47 @@ def span_strings(path: Path) -> tuple[set[str], set[str]]:
     return names, values
 
 
+def spans_of(path: Path) -> list[dict[str, Any]]:
+    return [
+        span
+        for line in path.read_text().splitlines()
+        for resource in json.loads(line)["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    ]
+
+
+def first_start(agent: str, spans: list[dict[str, Any]]) -> int:
+    """When the first span of ``agent`` began: named after it, or with it as its agent name."""
+    starts = [
+        int(span["startTimeUnixNano"])
+        for span in spans
+        if span["name"] == agent
+        or span["name"].endswith(f" {agent}")
+        or any(
+            a["key"] in ("agent.name", "gen_ai.agent.name")
+            and a["value"].get("stringValue") == agent
+            for a in span.get("attributes", [])
+        )
+    ]
+    assert starts, f"no span of {agent}"
+    return min(starts)
+
+
+def failed(span: dict[str, Any]) -> bool:
+    """An ERROR status, or an exception event that is not LangGraph's ParentCommand (a handoff)."""
+    exceptions = [
+        a["value"].get("stringValue", "")
+        for event in span.get("events", [])
+        if event["name"] == "exception"
+        for a in event.get("attributes", [])
+        if a["key"] == "exception.type"
+    ]
+    return span.get("status", {}).get("code") == 2 or any(
+        not kind.endswith("ParentCommand") for kind in exceptions
+    )
+
+
 def named_in(name: str, names: set[str], values: set[str]) -> bool:
     """A span is named after it (``invoke_agent triage``, ``triage``) or an attribute is it."""
     return name in values or any(n == name or n.endswith(f" {name}") for n in names)
@@ -100,6 +141,29 @@ def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
     for index, invocation in enumerate(invocations):
         check_invocation(index, invocation, names, values)
     assert truth["result"]["last_agent"] in {i["agent"] for i in invocations}
+    spans = spans_of(path)
+    starts = [first_start(i["agent"], spans) for i in invocations]
+    assert starts == sorted(starts), "the invocations are not in order of start"
+    check_failures_are_in_the_spans(invocations, spans)
+
+
+def check_failures_are_in_the_spans(
+    invocations: list[dict[str, Any]], spans: list[dict[str, Any]]
+) -> None:
+    """A tool or agent the truth says raised has a failed span of that name; one that did not, none."""
+    for invocation in invocations:
+        for tool in invocation["tools"]:
+            mine = [
+                s
+                for s in spans
+                if s["name"] == tool["name"] or s["name"].endswith(f" {tool['name']}")
+            ]
+            assert mine and any(map(failed, mine)) is not tool["ok"], tool
+    failed_agents = {i["agent"] for i in invocations if not i["ok"]}
+    for invocation in invocations:
+        agent = invocation["agent"]
+        mine = [s for s in spans if s["name"] == agent or s["name"] == f"invoke_agent {agent}"]
+        assert any(map(failed, mine)) is (agent in failed_agents), agent
 
 
 def check_invocation(
