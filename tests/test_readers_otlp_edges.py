@@ -247,7 +247,7 @@ ADK = [
 def test_adk_transfer_to_agent_and_agent_tool() -> None:
     events = otlp_to_events(doc(*ADK))
     assert enters(events) == [
-        ("root", "invoke_workflow desk", "delegate", None, None),
+        ("root", "desk", "delegate", None, None),
         ("billing", "root", "handoff", "transfer_to_agent", "handoff.span"),
         ("helper", "billing", "delegate", "helper", None),
     ]

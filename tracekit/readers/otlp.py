@@ -260,9 +260,10 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
                 if last is None or node.ts >= last.ts:
                     failed_tools[owner] = node
     errors = _errors(index, failed_tools)
+    sessions = _sessions(index)
     for key in index.agents:
         line = spans[key].line
-        records = _agent_records(index, key, errors, steps.usage.get(key))
+        records = _agent_records(index, key, errors, steps.usage.get(key), sessions)
         pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
@@ -406,6 +407,7 @@ def _agent_records(
     key: tuple[str, str],
     errors: dict[tuple[str, str], ErrorInfo],
     usage: Usage | None,
+    sessions: dict[str, str],
 ) -> list[Event]:
     span = index.spans[key]
     error = errors.get(key)
@@ -417,7 +419,7 @@ def _agent_records(
     start = span.start / _NS_PER_MS
     duration = (span.end - span.start) / _NS_PER_MS if span.end is not None else None
     if index.is_root(key):
-        session = _session(index, key)
+        session = session_of(span) or sessions.get(key[0])
         records: list[Event] = [
             RunStart(ts=start, runId=run_id, agent=agent, session=session, **common)
         ]
@@ -470,15 +472,14 @@ def _agent_records(
     return records
 
 
-def _session(index: SpanIndex, key: tuple[str, str]) -> str | None:
-    """The run's conversation: on its root span, else on the first agent span of its trace."""
-    found = session_of(index.spans[key])
-    if found is None:
-        for other in index.agents:
-            if other[0] == key[0]:
-                found = session_of(index.spans[other])
-                if found is not None:
-                    break
+def _sessions(index: SpanIndex) -> dict[str, str]:
+    """Each trace's conversation: on the first agent span of it that names one."""
+    found: dict[str, str] = {}
+    for key in index.agents:
+        if key[0] not in found:
+            session = session_of(index.spans[key])
+            if session is not None:
+                found[key[0]] = session
     return found
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -85,7 +86,7 @@ ARGUMENT_KEYS: Final = (
     "gen_ai.tool.call.arguments",
     "input.value",
 )
-_TRANSFER_WORDS: Final = ("transfer", "handoff", "hand_off")
+_TRANSFER: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -108,6 +109,8 @@ class Span:
     links: tuple[tuple[str, str], ...] = ()
     #: The agent a transfer tool names in its arguments or events, if any.
     target: str | None = None
+    #: Its name reads as a handoff or transfer (:func:`is_transfer_name`).
+    transfer: bool = False
     #: The ``exception.message`` of an exception event.
     exception_message: str | None = None
 
@@ -265,6 +268,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
             for link in raw.get("links") or ()
         ),
         target=_dict_target(name, raw, events),
+        transfer=is_transfer_name(name),
     )
 
 
@@ -286,8 +290,7 @@ def is_transfer_name(name: str) -> bool:
         >>> is_transfer_name("execute_tool transfer_to_agent"), is_transfer_name("lookup")
         (True, False)
     """
-    lowered = name.lower()
-    return any(word in lowered for word in _TRANSFER_WORDS)
+    return _TRANSFER.search(name) is not None
 
 
 def target_in(values: Any) -> str | None:

@@ -68,10 +68,11 @@ def is_workflow(span: Span) -> bool:
     workflows are found per trace (:func:`langgraph_shapes`).
     """
     attrs = span.attrs
+    operation = attrs.get("gen_ai.operation.name")
+    if operation is not None:  # the common case: one look
+        return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return False
-    if attrs.get("gen_ai.operation.name") in _WORKFLOW_OPERATIONS:
-        return True
     if span.name.startswith(_WORKFLOW_NAMES):
         return True
     kind = attrs.get("openinference.span.kind")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Final
 
 from tracekit.readers.otlp_edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.readers.otlp_json import Span
+from tracekit.readers.otlp_json import Span, is_transfer_name
 from tracekit.readers.otlp_kinds import (
     is_container,
     is_llm,
@@ -108,31 +108,72 @@ def _marker_target(span: Span) -> str | None:
     return None
 
 
+#: Attributes of an agent span that name its caller some other way than the span tree.
+_EVIDENCE: Final = frozenset(
+    {
+        "gen_ai.caller.name",
+        "gen_ai.caller.agent.name",
+        "graph.node.parent_id",
+        "metadata",
+    }
+)
+
+
+def _may_mark(span: Span) -> bool:
+    """Whether a span may be a handoff or transfer (names first: they are cheap)."""
+    attrs = span.attrs
+    if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
+        return True
+    if span.transfer:
+        return is_tool(span)
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+    return isinstance(name, str) and is_transfer_name(name)
+
+
 class SpanIndex:
     """Agent spans, their edges (:mod:`tracekit.readers.otlp_edges`), and what the rest are."""
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
         self.graph_agents, graph_workflows = langgraph_shapes(spans)
-        self.workflows = {key for key, span in spans.items() if is_workflow(span)}
-        self.workflows |= graph_workflows
-        self.agent_set = self.graph_agents | self.workflows
-        self.agent_set.update(key for key, span in spans.items() if is_agent(span))
+        self.workflows = graph_workflows
+        self.agent_set = set(self.graph_agents)
+        self.has_children: set[Key] = set()
+        marks: list[Key] = []
+        for key, span in spans.items():  # one pass: a big file holds millions of spans
+            if span.parent:
+                self.has_children.add((span.trace, span.parent))
+            if is_workflow(span):
+                self.workflows.add(key)
+            elif is_agent(span):
+                self.agent_set.add(key)
+            elif _may_mark(span):
+                marks.append(key)
+        self.agent_set |= self.workflows
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
         self.agent_set -= nested
-        self.has_children: set[Key] = set()
-        for span in spans.values():
-            if span.parent:
-                self.has_children.add((span.trace, span.parent))
         self.otel = self._ancestors()
         self.claimed: set[Key] = set()
-        self._markers: dict[str, list[Key]] | None = None
+        self._markers: dict[str, list[Key]] = {}
+        #: Traces with any evidence of an edge besides the span tree; in the
+        #: others (most traces: nesting only) the rules are not tried.
+        self._evidence: set[str] = set()
+        for key in marks:
+            if key not in self.agent_set:
+                self._markers.setdefault(key[0], []).append(key)
+                self._evidence.add(key[0])
+        for key in self.agent_set:
+            span = spans[key]
+            if span.links or not _EVIDENCE.isdisjoint(span.attrs):
+                self._evidence.add(key[0])
         self._by_name: dict[tuple[str, str], list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
-        for key in sorted(self.agent_set, key=self._order):
+        # Only evidence rules need start order (a caller placed first); the span tree does not.
+        order = sorted(self.agent_set, key=self._order) if self._evidence else self.agent_set
+        for key in order:
             self.edges[key] = self._edge(key, rules)
         self.agents = self._agents_parents_first()
         self.children_agents: dict[Key, list[Key]] = {}
@@ -209,6 +250,8 @@ class SpanIndex:
         plain = Edge(self.otel[key], None, "delegate", OTEL)
         if "tracekit.parent_run_id" in attrs or "tracekit.root" in attrs:
             edge = plain  # the runtime knew its parent
+        elif key[0] not in self._evidence:
+            edge = rules[-1](self, key) or plain
         else:
             edge = next((e for e in (rule(self, key) for rule in rules) if e is not None), plain)
             if edge.source != OTEL and edge.parent == self.otel[key]:
@@ -264,17 +307,6 @@ class SpanIndex:
         return False
 
     def _trace_markers(self, trace: str) -> list[Key]:
-        if self._markers is None:
-            self._markers = {}
-            for key, span in self.spans.items():
-                if key not in self.agent_set and (
-                    "to_agent" in span.attrs
-                    or "gen_ai.transfer.target.name" in span.attrs
-                    or span.target is not None
-                    or _marker_target(span) is not None
-                    or (tool_name(span) or "") in ("transfer_to_agent", "handoff_to_agent")
-                ):
-                    self._markers.setdefault(key[0], []).append(key)
         return self._markers.get(trace, [])
 
     def latest_marker(self, key: Key, wanted: Callable[[Span], bool]) -> Key | None:

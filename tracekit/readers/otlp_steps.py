@@ -93,9 +93,12 @@ class Steps:
         #: else what its own span carries.
         self.usage: dict[Key, Usage] = {}
         calls: dict[Key, list[Usage]] = {}
+        #: The model calls among the spans (asked again for every step).
+        self.llm: set[Key] = set()
         for key, span in index.spans.items():
             if key in index.agent_set or not is_llm(span):
                 continue
+            self.llm.add(key)
             owner = index.otel.get(key)
             usage = usage_of(span)
             if owner is not None and usage is not None:
@@ -139,7 +142,7 @@ class Steps:
             if not self._reaches_agent(key):
                 return None
             return _node(span, run, self.index.step_name(span), "tool")
-        if is_llm(span):
+        if key in self.llm:
             if not self._reaches_agent(key):
                 return None
             return _node(span, run, span.name or span.id, "llm", usage_of(span))

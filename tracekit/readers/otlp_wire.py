@@ -163,6 +163,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
     if not raw.spanId or start is None:
         raise ValueError("a span without spanId or start")
     status = raw.status
+    transfer = is_transfer_name(raw.name)
     exception = message = None
     for event in raw.events:
         if event.name == "exception":
@@ -188,7 +189,8 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
         if raw.links
         else (),
-        target=_target(raw) if is_transfer_name(raw.name) else None,
+        target=_target(raw) if transfer else None,
+        transfer=transfer,
     )
 
 
