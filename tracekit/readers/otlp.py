@@ -44,10 +44,11 @@ from tracekit.events import (
     Usage,
 )
 from tracekit.readers.otlp_edges import OTEL
+from tracekit.readers.otlp_errors import CANCELLED_CODES, agent_errors
 from tracekit.readers.otlp_json import Span, check_span, decode_spans
 from tracekit.readers.otlp_kinds import session_of
 from tracekit.readers.otlp_spans import Key, SpanIndex, parent_loops
-from tracekit.readers.otlp_steps import Steps, own_error
+from tracekit.readers.otlp_steps import Steps
 from tracekit.readers.otlp_wire import decode_spans_fast
 from tracekit.validate import VALUE_DEPTH_REASON
 
@@ -63,7 +64,7 @@ REFUSALS: Final = frozenset(
         "AGENT_INPUT_INVALID",
     }
 )
-_CANCELLED: Final = frozenset({"CANCELLED", "CANCELED", "cancelled", "canceled"})
+_CANCELLED: Final = CANCELLED_CODES
 _STATUSES: Final = frozenset({"ok", "error", "refused", "cancelled", "pending"})
 _KINDS: Final = frozenset({"delegate", "handoff", "subagent"})
 _FAILURES: Final = frozenset({"delegation", "agent"})
@@ -259,7 +260,7 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
                 last = failed_tools.get(owner)
                 if last is None or node.ts >= last.ts:
                     failed_tools[owner] = node
-    errors = _errors(index, failed_tools)
+    errors = agent_errors(index, failed_tools)
     sessions = _sessions(index)
     for key in index.agents:
         line = spans[key].line
@@ -280,113 +281,6 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
                 {"traceId": span.trace, "spanId": span.id, "parentSpanId": span.parent}
             ).decode()
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
-
-
-def _errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, ErrorInfo]:
-    """Each failed agent span's error, children first so a wrapper finds its cause.
-
-    A recursion refusal seen only through GenAI spans (no ``chain`` written)
-    gets its circle from the path of agents above it; a workflow root that a
-    processor marked OK fails with the agent that was speaking last, if that
-    one failed and nobody took over (:func:`_unhandled`). An agent whose
-    failure has no type of its own (a status message only), with a tool of
-    its own that raised and no failed callee, has that tool's error as its
-    ``cause``: the failure began in the tool.
-    """
-    out: dict[tuple[str, str], ErrorInfo] = {}
-    for key in reversed(index.agents):
-        span = index.spans[key]
-        error = own_error(span)
-        if error is None:
-            error = _unhandled(index, key, out)
-            if error is None:
-                continue
-        if error.code == "AGENT_FAILED" and error.cause is None:
-            error.cause = _cause(index, key, out)
-        if error.code == "AGENT_RECURSION" and not error.chain:
-            error.chain = _circle(index, key)
-        if (
-            error.cause is None
-            and _untyped(index.spans[key])
-            and not _failed_callee(index, key, out)
-        ):
-            error.cause = _tool_cause(error, failed_tools.get(key))
-        out[key] = error
-    return out
-
-
-def _tool_cause(error: ErrorInfo, tool: Node | None) -> ErrorInfo | None:
-    """The error of the agent's last failed tool call, when it says more than the agent's."""
-    if tool is None or tool.error is None or tool.error.code == error.code:
-        return None
-    message = f"tool {tool.id}: {tool.error.message}" if tool.error.message else f"tool {tool.id}"
-    return ErrorInfo(code=tool.error.code, message=message)
-
-
-def _untyped(span: Span) -> bool:
-    """The span's failure has no type of its own (only a status message)."""
-    return not span.attrs.get("error.type") and span.exception is None
-
-
-def _failed_callee(index: SpanIndex, key: Key, errors: dict[Key, ErrorInfo]) -> bool:
-    return any(c in errors for c in index.children_agents.get(key, ()))
-
-
-def _circle(index: SpanIndex, key: tuple[str, str]) -> list[str]:
-    """The agents from the first call of the refused agent down to its refusal."""
-    names: list[str] = []
-    cur: tuple[str, str] | None = key
-    while cur is not None and len(names) <= len(index.agents):
-        if not index.is_workflow(cur) or cur == key:
-            names.append(index.agent_name(index.spans[cur]))
-        cur = index.edges[cur].parent
-    names.reverse()
-    first = names.index(names[-1])
-    return names[first:] if first < len(names) - 1 else names
-
-
-def _unhandled(
-    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
-) -> ErrorInfo | None:
-    """A workflow root's failure that its own span hides: the last speaker failed.
-
-    A handoff passes the conversation on, so the run's answer is the last
-    agent's, following handoffs from the root's last call; if that agent
-    failed, the run raised whatever its root span says.
-    """
-    if not index.is_root(key) or not index.is_workflow(key):
-        return None
-    last = _last_call(index, key)
-    while last is not None:
-        handed = [
-            c for c in index.children_agents.get(last, ()) if index.edges[c].kind == "handoff"
-        ]
-        if not handed:
-            break
-        last = max(handed, key=lambda c: (index.spans[c].start, c))
-    if last is None or last not in errors or errors[last].code in _CANCELLED:
-        return None
-    return ErrorInfo(code="AGENT_FAILED", message=errors[last].message, cause=errors[last])
-
-
-def _last_call(index: SpanIndex, key: tuple[str, str]) -> tuple[str, str] | None:
-    children = index.children_agents.get(key, ())
-    return max(children, key=lambda c: (index.spans[c].start, c)) if children else None
-
-
-def _cause(
-    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
-) -> ErrorInfo | None:
-    """The error of the agent child that failed last: what an ``AGENT_FAILED`` wraps."""
-    failed = [
-        c
-        for c in index.children_agents.get(key, ())
-        if c in errors and errors[c].code not in _CANCELLED
-    ]
-    if not failed:
-        return None
-    last = max(failed, key=lambda c: (index.spans[c].end or 0, index.spans[c].start))
-    return errors[last]
 
 
 def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> Status:

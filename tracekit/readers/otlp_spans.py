@@ -374,16 +374,17 @@ class SpanIndex:
         return found
 
     def namespace_agent(self, key: Key, ns: str) -> Key | None:
-        """The agent whose LangGraph namespace is ``ns``; the graph's run for ``""``."""
-        for other in self.agent_set:
+        """The agent whose LangGraph namespace is ``ns``; the workflow above for ``""``."""
+        if not ns:
+            cur = self.otel.get(key)
+            while cur is not None and cur not in self.workflows:
+                cur = self.otel.get(cur)
+            return cur
+        for other in self.graph_agents:
             if other[0] != key[0] or other == key:
                 continue
             meta = langgraph_meta(self.spans[other])
-            if meta is None:
-                continue
-            if ns and namespace(meta) == ns and "langgraph_node" in meta:
-                return other
-            if not ns and "langgraph_node" not in meta:
+            if meta is not None and namespace(meta) == ns:
                 return other
         return None
 
