@@ -510,3 +510,15 @@ def test_rules_change_nothing_when_every_edge_is_an_otel_parent(
     plain = SpanIndex(dict(keyed), (otel_parent,))
     assert full.edges == plain.edges
     assert all(edge.source == "otel.parent" for edge in full.edges.values())
+
+
+def test_openai_agents_native_handoff_span_names_both_sides() -> None:
+    spans = [
+        adk(1, "invoke_workflow desk", 0, 100, 0, "invoke_workflow"),
+        agent(sid(2), "triage", 1, 30, sid(1)),
+        span(sid(3), "handoff", 20, 21, sid(2), {"from_agent": "triage", "to_agent": "billing"}),
+        agent(sid(4), "billing", 31, 90, sid(1)),
+    ]
+    assert enters(otlp_to_events(doc(*spans)))[1:] == [
+        ("billing", "triage", "handoff", "handoff", "handoff.span"),
+    ]
