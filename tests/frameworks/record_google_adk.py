@@ -10,6 +10,7 @@ turns written below; every connection is refused. Handoffs are ADK's own
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -31,6 +32,10 @@ from google.adk.tools.agent_tool import AgentTool  # noqa: E402
 from google.genai import types  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from pydantic import Field  # noqa: E402
+
+# ADK logs every failed node with its traceback; the failures here are on purpose (set
+# after the imports, which set up ADK's loggers).
+logging.getLogger("google_adk").setLevel(logging.CRITICAL)
 
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
 SEEN: dict[str, list[str]] = {}  # agent -> the function responses its model was given
