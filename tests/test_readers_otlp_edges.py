@@ -522,3 +522,25 @@ def test_openai_agents_native_handoff_span_names_both_sides() -> None:
     assert enters(otlp_to_events(doc(*spans)))[1:] == [
         ("billing", "triage", "handoff", "handoff", "handoff.span"),
     ]
+
+
+def test_a_genai_only_circle_is_classified_with_its_circle(tmp_path: Any) -> None:
+    from tracekit.store import Store
+
+    spans = [
+        agent(sid(1), "desk", 0, 100, status=error("AGENT_RECURSION")),
+        tool(sid(2), "ask", 1, 99, sid(1)),
+        agent(sid(3), "orders", 2, 98, sid(2), status=error("AGENT_RECURSION"), attrs={"error.type": "AGENT_RECURSION"}),
+        tool(sid(4), "ask", 3, 97, sid(3)),
+        agent(sid(5), "billing", 4, 96, sid(4), status=error("AGENT_RECURSION"), attrs={"error.type": "AGENT_RECURSION"}),
+        tool(sid(6), "ask", 5, 6, sid(5)),
+        agent(sid(7), "orders", 5, 6, sid(6), status=error("AGENT_RECURSION"), attrs={"error.type": "AGENT_RECURSION"}),
+    ]  # fmt: skip
+    path = tmp_path / "circle.otlp.json"
+    path.write_text(json.dumps(doc(*spans)) + "\n")
+    with Store(tmp_path / "fleet.duckdb") as store:
+        store.ingest(path)
+        frame = store.sql("SELECT outcome, circle, origin_agent FROM runs")
+    assert list(frame.itertuples(index=False, name=None)) == [
+        ("failed:recursion", "billing -> orders -> billing", "orders")
+    ]
