@@ -273,3 +273,33 @@ def test_the_quick_reading_knows_the_same_choices_as_the_commands() -> None:
     assert tuple(TreeFormat) == _cli_quick.TREE_FORMATS
     assert tuple(FleetFormat) == _cli_quick.FLEET_FORMATS
     assert tuple(ColorMode) == _cli_quick.COLORS
+
+
+FRAMEWORK_RUN = (
+    Path(__file__).parent / "frameworks" / "recordings" / "openai_agents" / "tool_raises.otlp.json"
+)
+
+
+def test_a_tool_that_raised_shows_in_text_errors_and_json_and_model_turns_on_request() -> None:
+    text = run_cli("tree", str(FRAMEWORK_RUN))
+    assert text.returncode == 0, text.stderr
+    assert "    charge_card (error Error running tool)" in text.stdout.splitlines()
+    assert "generation" not in text.stdout  # model turns are hidden by default
+    errors = run_cli("tree", str(FRAMEWORK_RUN), "--errors")
+    assert errors.stdout.splitlines()[-1] == "    charge_card (error Error running tool)"
+    shown = run_cli("tree", str(FRAMEWORK_RUN), "--show", "llm")
+    assert shown.stdout.count("generation") == 2
+    bad = run_cli("tree", str(FRAMEWORK_RUN), "--show", "nothing")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    tree = json.loads(run_cli("tree", str(FRAMEWORK_RUN), "--format", "json").stdout)
+    [triage] = tree["runs"][0]["steps"]
+    billing = next(s for s in triage["steps"] if s["type"] == "agent")
+    assert billing["edge"] == {"source": "handoff.span"}
+    tool = next(s for s in billing["steps"] if s.get("call") == "tool")
+    assert (tool["id"], tool["ok"], tool["error"]["code"]) == (
+        "charge_card",
+        False,
+        "Error running tool",
+    )
+    llm = next(s for s in triage["steps"] if s.get("call") == "llm")
+    assert llm["usage"] == {"inputTokens": 120, "outputTokens": 30, "models": ["scripted-triage"]}

@@ -109,7 +109,7 @@ def test_a_delegation_becomes_a_run_with_an_invocation() -> None:
         RunStart(ts=1100.0, runId=A, agent="triage", **COMMON),
         Node(ts=1101.0, runId=A, id="classify", ok=True, durationMs=9.0, **COMMON),
         Enter(ts=1121.0, invocationId=B, runId=B, parentRunId=A, agent="billing", node="delegate", **COMMON),
-        Node(ts=1122.0, runId=B, id="fetch_invoice", ok=True, durationMs=8.0, **COMMON),
+        Node(ts=1122.0, runId=B, id="fetch_invoice", ok=True, durationMs=8.0, call="tool", **COMMON),
         Exit(ts=1179.0, invocationId=B, runId=B, parentRunId=A, agent="billing", node="delegate",
              ok=True, durationMs=58.0, status="ok", **COMMON),
         RunEnd(ts=1200.0, runId=A, ok=True, durationMs=100.0, **COMMON),
@@ -127,14 +127,15 @@ def test_the_parent_run_is_the_nearest_agent_above_and_the_tool_span_names_the_n
         span("00000000000000e1", "POST /agents", 2, 89, T),  # not a tool: the tool above wins
         agent(B, "writer", 3, 88, "00000000000000e1"),
         span("00000000000000e2", "retry", 4, 80, B),
-        agent(C, "critic", 5, 70, "00000000000000e2"),  # no tool between: the nearest span names it
+        agent(C, "critic", 5, 70, "00000000000000e2"),  # no tool between: no node
     ]
     events = otlp_to_events(doc(*spans))
     enters = {e.agent: e for e in _by_type(events, Enter)}
     assert (enters["writer"].parentRunId, enters["writer"].node) == (A, "ask_writer")
-    assert (enters["critic"].parentRunId, enters["critic"].node) == (B, "retry")
-    # Spans that name nodes are no steps, nor is what a step or a tool span nests.
-    assert _by_type(events, Node) == []
+    # Only a tool span is a node; a plain span between stays the step it is.
+    assert (enters["critic"].parentRunId, enters["critic"].node) == (B, None)
+    # A span that names a node is no step, nor is what a tool span nests.
+    assert [(n.runId, n.id) for n in _by_type(events, Node)] == [(B, "retry")]
 
 
 def test_a_deep_chain_of_spans_resolves_without_recursion() -> None:
@@ -147,7 +148,7 @@ def test_a_deep_chain_of_spans_resolves_without_recursion() -> None:
     spans.append(agent(B, "leaf", 5000, 5001, parent))
     events = otlp_to_events(doc(*spans))
     enter = _by_type(events, Enter)[0]
-    assert (enter.parentRunId, enter.node) == (A, "layer4999")
+    assert (enter.parentRunId, enter.node) == (A, None)  # no tool span between
     assert [n.id for n in _by_type(events, Node)] == ["layer1"]  # the rest is inside it
 
 

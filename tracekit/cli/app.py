@@ -62,6 +62,12 @@ class TreeFormat(enum.StrEnum):
     json = "json"
 
 
+class ShownStep(enum.StrEnum):
+    """Steps the tree text hides unless asked for."""
+
+    llm = "llm"
+
+
 class ColorMode(enum.StrEnum):
     """When to colour: ``auto`` is on a terminal unless NO_COLOR is set."""
 
@@ -134,6 +140,10 @@ def tree_command(
     strict: Annotated[
         bool, typer.Option("--strict", help="Any bad line is an error (exit code 2).")
     ] = False,
+    show: Annotated[
+        list[ShownStep] | None,
+        typer.Option("--show", help="Also show these steps: llm (the model turns)."),
+    ] = None,
     db: Annotated[
         str | None,
         typer.Option(
@@ -150,6 +160,7 @@ def tree_command(
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
     With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
     """
+    shown = tuple(step.value for step in show or ())
     if db is not None:
         from tracekit.cli.tree import store_tree_view
 
@@ -162,10 +173,11 @@ def tree_command(
             errors_only=errors,
             color=_use_color(color),
             wait=wait,
+            show=shown,
         )
         _print_view(view.stdout, view.stderr)
         return
-    _tree(file, run, format.value, color.value, max_depth, errors, strict)
+    _tree(file, run, format.value, color.value, max_depth, errors, strict, shown)
 
 
 def _tree(
@@ -176,6 +188,7 @@ def _tree(
     max_depth: int | None,
     errors: bool,
     strict: bool,
+    show: tuple[str, ...] = (),
 ) -> None:
     """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
     from tracekit.cli.tree import tree_view
@@ -189,6 +202,7 @@ def _tree(
         errors_only=errors,
         color=_use_color(ColorMode(color)),
         strict=strict,
+        show=show,
         hold=_HELD,  # freed by the process's end, not object by object
     )
     _print_view(view.stdout, view.stderr)

@@ -36,6 +36,7 @@ def render_forest(
     errors_only: bool = False,
     color: bool = False,
     source: str = "the trace",
+    show: tuple[str, ...] = (),
 ) -> TreeView:
     """Render a forest as text or JSON, with its integrity report for stderr.
 
@@ -47,7 +48,12 @@ def render_forest(
         text = forest_to_json(forest, runs).decode()
     else:
         text = describe_forest(
-            forest, run_id=run_id, max_depth=max_depth, errors_only=errors_only, color=color
+            forest,
+            run_id=run_id,
+            max_depth=max_depth,
+            errors_only=errors_only,
+            color=color,
+            show=show,
         )
     return TreeView(text, describe_integrity(forest.integrity))
 
@@ -61,6 +67,7 @@ def tree_view(
     errors_only: bool = False,
     color: bool = False,
     strict: bool = False,
+    show: tuple[str, ...] = (),
     hold: list[object] | None = None,
 ) -> TreeView:
     """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
@@ -89,6 +96,7 @@ def tree_view(
             errors_only=errors_only,
             color=color,
             source=source,
+            show=show,
         )
     if hold is not None:
         hold.extend((result, forest))
@@ -128,6 +136,7 @@ def store_tree_view(
     errors_only: bool = False,
     color: bool = False,
     wait: float = 0.0,
+    show: tuple[str, ...] = (),
 ) -> TreeView:
     """Read a run's tree from a store and render it: ``tracekit tree RUN --db``.
 
@@ -151,4 +160,5 @@ def store_tree_view(
         errors_only=errors_only,
         color=color,
         source=f"{db}:{run_id}",
+        show=show,
     )

@@ -252,12 +252,18 @@ def failing_origin(run: RunFacts) -> Call | None:
 
     From the failed call the root made (the one whose error the run ended
     with, else the last to end), go down while the call only wrapped a
-    callee's failure, each time to the callee its error came from.
+    callee's failure, each time to the callee its error came from. When no
+    call of the root failed but the run ended with an error, the failure was
+    handed on: it is picked among every failed call the same way.
     """
     below = _failed_children(run.calls)
     top = below.get(None)
     if not top:
-        return None
+        # A handoff passes control on: the agent that raised may hang below
+        # callers that had already ended ok (OpenAI Agents, ADK, Strands).
+        top = [c for c in run.calls if c.failed] if run.error is not None else []
+        if not top:
+            return None
     call = _pick(top, run.error)
     while failure_role(call, below.get(call.invocation_id, ())) == "wrapped":
         call = _pick(below[call.invocation_id], call.error)

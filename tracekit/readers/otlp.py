@@ -31,6 +31,7 @@ from typing import Any, Final, Literal, cast
 import msgspec
 
 from tracekit.events import (
+    EdgeInfo,
     Enter,
     ErrorInfo,
     Event,
@@ -40,10 +41,14 @@ from tracekit.events import (
     RunEnd,
     RunStart,
     Status,
-    check_error,
+    Usage,
 )
+from tracekit.readers.otlp_edges import OTEL
+from tracekit.readers.otlp_errors import CANCELLED_CODES, agent_errors
 from tracekit.readers.otlp_json import Span, check_span, decode_spans
+from tracekit.readers.otlp_kinds import session_of
 from tracekit.readers.otlp_spans import Key, SpanIndex, parent_loops
+from tracekit.readers.otlp_steps import Steps
 from tracekit.readers.otlp_wire import decode_spans_fast
 from tracekit.validate import VALUE_DEPTH_REASON
 
@@ -59,14 +64,13 @@ REFUSALS: Final = frozenset(
         "AGENT_INPUT_INVALID",
     }
 )
-_CANCELLED: Final = frozenset({"CANCELLED", "CANCELED", "cancelled", "canceled"})
+_CANCELLED: Final = CANCELLED_CODES
 _STATUSES: Final = frozenset({"ok", "error", "refused", "cancelled", "pending"})
 _KINDS: Final = frozenset({"delegate", "handoff", "subagent"})
 _FAILURES: Final = frozenset({"delegation", "agent"})
 _Failure = Literal["delegation", "agent"]
 _NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
 _RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
-_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
 #: A span the mapping refused: its line, a short text naming it, and the reason.
 Reject = tuple[int, str, str]
 
@@ -237,20 +241,31 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
     """
     _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
+    steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
     skipped = 0
-    errors = _errors(index)
-    for key in index.agents:
-        line = spans[key].line
-        pairs.extend((line, event) for event in _agent_records(index, key, errors.get(key)))
+    failed_tools: dict[Key, Node] = {}  # each agent's last failed tool call
     for key, span in spans.items():
         if key in index.agent_set or key in index.consumed:
             continue
         run = index.run_of(key)
         if run is None:
             skipped += 1
-        elif _is_step(index, span):
-            pairs.append((span.line, _node(span, run, index.step_name(span))))
+            continue
+        node = steps.node(key, span, run)
+        if node is not None:
+            pairs.append((span.line, node))
+            owner = index.otel.get(key)
+            if node.call == "tool" and node.error is not None and owner is not None:
+                last = failed_tools.get(owner)
+                if last is None or node.ts >= last.ts:
+                    failed_tools[owner] = node
+    errors = agent_errors(index, failed_tools)
+    sessions = _sessions(index)
+    for key in index.agents:
+        line = spans[key].line
+        records = _agent_records(index, key, errors, steps.usage.get(key), sessions)
+        pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs, skipped
 
@@ -268,62 +283,6 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
 
 
-def _is_step(index: SpanIndex, span: Span) -> bool:
-    """A step is a span right under an agent span (what it nests is part of it)."""
-    attrs = span.attrs
-    if attrs.get("tracekit.delegated"):
-        return False
-    return "tracekit.step" in attrs or (span.trace, span.parent) in index.agent_set
-
-
-def _errors(index: SpanIndex) -> dict[tuple[str, str], ErrorInfo]:
-    """Each failed agent span's error, children first so a wrapper finds its cause."""
-    out: dict[tuple[str, str], ErrorInfo] = {}
-    for key in reversed(index.agents):
-        span = index.spans[key]
-        error = _own_error(span)
-        if error is None:
-            continue
-        if error.code == "AGENT_FAILED" and error.cause is None:
-            error.cause = _cause(index, key, out)
-        out[key] = error
-    return out
-
-
-def _own_error(span: Span) -> ErrorInfo | None:
-    written = span.attrs.get("tracekit.error")
-    if isinstance(written, str) and written:
-        try:
-            error: ErrorInfo = _ERROR_DECODER.decode(written)
-            check_error(error)
-        except (msgspec.MsgspecError, ValueError, RecursionError):
-            return ErrorInfo(code=_code(span), message=written)  # not one of ours: keep its text
-        return error
-    if not span.error and span.attrs.get("tracekit.status") in (None, "ok"):
-        return None
-    return ErrorInfo(code=_code(span), message=span.message)
-
-
-def _code(span: Span) -> str:
-    code = span.attrs.get("error.type") or span.exception or span.message or "ERROR"
-    return str(code)
-
-
-def _cause(
-    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
-) -> ErrorInfo | None:
-    """The error of the agent child that failed last: what an ``AGENT_FAILED`` wraps."""
-    failed = [
-        c
-        for c in index.children_agents.get(key, ())
-        if c in errors and errors[c].code not in _CANCELLED
-    ]
-    if not failed:
-        return None
-    last = max(failed, key=lambda c: (index.spans[c].end or 0, index.spans[c].start))
-    return errors[last]
-
-
 def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> Status:
     written = index.spans[key].attrs.get("tracekit.status")
     if written in _STATUSES:
@@ -337,8 +296,15 @@ def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> 
     return "error"
 
 
-def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> list[Event]:
+def _agent_records(
+    index: SpanIndex,
+    key: tuple[str, str],
+    errors: dict[tuple[str, str], ErrorInfo],
+    usage: Usage | None,
+    sessions: dict[str, str],
+) -> list[Event]:
     span = index.spans[key]
+    error = errors.get(key)
     attrs = span.attrs
     common: dict[str, Any] = {"service": span.service, "traceId": span.trace or None}
     run_id = index.run_id(key)
@@ -347,7 +313,10 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
     start = span.start / _NS_PER_MS
     duration = (span.end - span.start) / _NS_PER_MS if span.end is not None else None
     if index.is_root(key):
-        records: list[Event] = [RunStart(ts=start, runId=run_id, agent=agent, **common)]
+        session = session_of(span) or sessions.get(key[0])
+        records: list[Event] = [
+            RunStart(ts=start, runId=run_id, agent=agent, session=session, **common)
+        ]
         if span.end is not None:
             written = attrs.get("tracekit.failure")
             failure = cast(_Failure, written) if written in _FAILURES else failure_of(error)
@@ -365,7 +334,13 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
         return records
     node = index.node_of(key)
     written_kind = attrs.get("tracekit.kind")
-    kind = cast(Kind, written_kind) if written_kind in _KINDS else _kind_of(node)
+    edge = index.edges[key]
+    if written_kind in _KINDS:
+        kind = cast(Kind, written_kind)
+    elif "tracekit.node" in attrs:
+        kind = _kind_of(node)
+    else:
+        kind = edge.kind
     ids: dict[str, Any] = {
         "invocationId": str(attrs.get("tracekit.invocation_id") or span.id),
         "runId": run_id,
@@ -373,7 +348,8 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
         "agent": agent,
         "node": node,
     }
-    records = [Enter(ts=start, kind=kind, **ids, **common)]
+    found = None if edge.source == OTEL else EdgeInfo(source=edge.source)
+    records = [Enter(ts=start, kind=kind, edge=found, **ids, **common)]
     if span.end is not None:
         records.append(
             Exit(
@@ -382,11 +358,23 @@ def _agent_records(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | No
                 durationMs=duration,
                 status=status,
                 error=error,
+                usage=usage,
                 **ids,
                 **common,
             )
         )
     return records
+
+
+def _sessions(index: SpanIndex) -> dict[str, str]:
+    """Each trace's conversation: on the first agent span of it that names one."""
+    found: dict[str, str] = {}
+    for key in index.agents:
+        if key[0] not in found:
+            session = session_of(index.spans[key])
+            if session is not None:
+                found[key[0]] = session
+    return found
 
 
 def _kind_of(node: str | None) -> Kind:
@@ -398,15 +386,3 @@ def _kind_of(node: str | None) -> Kind:
     if node.startswith("spawn"):
         return "subagent"
     return "delegate"
-
-
-def _node(span: Span, run: str, name: str) -> Node:
-    return Node(
-        ts=span.start / _NS_PER_MS,
-        service=span.service,
-        traceId=span.trace or None,
-        runId=run,
-        id=name,
-        ok=(not span.error) if span.end is not None else None,
-        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
-    )

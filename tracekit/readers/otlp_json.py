@@ -13,12 +13,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
-__all__ = ["ERROR_CODES", "SPAN_KEYS", "Span", "check_span", "decode_spans", "hex_id"]
+__all__ = [
+    "ARGUMENT_KEYS",
+    "ERROR_CODES",
+    "SPAN_KEYS",
+    "Span",
+    "check_span",
+    "decode_spans",
+    "hex_id",
+    "is_transfer_name",
+    "target_in",
+]
 
 ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 #: The span attributes the mapping reads; the rest are not kept (a big file
@@ -44,8 +56,37 @@ SPAN_KEYS: Final = frozenset(
         "tracekit.error",
         "tracekit.failure",
         "tracekit.delegated",
+        # Edges between agents that are not OTel parents (tracekit.readers.otlp_edges):
+        "gen_ai.transfer.mode",
+        "gen_ai.transfer.target.name",
+        "gen_ai.caller.name",
+        "gen_ai.caller.agent.name",
+        "gen_ai.workflow.name",
+        "from_agent",
+        "to_agent",
+        "graph.node.id",
+        "graph.node.parent_id",
+        "metadata",
+        # Model usage and sessions:
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "llm.token_count.prompt",
+        "llm.token_count.completion",
+        "llm.model_name",
+        "gen_ai.conversation.id",
+        "session.id",
     }
 )
+#: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
+#: OpenInference); read only to find the agent a transfer names.
+ARGUMENT_KEYS: Final = (
+    "gcp.vertex.agent.tool_call_args",
+    "gen_ai.tool.call.arguments",
+    "input.value",
+)
+_TRANSFER: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -64,6 +105,14 @@ class Span:
     service: str | None
     exception: str | None = None  # the ``exception.type`` of an exception event
     line: int = 0  # the source line it was read from, when the caller says
+    #: The spans it links to, as ``(trace id, span id)``.
+    links: tuple[tuple[str, str], ...] = ()
+    #: The agent a transfer tool names in its arguments or events, if any.
+    target: str | None = None
+    #: Its name reads as a handoff or transfer (:func:`is_transfer_name`).
+    transfer: bool = False
+    #: The ``exception.message`` of an exception event.
+    exception_message: str | None = None
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -198,25 +247,80 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     if start is None:
         raise ValueError(f"span {span_id} has no startTimeUnixNano")
     status = raw.get("status") or {}
+    events = raw.get("events") or ()
+    name = str(raw.get("name") or "")
+    exception, exception_message = _exception(events)
     return Span(
         trace=hex_id(_get(raw, "traceId", "trace_id")),
         id=span_id,
         parent=hex_id(_get(raw, "parentSpanId", "parent_span_id")),
-        name=str(raw.get("name") or ""),
+        name=name,
         start=start,
         end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
         attrs=attributes(raw.get("attributes"), SPAN_KEYS),
         error=status.get("code") in ERROR_CODES,
         message=str(status.get("message") or ""),
         service=service if isinstance(service, str) else None,
-        exception=_exception_type(raw.get("events")),
+        exception=exception,
+        exception_message=exception_message,
+        links=tuple(
+            (hex_id(_get(link, "traceId", "trace_id")), hex_id(_get(link, "spanId", "span_id")))
+            for link in raw.get("links") or ()
+        ),
+        target=_dict_target(name, raw, events),
+        transfer=is_transfer_name(name),
     )
 
 
-def _exception_type(events: Any) -> str | None:
+def _exception(events: Any) -> tuple[str | None, str | None]:
+    """The type and message of the first ``exception`` event that has a type."""
     for event in events or ():
         if event.get("name") == "exception":
-            found = attributes(event.get("attributes")).get("exception.type")
-            if found:
-                return str(found)
+            found = attributes(event.get("attributes"))
+            if found.get("exception.type"):
+                message = found.get("exception.message")
+                return str(found["exception.type"]), str(message) if message else None
+    return None, None
+
+
+def is_transfer_name(name: str) -> bool:
+    """Whether a span or tool name reads as a handoff (``transfer_to_agent``, ``handoff to x``).
+
+    Example:
+        >>> is_transfer_name("execute_tool transfer_to_agent"), is_transfer_name("lookup")
+        (True, False)
+    """
+    return _TRANSFER.search(name) is not None
+
+
+def target_in(values: Any) -> str | None:
+    """The agent named by a transfer's arguments: an ``agent_name`` (or ``agent``) key.
+
+    ``values`` are attribute values, JSON text or already decoded.
+
+    Example:
+        >>> target_in(['{"agent_name": "billing"}'])
+        'billing'
+    """
+    for value in values:
+        if isinstance(value, str) and "agent" in value:
+            try:
+                value = json.loads(value)
+            except ValueError:
+                continue
+        if isinstance(value, dict):
+            for key in ("agent_name", "agent", "target_agent"):
+                found = value.get(key)
+                if isinstance(found, str) and found:
+                    return found
     return None
+
+
+def _dict_target(name: str, raw: dict[str, Any], events: Any) -> str | None:
+    if not is_transfer_name(name):
+        return None
+    attrs = attributes(raw.get("attributes"))
+    values: list[Any] = [attrs.get(key) for key in ARGUMENT_KEYS]
+    for event in events:
+        values.extend(attributes(event.get("attributes")).values())
+    return target_in(values)

@@ -9,9 +9,21 @@ instead of followed forever.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
-from tracekit.readers.otlp_json import Span
+from tracekit.readers.otlp_edges import EDGE_RULES, OTEL, Edge, EdgeRule
+from tracekit.readers.otlp_json import Span, is_transfer_name
+from tracekit.readers.otlp_kinds import (
+    is_container,
+    is_llm,
+    is_tool,
+    is_workflow,
+    langgraph_meta,
+    langgraph_shapes,
+    namespace,
+    tool_name,
+)
 
 __all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
@@ -23,20 +35,27 @@ _MODEL_OPERATIONS: Final = frozenset(
 
 
 def is_agent(span: Span) -> bool:
-    """Whether the span is an agent invocation (or tracekit's own root run)."""
+    """Whether the span is an agent invocation (or tracekit's own root run).
+
+    A LangGraph span is decided per trace instead (:func:`langgraph_shapes`):
+    OpenInference names its kinds after run names there.
+    """
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
     operation = attrs.get("gen_ai.operation.name")
     if operation == "invoke_agent":
         return True
-    if (
-        attrs.get("openinference.span.kind") == "AGENT"
-        or attrs.get("traceloop.span.kind") == "agent"
-    ):
+    if attrs.get("openinference.span.kind") == "AGENT":
+        return "metadata" not in attrs or langgraph_meta(span) is None
+    if attrs.get("traceloop.span.kind") == "agent":
         return True
     # The shape before invoke_agent: an agent name on a span that is no model call.
-    return "gen_ai.agent.name" in attrs and operation in _OLD_OPERATIONS
+    return (
+        "gen_ai.agent.name" in attrs
+        and operation in _OLD_OPERATIONS
+        and not (is_llm(span) or is_tool(span) or is_container(span))
+    )
 
 
 def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
@@ -76,45 +95,124 @@ def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
     return loops
 
 
-def _tool_name(span: Span) -> str | None:
-    name = span.attrs.get("gen_ai.tool.name") or span.attrs.get("tool.name")
-    return str(name) if name else None
+def _marker_target(span: Span) -> str | None:
+    """The agent a handoff or transfer span names, if it names one."""
+    attrs = span.attrs
+    found = attrs.get("gen_ai.transfer.target.name") or attrs.get("to_agent") or span.target
+    if found:
+        return str(found)
+    name = tool_name(span) or span.name
+    for prefix in ("handoff to ", "transfer_to_", "transfer to "):
+        if name.startswith(prefix) and name != "transfer_to_agent":
+            return name[len(prefix) :].strip() or None
+    return None
+
+
+#: Attributes of an agent span that name its caller some other way than the span tree.
+_EVIDENCE: Final = frozenset(
+    {
+        "gen_ai.caller.name",
+        "gen_ai.caller.agent.name",
+        "graph.node.parent_id",
+        "metadata",
+    }
+)
+
+
+def _may_mark(span: Span) -> bool:
+    """Whether a span may be a handoff or transfer (names first: they are cheap)."""
+    attrs = span.attrs
+    if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
+        return True
+    if span.transfer:
+        return is_tool(span)
+    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
+    return isinstance(name, str) and is_transfer_name(name)
 
 
 class SpanIndex:
-    """Agent spans, each span's nearest agent ancestor, and the delegating nodes."""
+    """Agent spans, their edges (:mod:`tracekit.readers.otlp_edges`), and what the rest are."""
 
-    def __init__(self, spans: dict[Key, Span]) -> None:
+    def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
-        self.agent_set = {key for key, span in spans.items() if is_agent(span)}
+        self.graph_agents, graph_workflows = langgraph_shapes(spans)
+        self.workflows = graph_workflows
+        self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
-        for span in spans.values():
+        marks: list[Key] = []
+        for key, span in spans.items():  # one pass: a big file holds millions of spans
             if span.parent:
                 self.has_children.add((span.trace, span.parent))
-        self.ancestor = self._ancestors()
+            if is_workflow(span):
+                self.workflows.add(key)
+            elif is_agent(span):
+                self.agent_set.add(key)
+            elif _may_mark(span):
+                marks.append(key)
+        self.agent_set |= self.workflows
+        # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
+        nested = {key for key in self.workflows if self._inside_agent(key)}
+        self.workflows -= nested
+        self.agent_set -= nested
+        self.otel = self._ancestors()
+        self.claimed: set[Key] = set()
+        self._markers: dict[str, list[Key]] = {}
+        #: Traces with any evidence of an edge besides the span tree; in the
+        #: others (most traces: nesting only) the rules are not tried.
+        self._evidence: set[str] = set()
+        for key in marks:
+            if key not in self.agent_set:
+                self._markers.setdefault(key[0], []).append(key)
+                self._evidence.add(key[0])
+        for key in self.agent_set:
+            span = spans[key]
+            if span.links or not _EVIDENCE.isdisjoint(span.attrs):
+                self._evidence.add(key[0])
+        self._by_name: dict[tuple[str, str], list[Key]] | None = None
+        self.edges: dict[Key, Edge] = {}
+        self._depth: dict[Key, int] = {}
+        # Only evidence rules need start order (a caller placed first); the span tree does not.
+        order = sorted(self.agent_set, key=self._order) if self._evidence else self.agent_set
+        for key in order:
+            self.edges[key] = self._edge(key, rules)
         self.agents = self._agents_parents_first()
         self.children_agents: dict[Key, list[Key]] = {}
         for key in self.agents:
-            above = self.ancestor[key]
+            above = self.edges[key].parent
             if above is not None:
                 self.children_agents.setdefault(above, []).append(key)
-        self.consumed: set[Key] = set()
-        self._nodes = {key: self._find_node(key) for key in self.agents}
+        self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
-    def _parent(self, key: Key) -> Key | None:
+    # -- building ------------------------------------------------------------
+    def _inside_agent(self, key: Key) -> bool:
+        cur = self.parent_of(key)
+        for _ in range(100_000):
+            if cur is None:
+                return False
+            if cur in self.agent_set and cur not in self.workflows:
+                return True
+            cur = self.parent_of(cur)
+        return False
+
+    def is_workflow(self, key: Key) -> bool:
+        """Whether the span is a whole run (workflow, swarm, graph) rather than one agent."""
+        return key in self.workflows
+
+    def parent_of(self, key: Key) -> Key | None:
+        """The span's OTel parent, when it is among the spans."""
         span = self.spans[key]
         parent = (span.trace, span.parent)
         return parent if span.parent and parent in self.spans else None
 
     def _ancestors(self) -> dict[Key, Key | None]:
-        """Each span's nearest agent ancestor (strictly above it), or None."""
+        """Each span's nearest agent ancestor by OTel parents (strictly above it), or None."""
         memo: dict[Key, Key | None] = {}
         for key in self.spans:
             if key in memo:
                 continue
             path = [key]
             seen = {key}
-            cur = self._parent(key)
+            cur = self.parent_of(key)
             while (
                 cur is not None
                 and cur not in memo
@@ -123,7 +221,7 @@ class SpanIndex:
             ):
                 path.append(cur)
                 seen.add(cur)
-                cur = self._parent(cur)
+                cur = self.parent_of(cur)
             if cur is None or cur in seen:
                 found = None
             elif cur in self.agent_set:
@@ -134,49 +232,182 @@ class SpanIndex:
                 memo[step] = found
         return memo
 
+    def _order(self, key: Key) -> tuple[int, int, Key]:
+        """Agents in start order; at one moment, a caller before its callee."""
+        path: list[Key] = []
+        cur: Key | None = key
+        while cur is not None and cur not in self._depth and len(path) <= len(self.agent_set):
+            path.append(cur)
+            cur = self.otel[cur]
+        base = self._depth.get(cur, 0) if cur is not None else -1
+        for offset, step in enumerate(reversed(path), 1):
+            self._depth[step] = base + offset
+        return (self.spans[key].start, self._depth[key], key)
+
+    def _edge(self, key: Key, rules: tuple[EdgeRule, ...]) -> Edge:
+        """The first rule's finding; one that agrees with the OTel parent is the OTel parent's."""
+        attrs = self.spans[key].attrs
+        plain = Edge(self.otel[key], None, "delegate", OTEL)
+        if "tracekit.parent_run_id" in attrs or "tracekit.root" in attrs:
+            edge = plain  # the runtime knew its parent
+        elif key[0] not in self._evidence:
+            edge = rules[-1](self, key) or plain
+        else:
+            edge = next((e for e in (rule(self, key) for rule in rules) if e is not None), plain)
+            if edge.source != OTEL and edge.parent == self.otel[key]:
+                edge = EDGE_RULES[-1](self, key) or plain
+        if edge.node is not None:
+            self.claimed.add(edge.node)
+        return edge
+
     def _agents_parents_first(self) -> list[Key]:
         depth: dict[Key, int] = {}
         for key in self.agent_set:
             path: list[Key] = []
             cur: Key | None = key
             while cur is not None and cur not in depth:
-                if cur in path:  # an ancestor loop: the last one visited becomes a root
-                    self.ancestor[path[-1]] = None
+                if cur in path:  # cannot happen (edges point to earlier agents); cut it anyway
                     cur = None
                     break
                 path.append(cur)
-                cur = self.ancestor[cur]
+                cur = self.edges[cur].parent
             base = depth[cur] + 1 if cur is not None and cur in depth else 0
             for offset, step in enumerate(reversed(path)):
                 depth[step] = base + offset
         return sorted(self.agent_set, key=lambda k: (depth[k], self.spans[k].start, k))
 
-    def _find_node(self, key: Key) -> str | None:
-        """The node that delegated: the tool span between an agent and its caller."""
-        written = self.spans[key].attrs.get("tracekit.node")
-        if written:
-            return str(written)
-        above = self.ancestor[key]
-        between: list[Key] = []
-        cur = self._parent(key)
-        while cur is not None and cur != above and len(between) < 1000:
-            between.append(cur)
-            cur = self._parent(cur)
-        if not between:
-            return None
-        chosen = next((k for k in between if _tool_name(self.spans[k])), between[0])
-        self.consumed.add(chosen)
-        return self.step_name(self.spans[chosen])
+    # -- what the rules ask --------------------------------------------------
+    def otel_agent(self, key: Key) -> Key | None:
+        """The nearest agent span above ``key`` by OTel parents."""
+        return self.otel.get(key)
+
+    def may_call(self, parent: Key, key: Key) -> bool:
+        """Whether ``parent`` may be the caller of ``key``: it was placed first and is not below it."""
+        if parent not in self.edges:
+            return False
+        cur: Key | None = parent
+        for _ in range(10_000):
+            if cur is None:
+                return True
+            if cur == key:
+                return False
+            edge = self.edges.get(cur)
+            cur = edge.parent if edge is not None else self.otel.get(cur)
+        return False
+
+    def below(self, key: Key, ancestor: Key) -> bool:
+        """Whether ``key`` is under ``ancestor`` in the span tree."""
+        cur = self.parent_of(key)
+        for _ in range(100_000):
+            if cur is None:
+                return False
+            if cur == ancestor:
+                return True
+            cur = self.parent_of(cur)
+        return False
+
+    def _trace_markers(self, trace: str) -> list[Key]:
+        return self._markers.get(trace, [])
+
+    def latest_marker(self, key: Key, wanted: Callable[[Span], bool]) -> Key | None:
+        """The latest unclaimed marker span before ``key`` started that names its agent.
+
+        One that names no agent serves when none names this one.
+        """
+        span = self.spans[key]
+        agent = self.agent_name(span)
+        named: Key | None = None
+        unnamed: Key | None = None
+        for marker in self._trace_markers(key[0]):
+            found = self.spans[marker]
+            if marker in self.claimed or found.start > span.start or not wanted(found):
+                continue
+            if self.below(marker, key):
+                continue
+            target = _marker_target(found)
+            if target == agent:
+                if named is None or found.start >= self.spans[named].start:
+                    named = marker
+            elif target is None and (unnamed is None or found.start >= self.spans[unnamed].start):
+                unnamed = marker
+        return named if named is not None else unnamed
+
+    def _agents_named(self, trace: str, name: str) -> list[Key]:
+        if self._by_name is None:
+            self._by_name = {}
+            for key in self.agent_set:
+                self._by_name.setdefault((key[0], self.agent_name(self.spans[key])), []).append(key)
+        return self._by_name.get((trace, name), [])
+
+    def latest_agent(self, key: Key, name: str) -> Key | None:
+        """The latest agent span named ``name`` that started before ``key``, not below it."""
+        start = self.spans[key].start
+        found: Key | None = None
+        for other in self._agents_named(key[0], name):
+            span = self.spans[other]
+            if other == key or span.start > start or self.below(other, key):
+                continue
+            if found is None or span.start >= self.spans[found].start:
+                found = other
+        return found
+
+    def running_agent(self, key: Key, name: str, moment: int) -> Key | None:
+        """The latest agent span named ``name`` that was running at ``moment``."""
+        found: Key | None = None
+        for other in self._agents_named(key[0], name):
+            span = self.spans[other]
+            if other == key or span.start > moment or (span.end is not None and span.end < moment):
+                continue
+            if found is None or span.start >= self.spans[found].start:
+                found = other
+        return found
+
+    def open_tool(self, agent: Key, moment: int) -> Key | None:
+        """The agent's latest tool span that was open at ``moment``."""
+        found: Key | None = None
+        for key, span in self.spans.items():
+            if key[0] != agent[0] or self.otel.get(key) != agent or not is_tool(span):
+                continue
+            open_then = span.start <= moment and (span.end is None or span.end >= moment)
+            if open_then and (found is None or span.start >= self.spans[found].start):
+                found = key
+        return found
+
+    def namespace_agent(self, key: Key, ns: str) -> Key | None:
+        """The agent whose LangGraph namespace is ``ns``; the workflow above for ``""``."""
+        if not ns:
+            cur = self.otel.get(key)
+            while cur is not None and cur not in self.workflows:
+                cur = self.otel.get(cur)
+            return cur
+        for other in self.graph_agents:
+            if other[0] != key[0] or other == key:
+                continue
+            meta = langgraph_meta(self.spans[other])
+            if meta is not None and namespace(meta) == ns:
+                return other
+        return None
+
+    def node_between(self, parent: Key | None, key: Key) -> Key | None:
+        """The tool span between ``key`` and ``parent`` in the span tree (nearest to ``key``)."""
+        cur = self.parent_of(key)
+        steps = 0
+        while cur is not None and cur != parent and steps < 1000:
+            if cur not in self.claimed and is_tool(self.spans[cur]):
+                return cur
+            cur = self.parent_of(cur)
+            steps += 1
+        return None
 
     # -- what the records need ---------------------------------------------
     def is_root(self, key: Key) -> bool:
-        """The agent span opens a root run: nothing agent-like above, no parent run named."""
+        """The agent span opens a root run: no caller found, no parent run named."""
         attrs = self.spans[key].attrs
         if "tracekit.root" in attrs:
             return True
         if "tracekit.invocation_id" in attrs or "tracekit.parent_run_id" in attrs:
             return False
-        return self.ancestor[key] is None
+        return self.edges[key].parent is None
 
     def run_id(self, key: Key) -> str:
         """The run an agent span is: ``tracekit.run_id``, else its span id."""
@@ -184,11 +415,11 @@ class SpanIndex:
         return str(span.attrs.get("tracekit.run_id") or span.id)
 
     def parent_run_id(self, key: Key) -> str | None:
-        """The caller's run: ``tracekit.parent_run_id``, else the nearest agent above."""
+        """The caller's run: ``tracekit.parent_run_id``, else the caller found by the rules."""
         written = self.spans[key].attrs.get("tracekit.parent_run_id")
         if written:
             return str(written)
-        above = self.ancestor[key]
+        above = self.edges[key].parent
         return self.run_id(above) if above is not None else None
 
     def run_of(self, key: Key) -> str | None:
@@ -196,21 +427,30 @@ class SpanIndex:
         written = self.spans[key].attrs.get("tracekit.run_id")
         if written:
             return str(written)
-        above = self.ancestor[key]
+        above = self.otel[key]
         return self.run_id(above) if above is not None else None
 
     def node_of(self, key: Key) -> str | None:
         """The caller's node that delegated to this agent span."""
-        return self._nodes.get(key)
+        written = self.spans[key].attrs.get("tracekit.node")
+        if written:
+            return str(written)
+        node = self.edges[key].node
+        return self.step_name(self.spans[node]) if node is not None else None
 
     @staticmethod
     def agent_name(span: Span) -> str:
-        """``gen_ai.agent.name``, else ``agent.name``, else the span name."""
+        """``gen_ai.agent.name``, ``agent.name``, ``gen_ai.workflow.name``, else the span name."""
         attrs = span.attrs
-        name = attrs.get("gen_ai.agent.name") or attrs.get("agent.name")
+        name = (
+            attrs.get("gen_ai.agent.name")
+            or attrs.get("agent.name")
+            or attrs.get("gen_ai.workflow.name")
+        )
         if name:
             return str(name)
-        return span.name.removeprefix("invoke_agent ").strip() or span.name or "?"
+        bare = span.name.removeprefix("invoke_agent ").removeprefix("invoke_workflow ")
+        return bare.strip() or span.name or "?"
 
     @staticmethod
     def step_name(span: Span) -> str:
@@ -218,4 +458,4 @@ class SpanIndex:
         written = span.attrs.get("tracekit.step")
         if written:
             return str(written)
-        return _tool_name(span) or span.name or span.id  # an id is never empty
+        return tool_name(span) or span.name or span.id  # an id is never empty

@@ -14,7 +14,15 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.readers.otlp_json import ERROR_CODES, SPAN_KEYS, Span, hex_id
+from tracekit.readers.otlp_json import (
+    ARGUMENT_KEYS,
+    ERROR_CODES,
+    SPAN_KEYS,
+    Span,
+    hex_id,
+    is_transfer_name,
+    target_in,
+)
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_fast"]
@@ -53,6 +61,11 @@ class _Event(msgspec.Struct):
     attributes: list[_KeyValue] = []
 
 
+class _Link(msgspec.Struct):
+    traceId: str = ""
+    spanId: str = ""
+
+
 class _Span(msgspec.Struct):
     spanId: str = ""
     traceId: str = ""
@@ -63,6 +76,7 @@ class _Span(msgspec.Struct):
     attributes: list[_KeyValue] = []
     status: _Status | None = None
     events: list[_Event] = []
+    links: list[_Link] = []
 
 
 class _Scope(msgspec.Struct):
@@ -149,12 +163,15 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
     if not raw.spanId or start is None:
         raise ValueError("a span without spanId or start")
     status = raw.status
-    exception = None
+    transfer = is_transfer_name(raw.name)
+    exception = message = None
     for event in raw.events:
         if event.name == "exception":
-            exception = _attrs(event.attributes).get("exception.type")
-            if exception:
-                exception = str(exception)
+            found = _attrs(event.attributes)
+            if found.get("exception.type"):
+                exception = str(found["exception.type"])
+                message = found.get("exception.message")
+                message = str(message) if message else None
                 break
     return Span(
         trace=_id(raw.traceId, ids),
@@ -167,5 +184,20 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         error=status is not None and status.code in ERROR_CODES,
         message=(status.message or "") if status is not None else "",
         service=service,
-        exception=exception or None,
+        exception=exception,
+        exception_message=message,
+        links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
+        if raw.links
+        else (),
+        target=_target(raw) if transfer else None,
+        transfer=transfer,
     )
+
+
+def _target(raw: _Span) -> str | None:
+    """The agent a transfer tool names, in its arguments or its events' attributes."""
+    attrs = _attrs(raw.attributes)
+    values: list[Any] = [attrs.get(key) for key in ARGUMENT_KEYS]
+    for event in raw.events:
+        values.extend(_attrs(event.attributes).values())
+    return target_in(values)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart
+from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
 from tracekit.readers.otlp import event_sort_key, failure_of
+from tracekit.simulation.catalog import TOOL_STEPS
 from tracekit.simulation.model import Inv, Step
 
 __all__ = ["v1_events"]
 
 _BY_TS = attrgetter("ts")
+#: A failed tool step's error, as the OTLP form's status message reads back.
+_STEP_FAILED = ErrorInfo(code="step failed", message="step failed")
 
 
 def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = None) -> list[Event]:
@@ -27,6 +30,7 @@ def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = N
         for item in inv.items:
             if isinstance(item, Step):
                 assert item.end is not None
+                tool = item.name in TOOL_STEPS  # an execute_tool span in the OTLP form
                 events.append(
                     Node(
                         ts=float(item.start),
@@ -36,6 +40,8 @@ def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = N
                         id=item.name,
                         ok=item.ok,
                         durationMs=float(item.end - item.start),
+                        call="tool" if tool else None,
+                        error=_STEP_FAILED if tool and not item.ok else None,
                     )
                 )
             else:

@@ -138,9 +138,24 @@ SELECT s.* REPLACE (w.root_run_id AS root_run_id, w.depth AS depth, NULL AS fail
 FROM _sub s LEFT JOIN _walk w ON w.run_id = s.run_id;
 """
 
-_STEPS: Final = """
+# A store older than v4 (written by an older tracekit, before it was
+# opened and migrated) has steps without call and error columns.
+_STEPS_V1: Final = """
 INSERT INTO steps
 SELECT run_id, node, string_split(node, '/')[-1], ts_ms, seq, ok, duration_ms, source, line
+FROM events WHERE ingest_id >= $since AND type = 'node';
+"""
+
+# ``call`` and the error's message are read from the raw JSON only where the
+# record can have them: a ``"call"`` key, an error code.
+_STEPS: Final = """
+INSERT INTO steps BY NAME
+SELECT run_id, node AS step_id, string_split(node, '/')[-1] AS name, ts_ms, seq, ok,
+    duration_ms, source, line,
+    CASE WHEN contains(raw, '"call":') THEN json_extract_string(raw, '$.call') END AS call,
+    error_code,
+    CASE WHEN error_code IS NOT NULL
+        THEN json_extract_string(raw, '$.error.message') END AS error_message
 FROM events WHERE ingest_id >= $since AND type = 'node';
 """
 
@@ -231,11 +246,20 @@ FROM t
 def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     """Rebuild what the events of ingests ``>= since`` touch; return runs touched."""
     params = {"since": since}
-    for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, _STEPS, _AFFECTED, _RUNS):
+    steps = _STEPS if _has_call(con) else _STEPS_V1
+    for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, steps, _AFFECTED, _RUNS):
         for statement in _statements(script):
             con.execute(statement, params if "$since" in statement else None)
     row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]
     return int(row[0]) if row else 0
+
+
+def _has_call(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store's steps have the v4 columns."""
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'steps' AND column_name = 'call'"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _statements(script: str) -> list[str]:

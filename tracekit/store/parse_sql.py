@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from tracekit.events import KINDS, STATUSES
+from tracekit.events import CALLS, KINDS, STATUSES
 from tracekit.validate import MAX_DEPTH, MAX_TS_MS, MIN_TS_MS
 
 __all__ = ["EVENT_COLUMNS", "PARSE_SQL", "TRUSTED_PARSE_SQL", "parse_sql"]
@@ -38,6 +38,7 @@ _FIELDS: Final = (
     ("failure", "VARCHAR"),
     ("error", "JSON"),
     ("attrs", "JSON"),
+    ("call", "VARCHAR"),
 )
 _EXTRA_PATHS: Final = ("$", "$.error.code", "$.error.message", "$.error.chain", "$.error.cause")
 _PATHS: Final = tuple(f"$.{key}" for key, _ in _FIELDS) + _EXTRA_PATHS
@@ -69,6 +70,7 @@ def _rule(key: str, rule: str) -> str:
         "bool": f"{jt} = 'BOOLEAN'",
         "bool?": f"coalesce({jt}, 'NULL') IN ('BOOLEAN', 'NULL')",
         "kind": f"({jt} IS NULL OR ({jt} = 'VARCHAR' AND {_one_of('j.kind', KINDS)}))",
+        "call?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.call', CALLS)}))",
         "status?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.status', STATUSES)}))",
         "failure?": f"({optional} OR ({jt} = 'VARCHAR' AND {_one_of('j.failure', ('delegation', 'agent'))}))",
         # A chain (its items' types) or a cause (its depth and fields) is
@@ -111,7 +113,14 @@ _RULES: Final = {
         ("status", "status?"),
         ("error", "error?"),
     ),
-    "node": (("runId", "id"), ("id", "id"), ("ok", "bool?"), ("durationMs", "duration?")),
+    "node": (
+        ("runId", "id"),
+        ("id", "id"),
+        ("ok", "bool?"),
+        ("durationMs", "duration?"),
+        ("call", "call?"),
+        ("error", "error?"),
+    ),
     "run.start": (("runId", "id"), ("agent", "id")),
     "run.end": (
         ("runId", "id"),
@@ -242,11 +251,11 @@ SELECT *, hash(event_key) AS key_hash FROM (SELECT
     CASE WHEN j.type = 'exit' THEN {_EXIT_STATUS} END AS status,
     CASE j.type
         WHEN 'exit' THEN coalesce(j.ok, {_EXIT_STATUS} = 'ok')
-        WHEN 'node' THEN j.ok
+        WHEN 'node' THEN coalesce(j.ok, CASE WHEN {_HAS_ERROR} THEN false END)
         WHEN 'run.end' THEN j.ok
     END AS ok,
     CASE WHEN j.type IN ('exit', 'node', 'run.end') THEN j.durationMs END AS duration_ms,
-    CASE WHEN j.type IN ('exit', 'run.end') AND {_HAS_ERROR}
+    CASE WHEN j.type IN ('exit', 'node', 'run.end') AND {_HAS_ERROR}
         THEN json_extract_string(j.error, '$.code') END AS error_code,
     j.service AS service,
     j.traceId AS trace_id

@@ -210,7 +210,18 @@ CREATE TABLE IF NOT EXISTS fleet_calls (
 );
 """
 
-SCHEMA_VERSION: Final = 3
+# v4: what a step called and how it failed. Tool calls and model turns read
+# from OTLP spans are ``node`` records with ``call`` (``tool`` | ``llm``) and,
+# when they failed, ``error``: the columns let a query find the tool that
+# raised (``WHERE call = 'tool' AND NOT ok``). Steps stored before v4 keep
+# NULLs (their records had no such fields before the readers wrote them).
+_V4: Final = """
+ALTER TABLE steps ADD COLUMN call VARCHAR;
+ALTER TABLE steps ADD COLUMN error_code VARCHAR;
+ALTER TABLE steps ADD COLUMN error_message VARCHAR;
+"""
+
+SCHEMA_VERSION: Final = 4
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)

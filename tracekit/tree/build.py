@@ -223,7 +223,7 @@ class _Builder:
                 if steps is None:
                     steps = items[event.runId] = []
                     roots[event.runId] = None
-                if event.ok is None and event.durationMs is None:
+                if event.ok is None and event.durationMs is None and event.call is None:
                     step = shared.get(event.id)
                     if step is None:
                         step = shared[event.id] = _node_step(event)
@@ -252,6 +252,7 @@ class _Builder:
                     status="running",
                     durationMs=None,
                     startTs=ts,
+                    edge=event.edge,
                     steps=steps,
                 )
                 owner[child] = by_id[key] = agent
@@ -427,12 +428,22 @@ def _started(event: Enter, steps: list[Step]) -> AgentStep:
         status="running",
         durationMs=None,
         startTs=event.ts,
+        edge=event.edge,
         steps=steps,
     )
 
 
 def _node_step(event: Node) -> NodeStep:
-    return NodeStep(event.id.rpartition("/")[2], event.ok, event.durationMs)
+    if event.call is None:
+        return NodeStep(event.id.rpartition("/")[2], event.ok, event.durationMs)
+    return NodeStep(
+        event.id.rpartition("/")[2],
+        event.ok,
+        event.durationMs,
+        call=event.call,
+        error=event.error,
+        usage=event.usage,
+    )
 
 
 def _finish(step: AgentStep, event: Exit) -> None:

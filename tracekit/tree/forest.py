@@ -10,7 +10,7 @@ Example:
     >>> from tracekit.tree.model import NodeStep
     >>> run = RunTree(runId="r", kind="root", steps=AgentTree([NodeStep("a")]))
     >>> Forest(runs=[run], integrity=Integrity()).run("r").steps
-    [NodeStep(id='a', ok=None, durationMs=None)]
+    [NodeStep(id='a', ok=None, durationMs=None, call=None, error=None, usage=None)]
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class Forest(msgspec.Struct, kw_only=True):
             >>> tree = AgentTree([NodeStep("a")])
             >>> forest = Forest(runs=[RunTree(runId="r", kind="root", steps=tree)], integrity=Integrity())
             >>> forest.find("r").steps
-            [NodeStep(id='a', ok=None, durationMs=None)]
+            [NodeStep(id='a', ok=None, durationMs=None, call=None, error=None, usage=None)]
         """
         for run in self.runs:
             if run.runId == run_id and run.kind != "orphan":

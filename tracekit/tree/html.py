@@ -122,6 +122,8 @@ def _render(
             parts.append(_note(f"... {left} more steps not shown"))
             parts.append("</ul></details></li>" * (len(stack) - 1) + "</ul>")
             return
+        if getattr(step, "call", None) == "llm":
+            continue  # model turns are hidden, as in the text tree
         shown += 1
         if not isinstance(step, AgentStep):
             parts.append(_node_item(step))
@@ -180,7 +182,9 @@ def _note(text: str) -> str:
 def _node_item(step: Step) -> str:
     name = _text(step.id)  # type: ignore[union-attr]
     failed = getattr(step, "ok", None) is False
-    mark = f' <span style="color:{STATUS_COLORS["error"]}">(failed)</span>' if failed else ""
+    error = getattr(step, "error", None)
+    word = f"failed {_text(error.code)}" if error is not None else "failed"
+    mark = f' <span style="color:{STATUS_COLORS["error"]}">({word})</span>' if failed else ""
     return f'<li class="tk-node">{name}{mark}</li>'
 
 

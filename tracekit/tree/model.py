@@ -26,7 +26,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from tracekit.events import ErrorInfo, Kind
+from tracekit.events import Call, EdgeInfo, ErrorInfo, Kind, Usage
 
 __all__ = [
     "MARK_NO_ENTER",
@@ -47,13 +47,18 @@ class NodeStep(msgspec.Struct, tag_field="type", tag="node", omit_defaults=True,
     """A step of a run: ``{"type": "node", "id": ...}``.
 
     ``id`` is the step's own name: a path such as ``delegate/sql/say`` shows
-    its last part. ``ok`` and ``durationMs`` appear when the record had them.
-    Frozen: a tree may share one object between repeats of the same step.
+    its last part. ``ok`` and ``durationMs`` appear when the record had them;
+    ``call`` (``tool`` or ``llm``), ``error`` and ``usage`` when the step was
+    a tool call or a model turn. Frozen: a tree may share one object between
+    repeats of the same step.
     """
 
     id: str
     ok: bool | None = None
     durationMs: float | None = None
+    call: Call | None = None
+    error: ErrorInfo | None = None
+    usage: Usage | None = None
 
     @property
     def type(self) -> Literal["node"]:
@@ -68,7 +73,8 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     exit was seen. ``error`` is left out when there is none. ``startTs`` and
     ``endTs`` (milliseconds) are tracekit's additions, for timelines; ``mark``
     says what was odd about this invocation, if anything (``"exit without
-    enter"``, a cycle cut here, a run claimed twice).
+    enter"``, a cycle cut here, a run claimed twice); ``edge`` names the rule
+    a reader used to find the caller, when it had to infer it.
     """
 
     agent: str
@@ -84,6 +90,7 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     startTs: float | None = None
     endTs: float | None = None
     mark: str | None = None
+    edge: EdgeInfo | None = None
     steps: list[Step]
 
     @property

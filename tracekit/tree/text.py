@@ -19,7 +19,7 @@ wording is in ``docs/trace-format.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 from tracekit._util.text import escape, format_ms
@@ -115,7 +115,8 @@ class _AgentLines:
 def _node_line(step: NodeStep, color: bool) -> str:
     name = escape(step.id)
     if step.ok is False:
-        name += " (" + _paint("error", "31", color) + ")"
+        word = "error" if step.error is None else f"error {escape(step.error.code)}"
+        name += " (" + _paint(word, "31", color) + ")"
     return name
 
 
@@ -159,6 +160,7 @@ def describe_agent_tree(
     errors_only: bool = False,
     color: bool = False,
     indent: int = 0,
+    show: Collection[str] = (),
 ) -> str:
     """Print a tree as the seed's ``describeAgentTree`` does; never raises on odd data.
 
@@ -169,6 +171,7 @@ def describe_agent_tree(
         errors_only: show only the paths that lead to a failure.
         color: colour the status words with ANSI escapes.
         indent: levels to indent everything by (a forest's trees sit under headers).
+        show: hidden kinds of step to show: ``llm`` shows the model turns.
 
     Example:
         >>> from tracekit.tree import NodeStep
@@ -176,6 +179,7 @@ def describe_agent_tree(
         'decide\\nreply'
     """
     keep = _failure_paths(tree) if errors_only else None
+    hide_llm = "llm" not in show
     agent_line = _AgentLines(color)
     out: list[str] = []
     append = out.append
@@ -187,6 +191,8 @@ def describe_agent_tree(
             if keep is not None and id(step) not in keep:
                 continue
             if type(step) is NodeStep:
+                if hide_llm and step.call == "llm":
+                    continue
                 name = step.id
                 if step.ok is False or not name.isprintable():
                     name = _node_line(step, color)
@@ -246,6 +252,7 @@ def describe_forest(
     max_depth: int | None = None,
     errors_only: bool = False,
     color: bool = False,
+    show: Collection[str] = (),
 ) -> str:
     """Print every tree of a forest; headers appear when there is more than one.
 
@@ -263,7 +270,7 @@ def describe_forest(
         runs = [found]
     else:
         runs = forest.runs
-    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color}
+    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color, "show": show}
     if len(runs) == 1 and runs[0].kind in ("root", "subtree"):
         return describe_agent_tree(runs[0].steps, **options)  # type: ignore[arg-type]
     blocks = []

@@ -1,0 +1,168 @@
+"""tracekit's tree of every recorded framework run, against what really happened.
+
+For each recording (``recordings/<framework>/<scenario>.otlp.json``): the
+invocations tracekit rebuilds (agents, callers, kinds, nodes, ok, the tools
+each called and their ok) equal the recorder's ground truth
+(``<scenario>.expected.json``); ``tracekit tree`` prints the golden text
+(``<scenario>.tree.txt``, written by tracekit and reviewed against the
+truth); and the run ingested into a real store is classified as what
+happened. Re-write the golden files with ``TRACEKIT_GOLDEN=write``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracekit.events import RunStart
+from tracekit.readers import read_trace
+from tracekit.readers.otlp_json import decode_spans
+from tracekit.readers.otlp_spans import SpanIndex
+from tracekit.tree import AgentStep, NodeStep, RunTree, Step, build_forest
+
+HERE = Path(__file__).parent
+RECORDINGS = HERE / "recordings"
+TRACEKIT = str(Path(sys.executable).parent / "tracekit")
+FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
+IDS = [f"{p.parent.name}/{p.name.removesuffix('.otlp.json')}" for p in FILES]
+
+
+def truth_of(path: Path) -> dict[str, Any]:
+    return json.loads(path.with_name(path.name.replace(".otlp.json", ".expected.json")).read_text())
+
+
+def root_is_workflow(path: Path) -> bool:
+    """Whether the recording's root span is a workflow (the run) rather than an agent."""
+    spans = {}
+    for line in path.read_text().splitlines():
+        spans.update({(s.trace, s.id): s for s in decode_spans(json.loads(line))})
+    index = SpanIndex(spans)
+    roots = [key for key in index.agents if index.is_root(key)]
+    assert len(roots) == 1, roots
+    return index.is_workflow(roots[0])
+
+
+def tools_of(steps: list[Step]) -> list[dict[str, Any]]:
+    return [{"name": s.id, "ok": s.ok} for s in steps if type(s) is NodeStep and s.call == "tool"]
+
+
+def invocations(run: RunTree, workflow: bool) -> list[dict[str, Any]]:
+    """The run's invocations in start order, in the ground truth's shape."""
+    rows: list[dict[str, Any]] = []
+    if not workflow:  # the root span is an agent: invocation 0
+        rows.append(
+            {"agent": run.agent, "parent": None, "kind": None, "node": None, "ok": run.ok,
+             "tools": tools_of(run.steps)}
+        )  # fmt: skip
+    stack: list[tuple[AgentStep, AgentStep | None]] = [
+        (s, None) for s in run.steps if type(s) is AgentStep
+    ]
+    order: list[tuple[AgentStep, AgentStep | None]] = []
+    while stack:
+        step, caller = stack.pop()
+        order.append((step, caller))
+        stack.extend((s, step) for s in step.steps if type(s) is AgentStep)
+    order.sort(key=lambda pair: pair[0].startTs or 0.0)
+    position = {id(step): n + len(rows) for n, (step, _) in enumerate(order)}
+    for step, caller in order:
+        if caller is not None:
+            parent: int | None = position[id(caller)]
+        else:
+            parent = None if workflow else 0
+        rows.append(
+            {
+                "agent": step.agent,
+                "parent": parent,
+                "kind": step.kind if parent is not None else None,
+                "node": step.node,
+                "ok": step.ok,
+                "tools": tools_of(step.steps),
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
+    truth = truth_of(path)
+    events = read_trace(path).events
+    [run] = [r for r in build_forest(events).runs if r.kind == "root"]
+    rebuilt = invocations(run, root_is_workflow(path))
+    # Delegates run concurrently start in any order: compare each with its caller's name.
+    assert canonical(rebuilt) == canonical(truth["invocations"])
+    assert [i["agent"] for i in rebuilt][:1] == [i["agent"] for i in truth["invocations"]][:1]
+    assert run.ok is truth["run_ok"]
+    assert sum(isinstance(e, RunStart) for e in events) == 1
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
+    golden = path.with_name(path.name.replace(".otlp.json", ".tree.txt"))
+    done = subprocess.run(
+        [TRACEKIT, "tree", str(path), "--color", "never"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    if os.environ.get("TRACEKIT_GOLDEN") == "write":
+        golden.write_text(done.stdout)
+    assert done.stdout == golden.read_text()
+
+
+def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted."""
+    return sorted(
+        (
+            row["agent"],
+            rows[row["parent"]]["agent"] if row["parent"] is not None else None,
+            row["kind"],
+            row["node"],
+            row["ok"],
+            json.dumps(row["tools"]),
+        )
+        for row in rows
+    )
+
+
+def outcome_of(truth: dict[str, Any]) -> str:
+    """The fleet class of what happened: raised, handled a failure, or clean."""
+    if not truth["run_ok"]:
+        return "failed:child"
+    return "degraded" if any(not i["ok"] for i in truth["invocations"]) else "ok"
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_fleet_classifies_the_run_as_what_happened(path: Path, tmp_path: Path) -> None:
+    from tracekit.store import Store
+
+    truth = truth_of(path)
+    with Store(tmp_path / "fleet.duckdb") as store:
+        store.ingest(path)
+        frame = store.sql("SELECT outcome, origin_agent, origin_code FROM runs")
+        tools = store.sql(
+            "SELECT name, error_code FROM steps WHERE call = 'tool' AND NOT ok ORDER BY ts_ms"
+        )
+    [(outcome, origin, code)] = list(frame.itertuples(index=False, name=None))
+    assert outcome == outcome_of(truth)
+    failed_tools = [t["name"] for i in truth["invocations"] for t in i["tools"] if not t["ok"]]
+    assert sorted(tools.name) == sorted(failed_tools)
+    if outcome != "ok":
+        failed = [i["agent"] for i in truth["invocations"] if not i["ok"]]
+        assert origin == failed[-1]  # the innermost failure: where it began
+        origin_tools = [
+            t["name"]
+            for i in truth["invocations"]
+            if i["agent"] == origin
+            for t in i["tools"]
+            if not t["ok"]
+        ]
+        if origin_tools:  # ... and it began in the tool that raised there
+            assert code == tools.error_code.iloc[-1]

@@ -1,0 +1,132 @@
+"""Why each agent span failed: its own error, and what the spans around it add.
+
+An agent's error is its span's own (:func:`~tracekit.readers.otlp_steps.own_error`),
+completed from the spans around it: the child an ``AGENT_FAILED`` wraps, the
+circle of a recursion refusal, the tool that raised inside it, and for a
+workflow root that a processor marked OK, the agent that was speaking last.
+
+Example:
+    >>> sorted(CANCELLED_CODES)[:2]
+    ['CANCELED', 'CANCELLED']
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tracekit.events import ErrorInfo, Node
+from tracekit.readers.otlp_json import Span
+from tracekit.readers.otlp_spans import Key, SpanIndex
+from tracekit.readers.otlp_steps import own_error
+
+__all__ = ["CANCELLED_CODES", "agent_errors"]
+
+CANCELLED_CODES: Final = frozenset({"CANCELLED", "CANCELED", "cancelled", "canceled"})
+_CANCELLED: Final = CANCELLED_CODES
+
+
+def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, ErrorInfo]:
+    """Each failed agent span's error, children first so a wrapper finds its cause.
+
+    A recursion refusal seen only through GenAI spans (no ``chain`` written)
+    gets its circle from the path of agents above it; a workflow root that a
+    processor marked OK fails with the agent that was speaking last, if that
+    one failed and nobody took over (:func:`_unhandled`). An agent whose
+    failure has no type of its own (a status message only), with a tool of
+    its own that raised and no failed callee, has that tool's error as its
+    ``cause``: the failure began in the tool.
+    """
+    out: dict[tuple[str, str], ErrorInfo] = {}
+    for key in reversed(index.agents):
+        span = index.spans[key]
+        error = own_error(span)
+        if error is None:
+            error = _unhandled(index, key, out)
+            if error is None:
+                continue
+        if error.code == "AGENT_FAILED" and error.cause is None:
+            error.cause = _cause(index, key, out)
+        if error.code == "AGENT_RECURSION" and not error.chain:
+            error.chain = _circle(index, key)
+        if (
+            error.cause is None
+            and _untyped(index.spans[key])
+            and not _failed_callee(index, key, out)
+        ):
+            error.cause = _tool_cause(error, failed_tools.get(key))
+        out[key] = error
+    return out
+
+
+def _tool_cause(error: ErrorInfo, tool: Node | None) -> ErrorInfo | None:
+    """The error of the agent's last failed tool call, when it says more than the agent's."""
+    if tool is None or tool.error is None or tool.error.code == error.code:
+        return None
+    message = f"tool {tool.id}: {tool.error.message}" if tool.error.message else f"tool {tool.id}"
+    return ErrorInfo(code=tool.error.code, message=message)
+
+
+def _untyped(span: Span) -> bool:
+    """The span's failure has no type of its own (only a status message)."""
+    return not span.attrs.get("error.type") and span.exception is None
+
+
+def _failed_callee(index: SpanIndex, key: Key, errors: dict[Key, ErrorInfo]) -> bool:
+    return any(c in errors for c in index.children_agents.get(key, ()))
+
+
+def _circle(index: SpanIndex, key: tuple[str, str]) -> list[str]:
+    """The agents from the first call of the refused agent down to its refusal."""
+    names: list[str] = []
+    cur: tuple[str, str] | None = key
+    while cur is not None and len(names) <= len(index.agents):
+        if not index.is_workflow(cur) or cur == key:
+            names.append(index.agent_name(index.spans[cur]))
+        cur = index.edges[cur].parent
+    names.reverse()
+    first = names.index(names[-1])
+    return names[first:] if first < len(names) - 1 else names
+
+
+def _unhandled(
+    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
+) -> ErrorInfo | None:
+    """A workflow root's failure that its own span hides: the last speaker failed.
+
+    A handoff passes the conversation on, so the run's answer is the last
+    agent's, following handoffs from the root's last call; if that agent
+    failed, the run raised whatever its root span says.
+    """
+    if not index.is_root(key) or not index.is_workflow(key):
+        return None
+    last = _last_call(index, key)
+    while last is not None:
+        handed = [
+            c for c in index.children_agents.get(last, ()) if index.edges[c].kind == "handoff"
+        ]
+        if not handed:
+            break
+        last = max(handed, key=lambda c: (index.spans[c].start, c))
+    if last is None or last not in errors or errors[last].code in _CANCELLED:
+        return None
+    return ErrorInfo(code="AGENT_FAILED", message=errors[last].message, cause=errors[last])
+
+
+def _last_call(index: SpanIndex, key: tuple[str, str]) -> tuple[str, str] | None:
+    children = index.children_agents.get(key, ())
+    return max(children, key=lambda c: (index.spans[c].start, c)) if children else None
+
+
+def _cause(
+    index: SpanIndex, key: tuple[str, str], errors: dict[tuple[str, str], ErrorInfo]
+) -> ErrorInfo | None:
+    """The error of the agent child that failed last: what an ``AGENT_FAILED`` wraps."""
+    failed = [
+        c
+        for c in index.children_agents.get(key, ())
+        if c in errors and errors[c].code not in _CANCELLED
+    ]
+    if not failed:
+        return None
+    last = max(failed, key=lambda c: (index.spans[c].end or 0, index.spans[c].start))
+    return errors[last]

@@ -1,0 +1,168 @@
+"""The steps of an agent's run: its tool calls, its model turns, its own spans.
+
+Frameworks wrap an agent's tool calls in model turns (OpenAI Agents' ``turn``
+spans), loop cycles (Strands' ``execute_event_loop_cycle``) or chains
+(LangGraph's ``agent``/``tools`` nodes). Those wrappers are neither steps nor
+nodes (:func:`~tracekit.readers.otlp_kinds.is_container`): the tool calls
+and model calls inside them belong to the agent, so a tool that raised is
+seen. A tool call becomes ``Node(call="tool")`` named by the tool, with its
+``ok`` and ``error``; a model call becomes ``Node(call="llm")`` with its
+usage (trees hide those unless asked); any other span right under an agent
+is a plain step, and what it nests is part of it.
+
+Example:
+    >>> own_error(Span("t", "a", "", "x", 1, 2, {}, True, "boom", None, "ValueError"))
+    ErrorInfo(code='ValueError', message='boom', chain=None, cause=None)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from tracekit.events import ErrorInfo, Node, Usage, check_error
+from tracekit.readers.otlp_json import Span
+from tracekit.readers.otlp_kinds import (
+    CONTROL_FLOW,
+    is_container,
+    is_llm,
+    is_tool,
+    sum_usage,
+    usage_of,
+)
+from tracekit.readers.otlp_spans import Key, SpanIndex
+
+__all__ = ["Steps", "own_error"]
+
+_NS_PER_MS: Final = 1_000_000
+_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
+_CODE_CHARS: Final = 80
+
+
+def own_error(span: Span) -> ErrorInfo | None:
+    """A span's own error: ``tracekit.error``, an ERROR status, or an exception event.
+
+    An exception event is a failure even with the status left unset and no
+    ``error.type`` (Pydantic AI, processors that mark every span OK).
+    """
+    written = span.attrs.get("tracekit.error")
+    if isinstance(written, str) and written:
+        try:
+            error: ErrorInfo = _ERROR_DECODER.decode(written)
+            check_error(error)
+        except (msgspec.MsgspecError, ValueError, RecursionError):
+            return ErrorInfo(code=_code(span), message=written)  # not one of ours: keep its text
+        return error
+    status = span.attrs.get("tracekit.status")
+    if status is not None:
+        if status == "ok":
+            return None
+    elif not span.error and (span.exception is None or _control_flow(span.exception)):
+        return None
+    return ErrorInfo(code=_code(span), message=span.message or span.exception_message or "")
+
+
+def _control_flow(kind: str) -> bool:
+    """An exception a framework raises to steer, not to fail (LangGraph's ``ParentCommand``)."""
+    return kind.rpartition(".")[2] in CONTROL_FLOW
+
+
+def _code(span: Span) -> str:
+    """``error.type``, else the exception's type, else the status message's head.
+
+    A status message often carries the failing call's arguments
+    (``Error running tool: {'tool_name': ...}``); its part before the first
+    colon is the code, so that failures of one kind group together, and the
+    whole text stays the error's message.
+    """
+    code = span.attrs.get("error.type") or span.exception
+    if code:
+        return str(code)
+    head = span.message.partition(": ")[0].strip()[:_CODE_CHARS]
+    return head or "ERROR"
+
+
+class Steps:
+    """Which spans are steps of which run, and each agent's own model usage."""
+
+    def __init__(self, index: SpanIndex) -> None:
+        self.index = index
+        self._clear: dict[Key, bool] = {}
+        #: Each agent span's own usage: its model calls (not its callees'),
+        #: else what its own span carries.
+        self.usage: dict[Key, Usage] = {}
+        calls: dict[Key, list[Usage]] = {}
+        #: The model calls among the spans (asked again for every step).
+        self.llm: set[Key] = set()
+        for key, span in index.spans.items():
+            if key in index.agent_set or not is_llm(span):
+                continue
+            self.llm.add(key)
+            owner = index.otel.get(key)
+            usage = usage_of(span)
+            if owner is not None and usage is not None:
+                calls.setdefault(owner, []).append(usage)
+        for key in index.agent_set:
+            found = calls.get(key)
+            total = sum_usage(found) if found else usage_of(index.spans[key])
+            if total is not None:
+                self.usage[key] = total
+
+    def _reaches_agent(self, key: Key) -> bool:
+        """Whether only wrappers (turns, cycles, chains) stand between the span and its agent."""
+        path: list[Key] = []
+        cur: Key | None = self.index.parent_of(key)
+        answer = False
+        while cur is not None:
+            if cur in self.index.agent_set:
+                answer = True
+                break
+            known = self._clear.get(cur)
+            if known is not None:
+                answer = known
+                break
+            path.append(cur)
+            if not is_container(self.index.spans[cur]):
+                break
+            cur = self.index.parent_of(cur)
+        for step in path:
+            self._clear[step] = answer and is_container(self.index.spans[step])
+        return answer and all(self._clear[step] for step in path)
+
+    def node(self, key: Key, span: Span, run: str) -> Node | None:
+        """The step record of a span that is not an agent, or None if it is part of another."""
+        attrs = span.attrs
+        if attrs.get("tracekit.delegated"):
+            return None
+        parent = (span.trace, span.parent)
+        if "tracekit.step" in attrs:
+            return _node(span, run, self.index.step_name(span), None)
+        if is_tool(span):
+            if not self._reaches_agent(key):
+                return None
+            return _node(span, run, self.index.step_name(span), "tool")
+        if key in self.llm:
+            if not self._reaches_agent(key):
+                return None
+            return _node(span, run, span.name or span.id, "llm", usage_of(span))
+        if parent in self.index.agent_set and not is_container(span):
+            return _node(span, run, self.index.step_name(span), None)
+        return None
+
+
+def _node(span: Span, run: str, name: str, call: str | None, usage: Usage | None = None) -> Node:
+    ended = span.end is not None
+    error = own_error(span) if ended else None
+    return Node(
+        ts=span.start / _NS_PER_MS,
+        service=span.service,
+        traceId=span.trace or None,
+        runId=run,
+        id=name,
+        ok=(error is None) if ended else None,
+        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
+        call=call,  # type: ignore[arg-type]
+        error=error if call is not None else None,
+        usage=usage,
+    )
