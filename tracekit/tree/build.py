@@ -35,6 +35,7 @@ from typing import Any, Final
 from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
+from tracekit.tree.measures import measure
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
@@ -239,6 +240,7 @@ class _Builder:
                     status="running",
                     durationMs=None,
                     startTs=ts,
+                    edge=event.edge,
                     steps=steps,
                 )
                 owner[child] = by_id[key] = agent
@@ -259,6 +261,7 @@ class _Builder:
                 done.error = event.error
                 done.endTs = ts
                 done.durationMs = event.durationMs
+                done.usage = event.usage
             else:
                 self._run_record(event)  # type: ignore[arg-type]
         return True
@@ -351,6 +354,7 @@ class _Builder:
         if self.maybe_cycles:
             runs.extend(self._cut_cycles())
         integrity.orphanRuns = [run.runId for run in runs if run.kind == "orphan" and run.runId]
+        measure(run.steps for run in runs)
         return Forest(runs=runs, integrity=integrity)
 
     def _tree(self, run_id: str | None) -> RunTree:
@@ -414,6 +418,7 @@ def _started(event: Enter, steps: list[Step]) -> AgentStep:
         status="running",
         durationMs=None,
         startTs=event.ts,
+        edge=event.edge,
         steps=steps,
     )
 
@@ -428,6 +433,7 @@ def _finish(step: AgentStep, event: Exit) -> None:
     step.error = event.error
     step.endTs = event.ts
     step.durationMs = event.durationMs
+    step.usage = event.usage
     if step.durationMs is None and step.startTs is not None:
         step.durationMs = max(event.ts - step.startTs, 0.0)
 

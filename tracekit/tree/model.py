@@ -26,7 +26,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from tracekit.events import ErrorInfo, Kind
+from tracekit.events import EdgeInfo, ErrorInfo, Kind, Usage
 
 __all__ = [
     "MARK_NO_ENTER",
@@ -69,6 +69,12 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     ``endTs`` (milliseconds) are tracekit's additions, for timelines; ``mark``
     says what was odd about this invocation, if anything (``"exit without
     enter"``, a cycle cut here, a run claimed twice).
+
+    ``edge`` is how a reader found the parent (absent when the runtime knew
+    it); ``usage`` is the invocation's own model usage, from its exit;
+    ``ownMs`` and ``totalUsage`` are filled by :mod:`tracekit.tree.measures`:
+    the time not covered by its child invocations, and its usage with the
+    whole subtree's.
     """
 
     agent: str
@@ -84,6 +90,10 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     startTs: float | None = None
     endTs: float | None = None
     mark: str | None = None
+    edge: EdgeInfo | None = None
+    usage: Usage | None = None
+    ownMs: float | None = None
+    totalUsage: Usage | None = None
     steps: list[Step]
 
     @property
