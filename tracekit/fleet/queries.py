@@ -165,7 +165,7 @@ def _span(flt: FleetFilter, prev: FleetFilter | None) -> tuple[str, list[Any], s
 # The calls with their caller, joined on the fly: what ``fleet_calls`` holds.
 _JOINED_CALLS: Final = """(
     SELECT i.root_run_id, i.invocation_id, coalesce(p.agent, r.agent, '?') AS caller, i.agent,
-        i.service, i.start_at, i.status, i.duration_ms
+        i.service, i.start_at, i.status, i.duration_ms, i.own_ms, i.input_tokens, i.output_tokens
     FROM invocations i
     LEFT JOIN invocations p ON p.invocation_id = i.parent_invocation_id
     LEFT JOIN runs r ON i.parent_invocation_id IS NULL AND r.run_id = i.parent_run_id
