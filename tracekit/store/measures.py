@@ -46,7 +46,7 @@ EDGE_SOURCE: Final = (
 
 MEASURE_SQL: Final = """
 CREATE OR REPLACE TEMP TABLE _m AS
-SELECT invocation_id, run_id, parent_invocation_id, depth, root_run_id,
+SELECT invocation_id, run_id, parent_run_id, parent_invocation_id, depth, root_run_id,
     coalesce(start_ms, end_ms - duration_ms) AS s, end_ms AS e, duration_ms AS d,
     input_tokens, output_tokens
 FROM invocations
@@ -56,37 +56,44 @@ WHERE root_run_id IN (SELECT run_id FROM _affected)
 CREATE OR REPLACE TEMP TABLE _own AS
 WITH c AS (
     -- Each child clipped to its parent's interval; a running child reaches the parent's end.
-    SELECT p.invocation_id AS pid, greatest(k.s, p.s) AS a, least(coalesce(k.e, p.e), p.e) AS b
+    -- Invocation ids may repeat across runs: a call is its run and its id.
+    SELECT p.run_id AS prun, p.invocation_id AS pid, greatest(k.s, p.s) AS a,
+        least(coalesce(k.e, p.e), p.e) AS b
     FROM _m p JOIN _m k ON k.parent_invocation_id = p.invocation_id
+        AND k.parent_run_id = p.run_id
     WHERE p.d IS NOT NULL AND p.s IS NOT NULL AND p.e IS NOT NULL AND k.s IS NOT NULL
 ), g AS (
-    SELECT pid, a, b, max(b) OVER (
-        PARTITION BY pid ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+    SELECT prun, pid, a, b, max(b) OVER (
+        PARTITION BY prun, pid ORDER BY a, b ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
     ) AS before_end
     FROM c WHERE b > a
 ), isl AS (
-    SELECT pid, a, b, sum(CASE WHEN before_end IS NULL OR a > before_end THEN 1 ELSE 0 END)
-        OVER (PARTITION BY pid ORDER BY a, b ROWS UNBOUNDED PRECEDING) AS island
+    SELECT prun, pid, a, b, sum(CASE WHEN before_end IS NULL OR a > before_end THEN 1 ELSE 0 END)
+        OVER (PARTITION BY prun, pid ORDER BY a, b ROWS UNBOUNDED PRECEDING) AS island
     FROM g
 ), cov AS (
-    SELECT pid, sum(len) AS covered
-    FROM (SELECT pid, max(b) - min(a) AS len FROM isl GROUP BY pid, island) GROUP BY pid
+    SELECT prun, pid, sum(len) AS covered
+    FROM (SELECT prun, pid, max(b) - min(a) AS len FROM isl GROUP BY prun, pid, island)
+    GROUP BY prun, pid
 )
 SELECT m.invocation_id, m.run_id,
     CASE WHEN m.d IS NOT NULL THEN greatest(greatest(m.d, 0) - coalesce(cov.covered, 0), 0) END
         AS own_ms
-FROM _m m LEFT JOIN cov ON cov.pid = m.invocation_id;
+FROM _m m LEFT JOIN cov ON cov.pid = m.invocation_id AND cov.prun = m.run_id;
 
 CREATE OR REPLACE TEMP TABLE _tot AS
-WITH RECURSIVE up(invocation_id, parent, depth, i, o) AS (
-    SELECT invocation_id, parent_invocation_id, depth, input_tokens, output_tokens FROM _m
+WITH RECURSIVE up(run_id, invocation_id, parent_run, parent, depth, i, o) AS (
+    SELECT run_id, invocation_id, parent_run_id, parent_invocation_id, depth,
+        input_tokens, output_tokens
+    FROM _m
     WHERE root_run_id IS NOT NULL AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL)
     UNION ALL
-    SELECT p.invocation_id, p.parent_invocation_id, p.depth, up.i, up.o
-    FROM up JOIN _m p ON p.invocation_id = up.parent AND p.depth < up.depth
-        AND p.root_run_id IS NOT NULL
+    SELECT p.run_id, p.invocation_id, p.parent_run_id, p.parent_invocation_id, p.depth, up.i, up.o
+    FROM up JOIN _m p ON p.invocation_id = up.parent AND p.run_id = up.parent_run
+        AND p.depth < up.depth AND p.root_run_id IS NOT NULL
 )
-SELECT invocation_id, sum(i) AS total_i, sum(o) AS total_o FROM up GROUP BY invocation_id;
+SELECT run_id, invocation_id, sum(i) AS total_i, sum(o) AS total_o FROM up
+GROUP BY run_id, invocation_id;
 
 UPDATE invocations SET own_ms = x.own_ms,
     total_input_tokens = CASE WHEN invocations.root_run_id IS NULL
@@ -94,7 +101,8 @@ UPDATE invocations SET own_ms = x.own_ms,
     total_output_tokens = CASE WHEN invocations.root_run_id IS NULL
         THEN invocations.output_tokens ELSE x.total_o END
 FROM (SELECT o.invocation_id, o.run_id, o.own_ms, t.total_i, t.total_o
-      FROM _own o LEFT JOIN _tot t ON t.invocation_id = o.invocation_id) x
+      FROM _own o LEFT JOIN _tot t ON t.invocation_id = o.invocation_id
+          AND t.run_id = o.run_id) x
 WHERE invocations.invocation_id = x.invocation_id AND invocations.run_id = x.run_id
 """
 
