@@ -386,8 +386,12 @@ class SessionView:
     def _repr_html_(self) -> str:
         import html
 
+        from tracekit._util.text import escape
+
         head = html.escape(str(self).splitlines()[0])
-        table = self.runs.to_html(index=False, escape=True, na_rep="")
+        # Names are data: control characters shown escaped, then HTML-escaped by pandas.
+        shown = self.runs.map(lambda v: escape(v) if isinstance(v, str) else v)
+        table = shown.to_html(index=False, escape=True, na_rep="")
         return f"<div class='tracekit-session'><p><b>{head}</b></p>{table}</div>"
 
 
