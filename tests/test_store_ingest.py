@@ -367,7 +367,6 @@ def test_an_interrupted_ingest_is_finished_by_the_next(
 def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     import duckdb
 
-    from tracekit.store.ingest import ingest_paths
     from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 
     trace = write(tmp_path / "fleet.jsonl", fleet(3))

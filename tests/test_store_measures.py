@@ -17,7 +17,9 @@ from tracekit.store import Store
 from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 from tracekit.tree import AgentStep, build_forest, iter_steps
 
-RATES = SimulationRates(failure=0.1, recursion=0.05, refusal=0.05, handled=0.1, cancel=0.05, crash=0.05)
+RATES = SimulationRates(
+    failure=0.1, recursion=0.05, refusal=0.05, handled=0.1, cancel=0.05, crash=0.05
+)
 
 
 def _same(a: object, b: object) -> bool:
@@ -78,7 +80,9 @@ def test_tokens_roll_up_at_every_node_of_the_store(fleet: dict[str, Path]) -> No
             """
         )
         assert wrong.empty
-        checked = store.sql("SELECT count(*) AS n FROM invocations WHERE own_ms < 0 OR own_ms > duration_ms")
+        checked = store.sql(
+            "SELECT count(*) AS n FROM invocations WHERE own_ms < 0 OR own_ms > duration_ms"
+        )
         assert checked.n[0] == 0
 
 
@@ -114,7 +118,9 @@ def _tree_records() -> list[Event]:
         enter(0, "a", "A", "r", "lead", edge=EdgeInfo(source="handoff.span")),
         enter(10, "b", "B", "A", "bg", kind="subagent"),
         enter(20, "c", "C", "A", "helper", kind="subagent"),
-        exit_(50, "b", "B", "A", "bg", 40, usage=Usage(inputTokens=10, outputTokens=5, models=["m1"])),
+        exit_(
+            50, "b", "B", "A", "bg", 40, usage=Usage(inputTokens=10, outputTokens=5, models=["m1"])
+        ),
         exit_(80, "a", "A", "r", "lead", 80, usage=Usage(inputTokens=1, outputTokens=2)),
         exit_(120, "c", "C", "A", "helper", 100, usage=Usage(inputTokens=100)),
         *call(121, 125, "d", "D", "r", "late", usage=Usage(outputTokens=3)),
@@ -130,7 +136,12 @@ def _measures(store: Store) -> dict[str, tuple[object, ...]]:
     return {
         r["invocation_id"]: tuple(
             None if (isinstance(v, float) and math.isnan(v)) or v is None else v
-            for v in (r["own_ms"], r["total_input_tokens"], r["total_output_tokens"], r["edge_source"])
+            for v in (
+                r["own_ms"],
+                r["total_input_tokens"],
+                r["total_output_tokens"],
+                r["edge_source"],
+            )
         )
         for r in rows
     }

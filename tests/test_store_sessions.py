@@ -82,7 +82,10 @@ def test_session_json_has_the_counts_and_each_run(db: Path) -> None:
 
 
 def test_runs_filter_by_session_and_show_it(db: Path) -> None:
-    rows = [json.loads(x) for x in cli("runs", "--session", "chat-1", "--format", "json", db=db).stdout.splitlines()]
+    rows = [
+        json.loads(x)
+        for x in cli("runs", "--session", "chat-1", "--format", "json", db=db).stdout.splitlines()
+    ]
     assert sorted(r["run_id"] for r in rows) == ["r1", "r2", "r3"]
     assert {r["session_id"] for r in rows} == {"chat-1"}
     table = cli("runs", db=db).stdout

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _tree_helpers import call, enter, exit_, run_cli, write_jsonl
 import pandas as pd
+from _tree_helpers import call, enter, exit_, run_cli, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,7 +78,9 @@ def test_tokens_roll_up_own_plus_children_at_every_node() -> None:
     events = [
         enter(0, "t", "T", "r", "top"),
         enter(1, "m", "M", "T", "mid"),
-        *call(2, 3, "l1", "L1", "M", "leaf", usage=Usage(inputTokens=5, outputTokens=1, models=["x"])),
+        *call(
+            2, 3, "l1", "L1", "M", "leaf", usage=Usage(inputTokens=5, outputTokens=1, models=["x"])
+        ),
         *call(4, 5, "l2", "L2", "M", "leaf", usage=Usage(inputTokens=7, models=["y"])),
         exit_(6, "m", "M", "T", "mid", 5, usage=Usage(inputTokens=100, outputTokens=10)),
         exit_(7, "t", "T", "r", "top", 7),  # no usage of its own
@@ -139,9 +141,7 @@ def test_own_time_is_between_zero_and_total_and_total_for_a_leaf(events: list[Ev
 
 @settings(max_examples=200, deadline=None)
 @given(
-    spans=st.lists(
-        st.tuples(st.integers(-50, 150), st.integers(-50, 150)).map(sorted), max_size=8
-    )
+    spans=st.lists(st.tuples(st.integers(-50, 150), st.integers(-50, 150)).map(sorted), max_size=8)
 )
 def test_covered_time_is_the_union_counted_millisecond_by_millisecond(
     spans: list[list[int]],
@@ -159,7 +159,9 @@ def test_tree_json_and_frame_carry_the_measures(tmp_path: Path) -> None:
     events: list[Event] = [
         RunStart(ts=0, runId="r", agent="front", session="s-1"),
         enter(0, "t", "T", "r", "top", edge=EdgeInfo(source="span.link")),
-        *call(10, 30, "k", "K", "T", "kid", usage=Usage(inputTokens=4, outputTokens=2, models=["m"])),
+        *call(
+            10, 30, "k", "K", "T", "kid", usage=Usage(inputTokens=4, outputTokens=2, models=["m"])
+        ),
         exit_(40, "t", "T", "r", "top", 40, usage=Usage(inputTokens=1, outputTokens=1)),
         RunEnd(ts=41, runId="r", ok=True),
     ]

@@ -83,8 +83,12 @@ def _genai(attrs: list[dict[str, Any]], inv: Inv, session: str | None) -> None:
         return
     usage = usage_of(inv.id, inv.agent, ended=inv.status != "refused")
     if usage is not None:
-        attrs.append({"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(usage.inputTokens)}})
-        attrs.append({"key": "gen_ai.usage.output_tokens", "value": {"intValue": str(usage.outputTokens)}})
+        attrs.append(
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(usage.inputTokens)}}
+        )
+        attrs.append(
+            {"key": "gen_ai.usage.output_tokens", "value": {"intValue": str(usage.outputTokens)}}
+        )
         attrs.append(_kv("gen_ai.response.model", (usage.models or [""])[0]))
 
 

@@ -24,7 +24,7 @@ from tracekit.errors import SessionNotFoundError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["SESSION_COLUMNS", "describe_session", "session_summary", "session_runs"]
+__all__ = ["SESSION_COLUMNS", "describe_session", "session_runs", "session_summary"]
 
 #: The columns of a session's runs, as ``tracekit session`` and ``open_session`` show them.
 SESSION_COLUMNS: Final = (
@@ -72,9 +72,7 @@ def _not_found(
     shown = ", ".join(escape(k) for k in known[:_LISTED])
     if len(known) > _LISTED:
         shown += " and more"
-    hint = (
-        f"Sessions there (newest first): {shown}." if known else "No run there has a session."
-    )
+    hint = f"Sessions there (newest first): {shown}." if known else "No run there has a session."
     return SessionNotFoundError(
         f"session {escape(session_id)} is not in {escape(source)}",
         session_id=session_id,
