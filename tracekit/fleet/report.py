@@ -361,6 +361,7 @@ class FleetReport:
                     {k: _plain(v) for k, v in row.items()} for row in self.tables[name].records()
                 ]
                 for name in _TABLES
+                if name in self.tables
             },
         }
 
