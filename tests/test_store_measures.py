@@ -15,7 +15,7 @@ from tracekit.readers import read_trace
 from tracekit.simulation import SimulationRates, simulate
 from tracekit.store import Store
 from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
-from tracekit.tree import AgentStep, build_forest, iter_steps
+from tracekit.tree import AgentStep, build_forest, iter_steps, measure
 
 RATES = SimulationRates(
     failure=0.1, recursion=0.05, refusal=0.05, handled=0.1, cancel=0.05, crash=0.05
@@ -41,6 +41,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_the_store_measures_every_invocation_as_the_tree_does(fleet: dict[str, Path]) -> None:
     """Two implementations (SQL over the store, Python over the tree) agree on every call."""
     forest = build_forest(read_trace(fleet["trace"]).events)
+    measure(r.steps for r in forest.runs)
     expected = {
         s.invocationId: s
         for s in iter_steps(r.steps for r in forest.runs)

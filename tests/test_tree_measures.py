@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from tracekit.events import EdgeInfo, Event, RunEnd, RunStart, Usage
 from tracekit.tree import AgentStep, build_forest, iter_steps
 from tracekit.tree.frame import invocations_frame
-from tracekit.tree.measures import covered_ms, own_time
+from tracekit.tree.measures import covered_ms, measure, own_time
 
 
 def _by_agent(events: list[Event]) -> dict[str, AgentStep]:
     forest = build_forest(events)
+    measure(r.steps for r in forest.runs)
     return {
         s.agent: s for s in iter_steps(r.steps for r in forest.runs) if isinstance(s, AgentStep)
     }
@@ -130,6 +131,7 @@ def _random_tree(draw: st.DrawFn) -> list[Event]:
 @given(events=_random_tree())
 def test_own_time_is_between_zero_and_total_and_total_for_a_leaf(events: list[Event]) -> None:
     forest = build_forest(events)
+    measure(r.steps for r in forest.runs)
     for step in iter_steps(r.steps for r in forest.runs):
         if not isinstance(step, AgentStep) or step.durationMs is None:
             continue
@@ -148,6 +150,14 @@ def test_covered_time_is_the_union_counted_millisecond_by_millisecond(
 ) -> None:
     inside = {ms for a, b in spans for ms in range(max(a, 0), min(b, 100))}
     assert covered_ms(0, 100, [(a, b) for a, b in spans]) == len(inside)
+
+
+def test_a_plain_build_leaves_the_measures_to_measure() -> None:
+    forest = build_forest(call(0, 10, "i", "c", "r", "solo", usage=Usage(inputTokens=1)))
+    step = forest.runs[0].steps[0]
+    assert isinstance(step, AgentStep) and step.ownMs is None and step.totalUsage is None
+    measure(r.steps for r in forest.runs)
+    assert step.ownMs == 10 and step.totalUsage == Usage(inputTokens=1)
 
 
 def test_own_time_of_nothing_measured() -> None:

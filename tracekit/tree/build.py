@@ -35,7 +35,6 @@ from typing import Any, Final
 from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
-from tracekit.tree.measures import measure
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
@@ -354,7 +353,6 @@ class _Builder:
         if self.maybe_cycles:
             runs.extend(self._cut_cycles())
         integrity.orphanRuns = [run.runId for run in runs if run.kind == "orphan" and run.runId]
-        measure(run.steps for run in runs)
         return Forest(runs=runs, integrity=integrity)
 
     def _tree(self, run_id: str | None) -> RunTree:

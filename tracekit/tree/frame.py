@@ -25,6 +25,7 @@ import pandas as pd
 from tracekit.events import Enter, Event, Exit
 from tracekit.readers import read_trace
 from tracekit.tree.build import build_forest
+from tracekit.tree.measures import measure
 from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["INVOCATION_COLUMNS", "invocations_frame", "read_invocations"]
@@ -83,9 +84,11 @@ def invocations_frame(events: Iterable[Event]) -> pd.DataFrame:
     """
     records = list(events)
     origins = _origins(records)
+    forest = build_forest(records)
+    measure(run.steps for run in forest.runs)
     rows = [
         _row(step, parent, depth, run.runId, origins)
-        for run in build_forest(records).runs
+        for run in forest.runs
         for step, parent, depth in _invocations(run.steps)
     ]
     return _frame(rows)

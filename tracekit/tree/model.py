@@ -72,9 +72,11 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
 
     ``edge`` is how a reader found the parent (absent when the runtime knew
     it); ``usage`` is the invocation's own model usage, from its exit;
-    ``ownMs`` and ``totalUsage`` are filled by :mod:`tracekit.tree.measures`:
-    the time not covered by its child invocations, and its usage with the
-    whole subtree's.
+    ``ownMs`` and ``totalUsage`` are filled by
+    :func:`tracekit.tree.measures.measure` (the tree JSON and the invocations
+    frame call it; a plain build leaves them None, as it costs half a build on
+    a bushy tree): the time not covered by its child invocations, and its
+    usage with the whole subtree's.
     """
 
     agent: str
