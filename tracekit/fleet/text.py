@@ -25,6 +25,8 @@ Example:
     │ incomplete       │    0 │  0.0% │   0.0% │  +0.0 pt │
     └──────────────────┴──────┴───────┴────────┴──────────┘
     <BLANKLINE>
+    Sessions: ... with a failed run; 40 runs in sessions)
+    <BLANKLINE>
     Recursion circles (wrong by construction: act on each, even once)
     ...
 
