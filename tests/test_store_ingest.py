@@ -367,15 +367,17 @@ def test_an_interrupted_ingest_is_finished_by_the_next(
 def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     import duckdb
 
-    from tracekit.store.ingest import ingest_paths
     from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 
     trace = write(tmp_path / "fleet.jsonl", fleet(3))
     path = tmp_path / "v1.duckdb"
+    made_now = tmp_path / "now.duckdb"
+    with Store(made_now) as now:
+        now.ingest(trace)
     con = duckdb.connect(str(path))
     con.execute(MIGRATIONS[0])
     con.execute("INSERT INTO schema_version (version) VALUES (1)")
-    ingest_paths(con, [trace])
+    _copy_columns_of_v1(con, made_now)  # today's derive writes today's columns
     before = con.execute("SELECT * FROM events ORDER BY line").fetchall()
     con.close()
     with Store(path) as store:
@@ -386,6 +388,23 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
         assert "hand_over -> billing (ok, 3ms)" in str(store.tree("r1"))
         again = store.ingest(trace)
         assert again.totals.read == 0 and counts(store)[0] == len(before)
+
+
+def _copy_columns_of_v1(con: object, source: Path) -> None:
+    """Fill a v1 store's tables with the v1 columns of a store made today."""
+    con.execute(f"ATTACH '{source}' AS src (READ_ONLY)")  # type: ignore[attr-defined]
+    for table in ("ingest_log", "events", "invocations", "steps", "runs", "rejects"):
+        names = [
+            row[0]
+            for row in con.execute(  # type: ignore[attr-defined]
+                "SELECT column_name FROM duckdb_columns()"
+                " WHERE database_name = current_database() AND table_name = ?",
+                [table],
+            ).fetchall()
+        ]
+        columns = ", ".join(names)
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM src.{table}")  # type: ignore[attr-defined]
+    con.execute("DETACH src")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("read_only", [False, True])

@@ -23,6 +23,7 @@ from tracekit.errors import (
     AgentRecursionError,
     InvalidRecordError,
     RunNotFoundError,
+    SessionNotFoundError,
     StoreError,
     StoreLockedError,
     TraceDamagedError,
@@ -46,7 +47,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     )
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
-    from tracekit.notebook import RootCause, RunView, open_run
+    from tracekit.notebook import RootCause, RunView, SessionView, open_run, open_session
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
@@ -118,6 +119,8 @@ _LAZY: dict[str, str] = {
     "RootCause": "tracekit.notebook",
     "RunView": "tracekit.notebook",
     "open_run": "tracekit.notebook",
+    "SessionView": "tracekit.notebook",
+    "open_session": "tracekit.notebook",
     # The simulator.
     "SimulationRates": "tracekit.simulation",
     "SimulationReport": "tracekit.simulation",
@@ -135,6 +138,7 @@ _EAGER = (
     "AgentRecursionError",
     "InvalidRecordError",
     "RunNotFoundError",
+    "SessionNotFoundError",
     "StoreError",
     "StoreLockedError",
     "TraceDamagedError",

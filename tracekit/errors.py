@@ -18,6 +18,7 @@ __all__ = [
     "AgentRecursionError",
     "InvalidRecordError",
     "RunNotFoundError",
+    "SessionNotFoundError",
     "StoreError",
     "StoreLockedError",
     "StoreWriteError",
@@ -113,6 +114,20 @@ class RunNotFoundError(TracekitError, LookupError):
     def __init__(self, message: str, *, run_id: str, source: str, hint: str = "") -> None:
         super().__init__(message, hint=hint)
         self.run_id = run_id
+        self.source = source
+
+
+class SessionNotFoundError(TracekitError, LookupError):
+    """No run of the store belongs to the session asked for.
+
+    Attributes:
+        session_id: the id asked for.
+        source: where it was looked for (a store's path).
+    """
+
+    def __init__(self, message: str, *, session_id: str, source: str, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.session_id = session_id
         self.source = source
 
 

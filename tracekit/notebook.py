@@ -66,8 +66,10 @@ __all__ = [
     "INVOCATION_COLUMNS",
     "RootCause",
     "RunView",
+    "SessionView",
     "invocations_frame",
     "open_run",
+    "open_session",
     "read_invocations",
 ]
 
@@ -323,6 +325,7 @@ def _open_store(store: Any, run_id: str | None) -> RunView:
     frame = tree_order(store.invocations(run_id)).drop(columns="row")
     # DuckDB gives a list column as arrays and NA; a file frame has lists and None.
     frame["chain"] = [_chain(value) for value in frame["chain"]]
+    frame["models"] = [_chain(value) for value in frame["models"]]
     finding = _finding(records, run_id)
     return RunView(
         run_id=run_id,
@@ -344,3 +347,71 @@ def _only_run(store: Any) -> str:
             hint="store.runs() lists them; open_run(store, run_id)",
         )
     return str(listed["run_id"].iloc[0])
+
+
+@dataclass(repr=False)
+class SessionView:
+    """The runs of one session (runs sharing a session id), in order of start.
+
+    ``str(view)`` is what ``tracekit session`` prints; Jupyter shows a table.
+
+    Attributes:
+        session_id: the session's id.
+        runs: its runs (``run_id``, ``start_at``, ``agent``, ``outcome``,
+            ``status``, ``duration_ms``, ``invocations``, ``input_tokens``,
+            ``output_tokens``, ``service``, ``session_id``), oldest first.
+    """
+
+    session_id: str
+    runs: pd.DataFrame
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """Runs, failed runs and tokens of the session."""
+        from tracekit.store.sessions import session_summary
+
+        return session_summary(self.session_id, self.runs)
+
+    def __str__(self) -> str:
+        from tracekit.store.sessions import describe_session
+
+        return describe_session(self.session_id, self.runs)
+
+    def __repr__(self) -> str:
+        return f"<SessionView {str(self).splitlines()[0]}>"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        import html
+
+        from tracekit._util.text import escape
+
+        head = html.escape(str(self).splitlines()[0])
+        # Names are data: control characters shown escaped, then HTML-escaped by pandas.
+        shown = self.runs.map(lambda v: escape(v) if isinstance(v, str) else v)
+        table = shown.to_html(index=False, escape=True, na_rep="")
+        return f"<div class='tracekit-session'><p><b>{head}</b></p>{table}</div>"
+
+
+def open_session(db: Any, session_id: str) -> SessionView:
+    """The runs of one session from a store (a path, or an open :class:`~tracekit.store.Store`).
+
+    Raises:
+        SessionNotFoundError: no run has this session; the error names some that do.
+
+    Example:
+        >>> from tracekit.store import Store
+        >>> with Store("fleet.duckdb", read_only=True) as store:
+        ...     first = store.sql("SELECT session_id FROM runs ORDER BY start_ms LIMIT 1")
+        ...     view = open_session(store, first.session_id[0])
+        >>> str(view).startswith("session sess-"), view.summary["runs"] == len(view.runs)
+        (True, True)
+    """
+    from tracekit.store import Store
+
+    if isinstance(db, Store):
+        return SessionView(session_id, db.session(session_id))
+    with Store(db, read_only=True) as store:
+        return SessionView(session_id, store.session(session_id))

@@ -363,6 +363,9 @@ _RUN_COLUMNS = [
     "max_depth",
     "origin_agent",
     "origin_code",
+    "session_id",
+    "input_tokens",
+    "output_tokens",
 ]
 
 
@@ -436,6 +439,10 @@ def runs_command(
     limit: Annotated[
         int, typer.Option("--limit", min=0, metavar="N", help="At most this many runs.")
     ] = 50,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", metavar="ID", help="Only the runs of this session."),
+    ] = None,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
@@ -443,10 +450,29 @@ def runs_command(
     from tracekit.store import Store
 
     with Store(db, read_only=True, wait=wait) as store:
-        df = store.runs(status=status, service=service, agent=agent, since=since, limit=limit)
+        df = store.runs(
+            status=status, service=service, agent=agent, since=since, limit=limit, session=session
+        )
     if format is TableFormat.table:
         df = df[_RUN_COLUMNS]
     _emit(df, format)
+
+
+@app.command("session", cls=PlainCommand)
+def session_command(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    db: DbOption = None,
+    format: Annotated[
+        TableFormat,
+        typer.Option("--format", help="table (a header, a line a run), json or csv."),
+    ] = TableFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    wait: WaitOption = _DEFAULT_WAIT,
+) -> None:
+    """Show a session: its runs in order of start, each with outcome, duration, tokens."""
+    from tracekit.cli.session import session_view
+
+    print(session_view(session_id, db, "json" if as_json else format.value, wait=wait))
 
 
 @app.command("rejects", cls=PlainCommand)

@@ -127,7 +127,7 @@ def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
 
 
 def latency_figure(latency: pd.DataFrame) -> go.Figure:
-    """p50, p95 and p99 duration of each agent's calls (the slowest p95 first).
+    """p50, p95 and p99 duration of each agent's calls, in the report's order (slowest own p95 first).
 
     Args:
         latency: ``agent``, ``p50_ms``, ``p95_ms``, ``p99_ms`` (:func:`tracekit.fleet.agent_latency`).

@@ -31,6 +31,7 @@ from tracekit.dashboards.fleet_figures import (
     outcomes_figure,
 )
 from tracekit.dashboards.graph import delegation_graph
+from tracekit.dashboards.measures import own_time_table, sessions_card, tokens_table
 from tracekit.dashboards.queries import (
     StoreSpan,
     circle_examples,
@@ -126,6 +127,7 @@ def _cards(report: FleetReport) -> str:
             f'<div class="card" style="--c:{OUTCOME_COLORS[outcome]}"><div class="l">{_e(outcome)}</div>'
             f'<div class="n">{_pct(share)}</div><div class="s">{runs:,} runs</div>{extra}</div>'
         )
+    cards.append(sessions_card(report.sessions))
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
@@ -245,6 +247,11 @@ def _body(store: Any, report: FleetReport) -> str:
 {_circles(report, examples, links)}
 <div class="graph">{plots[1]}</div></section>
 <div class="grid2"><section>{plots[2]}</section><section>{plots[3]}</section></div>
+<div class="grid2"><section><h2>Own time by agent</h2>
+<p class="note">Own time: a call's duration less the time its own calls took (overlaps counted once). The slow agent has a long own time; one that only waits has a long total.</p>
+{own_time_table(report.latency)}</section>
+<section><h2>Tokens by agent</h2><p class="note">Each agent's own model tokens: totals, and the median per call.</p>
+{tokens_table(report.tokens)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it as AGENT_FAILED.</p>
 {_failures(report)}</section>

@@ -38,6 +38,8 @@ __all__ = [
     "latency_rows",
     "over_time_rows",
     "run_groups",
+    "session_counts",
+    "token_rows",
     "worst_rows",
 ]
 
@@ -165,7 +167,7 @@ def _span(flt: FleetFilter, prev: FleetFilter | None) -> tuple[str, list[Any], s
 # The calls with their caller, joined on the fly: what ``fleet_calls`` holds.
 _JOINED_CALLS: Final = """(
     SELECT i.root_run_id, i.invocation_id, coalesce(p.agent, r.agent, '?') AS caller, i.agent,
-        i.service, i.start_at, i.status, i.duration_ms
+        i.service, i.start_at, i.status, i.duration_ms, i.own_ms, i.input_tokens, i.output_tokens
     FROM invocations i
     LEFT JOIN invocations p ON p.invocation_id = i.parent_invocation_id
     LEFT JOIN runs r ON i.parent_invocation_id IS NULL AND r.run_id = i.parent_run_id
@@ -285,7 +287,13 @@ def edge_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> 
 
 
 def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> Rows:
-    """Exact p50/p95/p99 of each agent's calls that ran, slowest p95 first."""
+    """Exact p50/p95/p99 of each agent's calls that ran, and p50/p95 of their own time.
+
+    Own time is a call's duration less the time its own calls covered
+    (``invocations.own_ms``): an agent that only waits on a slow callee has a
+    long total and a short own time. Slowest own p95 first, so the slow agent
+    heads the table, not the ones waiting for it.
+    """
     where, params = flt.calls_where("i")
     where += f" AND i.{CALL_STATUSES_RAN}"
     if flt.agent is not None:
@@ -294,14 +302,61 @@ def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) 
     return fetch(
         con,
         f"""
-        SELECT agent, calls, failed, q[1] AS p50_ms, q[2] AS p95_ms, q[3] AS p99_ms FROM (
+        SELECT agent, calls, failed, q[1] AS p50_ms, q[2] AS p95_ms, q[3] AS p99_ms,
+            own[1] AS own_p50_ms, own[2] AS own_p95_ms FROM (
             SELECT agent, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS failed,
-                quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q
+                quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q,
+                quantile_cont(own_ms, [0.5, 0.95]) AS own
             FROM {source} i WHERE {where} GROUP BY agent
-        ) ORDER BY p95_ms DESC NULLS LAST, agent
+        ) ORDER BY own_p95_ms DESC NULLS LAST, p95_ms DESC NULLS LAST, agent
         """,
         params,
     )
+
+
+def token_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> Rows:
+    """Each agent's own model tokens: totals, and the median per call that reported usage.
+
+    Own tokens only (``invocations.input_tokens``), so no token counts twice:
+    a caller's total with its subtree is in ``invocations.total_input_tokens``.
+    Most input tokens first; agents without usage are left out.
+    """
+    where, params = flt.calls_where("i")
+    if flt.agent is not None:
+        where += " AND i.agent = ?"
+        params.append(flt.agent)
+    return fetch(
+        con,
+        f"""
+        SELECT agent,
+            count(*) FILTER (WHERE input_tokens IS NOT NULL OR output_tokens IS NOT NULL)
+                AS calls,
+            sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+            median(input_tokens) AS median_input_tokens,
+            median(output_tokens) AS median_output_tokens
+        FROM {source} i WHERE {where} GROUP BY agent
+        HAVING count(input_tokens) + count(output_tokens) > 0
+        ORDER BY input_tokens DESC NULLS LAST, output_tokens DESC NULLS LAST, agent
+        """,
+        params,
+    )
+
+
+def session_counts(con: duckdb.DuckDBPyConnection, flt: FleetFilter) -> dict[str, int]:
+    """Sessions with a run in the window, and how many of them have a failed run (``failed:*``)."""
+    where, params = flt.runs_where()
+    row = con.execute(
+        f"""
+        SELECT count(*), count(*) FILTER (WHERE failed > 0), coalesce(sum(runs), 0) FROM (
+            SELECT session_id, count(*) AS runs,
+                count(*) FILTER (WHERE outcome LIKE 'failed:%') AS failed
+            FROM runs WHERE session_id IS NOT NULL AND {where} GROUP BY session_id
+        )
+        """,
+        params,
+    ).fetchone()
+    sessions, failed, runs = row if row else (0, 0, 0)
+    return {"sessions": int(sessions), "failed": int(failed), "runs": int(runs)}
 
 
 def bucket_step(con: duckdb.DuckDBPyConnection, flt: FleetFilter) -> timedelta:

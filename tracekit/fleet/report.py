@@ -52,6 +52,8 @@ from tracekit.fleet.queries import (
     latency_rows,
     over_time_rows,
     run_groups,
+    session_counts,
+    token_rows,
     worst_rows,
 )
 from tracekit.fleet.tables import (
@@ -74,6 +76,7 @@ __all__ = [
     "FleetFilter",
     "FleetReport",
     "agent_latency",
+    "agent_tokens",
     "child_failures",
     "degraded_runs",
     "delegation_edges",
@@ -183,10 +186,23 @@ def worst_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 5) ->
 def agent_latency(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     """Duration percentiles of each agent's invocations that ran (refusals did not).
 
-    Columns: ``agent``, ``calls``, ``failed`` (threw), ``p50_ms``, ``p95_ms``, ``p99_ms``.
+    Columns: ``agent``, ``calls``, ``failed`` (threw), ``p50_ms``, ``p95_ms``,
+    ``p99_ms``, and ``own_p50_ms``, ``own_p95_ms``: the same calls' own time
+    (less the time their own calls covered), slowest own p95 first.
     """
     con, source = _source(store)
     return to_frame(latency_rows(con, flt or FleetFilter(), source))
+
+
+def agent_tokens(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
+    """Each agent's own model tokens in the window, most input tokens first.
+
+    Columns: ``agent``, ``calls`` (that reported usage), ``input_tokens``,
+    ``output_tokens`` (sums), ``median_input_tokens``, ``median_output_tokens``
+    (per call).
+    """
+    con, source = _source(store)
+    return to_frame(token_rows(con, flt or FleetFilter(), source))
 
 
 def delegation_edges(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -248,7 +264,7 @@ def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
     return frame
 
 
-_TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges")
+_TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges", "tokens")
 
 
 @dataclass(slots=True)
@@ -257,7 +273,9 @@ class FleetReport:
 
     ``outcomes`` has, beside ``runs`` and ``share``, ``previous_runs``,
     ``previous_share`` and ``change`` (share points) against the previous
-    window of the same length, when there is a window. ``circles`` marks the
+    window of the same length, when there is a window. ``sessions`` counts
+    the window's sessions (``sessions``), those with a failed run
+    (``failed``) and their runs (``runs``). ``circles`` marks the
     circles not seen in the previous window as ``new``. ``tables`` holds the
     same tables as plain rows (:class:`tracekit.fleet.queries.Rows`).
     """
@@ -268,6 +286,7 @@ class FleetReport:
     tables: dict[str, Rows]
     previous_runs: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    sessions: dict[str, int] = field(default_factory=dict)
     _frames: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def frame(self, name: str) -> pd.DataFrame:
@@ -313,6 +332,11 @@ class FleetReport:
         """The delegation edges."""
         return self.frame("edges")
 
+    @property
+    def tokens(self) -> pd.DataFrame:
+        """Own model tokens by agent: totals and median per call."""
+        return self.frame("tokens")
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """The report as rich tables: ``rich.print(report)`` or ``console.print(report)``."""
         from tracekit.fleet.text import renderables  # rich: only when the report is drawn
@@ -331,11 +355,13 @@ class FleetReport:
             "runs": self.runs,
             "previous_runs": self.previous_runs,
             "incomplete": self.incomplete,
+            "sessions": self.sessions,
             **{
                 name: [
                     {k: _plain(v) for k, v in row.items()} for row in self.tables[name].records()
                 ]
                 for name in _TABLES
+                if name in self.tables
             },
         }
 
@@ -387,6 +413,7 @@ def fleet_report(
         "degraded": degraded_rows(con, flt, None),  # every one: the text shows the newest
         "latency": latency_rows(con, flt, source),
         "edges": edges_table(edges, flt.agent),
+        "tokens": token_rows(con, flt, source),
     }
     return FleetReport(
         filter=flt,
@@ -394,4 +421,5 @@ def fleet_report(
         incomplete=incomplete_counts(groups),
         tables=tables,
         previous_runs=sum(outcome_counts(groups, False).values()) if prev else None,
+        sessions=session_counts(con, flt),
     )

@@ -25,6 +25,8 @@ Example:
     │ incomplete       │    0 │  0.0% │   0.0% │  +0.0 pt │
     └──────────────────┴──────┴───────┴────────┴──────────┘
     <BLANKLINE>
+    Sessions: ... with a failed run; 40 runs in sessions)
+    <BLANKLINE>
     Recursion circles (wrong by construction: act on each, even once)
     ...
 
@@ -123,6 +125,12 @@ _NUMERIC: Final = frozenset(
         "p99",
         "failure rate",
         "depth",
+        "own p50",
+        "own p95",
+        "input",
+        "output",
+        "median input",
+        "median output",
     }
 )
 
@@ -226,14 +234,52 @@ def _latency(report: FleetReport) -> Table | Text:
             _ms(row["p50_ms"]),
             _ms(row["p95_ms"]),
             _ms(row["p99_ms"]),
+            _ms(row.get("own_p50_ms")),
+            _ms(row.get("own_p95_ms")),
         ]
 
     return _table(
-        "Latency by agent",
-        ["agent", "calls", "failed", "p50", "p95", "p99"],
+        "Latency by agent (own: less the time its own calls took; slowest own p95 first)",
+        ["agent", "calls", "failed", "p50", "p95", "p99", "own p50", "own p95"],
         report.tables["latency"],
         cells,
         "no calls",
+    )
+
+
+def _tokens(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        return [
+            _text(row["agent"]),
+            Text(f"{row['calls']:,}"),
+            _count(row["input_tokens"]),
+            _count(row["output_tokens"]),
+            _count(row["median_input_tokens"]),
+            _count(row["median_output_tokens"]),
+        ]
+
+    return _table(
+        "Tokens by agent (its own model calls)",
+        ["agent", "calls", "input", "output", "median input", "median output"],
+        report.tables.get("tokens", Rows((), (), [])),
+        cells,
+        "no usage reported",
+    )
+
+
+def _count(value: Any) -> Text:
+    if _missing(value):
+        return Text("-", style="dim")
+    return Text(f"{float(value):,.0f}")
+
+
+def _sessions(report: FleetReport) -> Text:
+    found = report.sessions
+    if not found or not found.get("sessions"):
+        return Text("Sessions: none (no run has a session id)", style="dim")
+    return Text(
+        f"Sessions: {found['sessions']:,} ({found['failed']:,} with a failed run;"
+        f" {found['runs']:,} runs in sessions)"
     )
 
 
@@ -288,6 +334,6 @@ def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) 
 def renderables(report: FleetReport) -> Iterator[RenderableType]:
     """The window line, then each table, a blank line before each."""
     yield _window(report)
-    for part in (_outcomes, _circles, _failures, _degraded, _latency, _edges):
+    for part in (_outcomes, _sessions, _circles, _failures, _degraded, _latency, _tokens, _edges):
         yield Text()
         yield part(report)

@@ -17,6 +17,7 @@ import msgspec
 from tracekit.events import ErrorInfo
 from tracekit.simulation.catalog import TOOL_STEPS
 from tracekit.simulation.model import Inv, Step
+from tracekit.simulation.usage import usage_of
 
 __all__ = ["otlp_spans", "resource_spans"]
 
@@ -35,12 +36,20 @@ def _times(span: dict[str, Any], start: int, end: int | None) -> dict[str, Any]:
     return span
 
 
-def otlp_spans(root: Inv, trace_id: str, new_id: Callable[[], str]) -> list[dict[str, Any]]:
-    """The spans of one run, children before parents (the order spans end in)."""
+def otlp_spans(
+    root: Inv, trace_id: str, new_id: Callable[[], str], session: str | None = None
+) -> list[dict[str, Any]]:
+    """The spans of one run, children before parents (the order spans end in).
+
+    Agent spans carry the GenAI usage attributes of the v1 exits, and every
+    span of the run ``gen_ai.conversation.id`` when it has a session.
+    """
     spans: list[dict[str, Any]] = []
     parent_of: dict[str, str] = {}
     for inv in root.walk():
-        spans.append(_agent_span(inv, trace_id, parent_of.get(inv.id, "")))
+        span = _agent_span(inv, trace_id, parent_of.get(inv.id, ""))
+        _genai(span["attributes"], inv, session)
+        spans.append(span)
         for item in inv.items:
             if isinstance(item, Step):
                 spans.append(_step_span(item, inv.id, trace_id, new_id()))
@@ -65,6 +74,22 @@ def _agent_span(inv: Inv, trace_id: str, parent: str) -> dict[str, Any]:
     span["attributes"] = attrs
     span["status"] = _status(inv.error, attrs)
     return span
+
+
+def _genai(attrs: list[dict[str, Any]], inv: Inv, session: str | None) -> None:
+    if session is not None:
+        attrs.append(_kv("gen_ai.conversation.id", session))
+    if inv.parent is None or inv.end is None:
+        return
+    usage = usage_of(inv.id, inv.agent, ended=inv.status != "refused")
+    if usage is not None:
+        attrs.append(
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(usage.inputTokens)}}
+        )
+        attrs.append(
+            {"key": "gen_ai.usage.output_tokens", "value": {"intValue": str(usage.outputTokens)}}
+        )
+        attrs.append(_kv("gen_ai.response.model", (usage.models or [""])[0]))
 
 
 def _status(error: ErrorInfo | None, attrs: list[dict[str, Any]]) -> dict[str, Any]:

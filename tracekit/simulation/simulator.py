@@ -34,7 +34,7 @@ import msgspec
 
 from tracekit._util.text import duration_ms
 from tracekit.errors import TracekitError
-from tracekit.events import Event, canonical_circle, parse_ts
+from tracekit.events import Event, Exit, canonical_circle, parse_ts
 from tracekit.simulation.catalog import SERVICES
 from tracekit.simulation.cut import cut
 from tracekit.simulation.grow import Grower
@@ -47,6 +47,7 @@ from tracekit.simulation.scenario import (
     draw_recursion,
     draw_refusal,
 )
+from tracekit.simulation.usage import Sessions
 from tracekit.simulation.v1 import v1_events
 
 __all__ = [
@@ -231,6 +232,7 @@ class _Fleet:
         self.start = start
         self.growers = [Grower(self.rng, service, self._new_id) for service in SERVICES]
         self.weights = [service.weight for service in SERVICES]
+        self.sessions = Sessions(seed)
 
     def _new_id(self) -> str:
         return f"{self.rng.getrandbits(64):016x}"
@@ -252,9 +254,10 @@ class _Fleet:
         trace_id = f"{rng.getrandbits(128):032x}"
         invs = root.walk()
         truth = _truth(invs, service.name, outcome, scenario, grower.origin)
-        return _Run(
-            root, service.name, trace_id, v1_events(root, service.name, trace_id, invs), truth
-        )
+        session = truth["session_id"] = self.sessions.next(service.name)
+        events = v1_events(root, service.name, trace_id, invs, session)
+        _usage_truth(truth, events)
+        return _Run(root, service.name, trace_id, events, truth)
 
     def _draw(self, service: Any) -> tuple[str, Scenario]:
         rng, rates = self.rng, self.rates
@@ -300,6 +303,13 @@ def _truth(
     return truth
 
 
+def _usage_truth(truth: dict[str, Any], events: list[Event]) -> None:
+    """The run's tokens, the sum of its invocations' own usage (None when none ran)."""
+    usages = [e.usage for e in events if type(e) is Exit and e.usage is not None]
+    truth["input_tokens"] = sum(u.inputTokens or 0 for u in usages) if usages else None
+    truth["output_tokens"] = sum(u.outputTokens or 0 for u in usages) if usages else None
+
+
 class _V1Writer:
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
@@ -334,7 +344,7 @@ class _OtlpWriter:
         return f"{self.rng.getrandbits(64):016x}"
 
     def add(self, run: _Run) -> int:
-        spans = otlp_spans(run.root, run.trace_id, self._new_id)
+        spans = otlp_spans(run.root, run.trace_id, self._new_id, run.truth.get("session_id"))
         for span in spans:
             self.batch.append((run.service, span))
             if len(self.batch) >= _OTLP_BATCH:

@@ -8,6 +8,7 @@ from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStar
 from tracekit.readers.otlp import event_sort_key, failure_of
 from tracekit.simulation.catalog import TOOL_STEPS
 from tracekit.simulation.model import Inv, Step
+from tracekit.simulation.usage import usage_of
 
 __all__ = ["v1_events"]
 
@@ -16,14 +17,27 @@ _BY_TS = attrgetter("ts")
 _STEP_FAILED = ErrorInfo(code="step failed", message="step failed")
 
 
-def v1_events(root: Inv, service: str, trace_id: str, invs: list[Inv] | None = None) -> list[Event]:
+def v1_events(
+    root: Inv,
+    service: str,
+    trace_id: str,
+    invs: list[Inv] | None = None,
+    session: str | None = None,
+) -> list[Event]:
     """The records of one run: run.start, steps, enters and exits, run.end.
 
-    ``invs`` is ``root.walk()`` when the caller has it already.
+    ``invs`` is ``root.walk()`` when the caller has it already; ``session``
+    goes on the run.start. Each exit of an invocation that ran carries its
+    own usage (:func:`tracekit.simulation.usage.usage_of`).
     """
     events: list[Event] = [
         RunStart(
-            ts=float(root.start), service=service, traceId=trace_id, runId=root.id, agent=root.agent
+            ts=float(root.start),
+            service=service,
+            traceId=trace_id,
+            runId=root.id,
+            agent=root.agent,
+            session=session,
         )
     ]
     for inv in invs if invs is not None else root.walk():
@@ -92,5 +106,6 @@ def _invocation(inv: Inv, parent_run: str, service: str, trace_id: str) -> list[
         durationMs=float(inv.end - inv.start),
         status=inv.status,  # type: ignore[arg-type]
         error=inv.error,
+        usage=usage_of(inv.id, inv.agent, ended=inv.status != "refused"),
     )
     return [enter, exit_]

@@ -12,6 +12,8 @@ from typing import Final
 
 import duckdb
 
+from tracekit.store.measures import EDGE_SOURCE, MEASURE_COLUMNS, MEASURE_SQL, USAGE_JSON
+
 __all__ = ["derive"]
 
 _TS = "make_timestamp(CAST({} * 1000 AS BIGINT))"
@@ -38,7 +40,8 @@ WITH ev AS (
     SELECT e.type, e.invocation_id, e.run_id, e.parent_run_id, e.agent, e.node, e.kind,
         e.service, e.trace_id, e.ts_ms, e.duration_ms, e.status, e.ok, e.error_code,
         CASE WHEN e.type = 'exit' AND e.error_code IS NOT NULL
-            THEN json_extract(e.raw, '$.error') END AS err
+            THEN json_extract(e.raw, '$.error') END AS err,
+        {USAGE_JSON} AS usage, {EDGE_SOURCE} AS edge_source
     FROM events e SEMI JOIN _touched t
         ON e.run_id = t.run_id AND e.invocation_id = t.invocation_id
     WHERE e.type IN ('enter', 'exit')
@@ -69,7 +72,8 @@ SELECT
     NULL::INTEGER AS depth,
     en.invocation_id IS NOT NULL AS has_enter,
     ex.invocation_id IS NOT NULL AS has_exit,
-    NULL::VARCHAR AS failure_role
+    NULL::VARCHAR AS failure_role,
+    {MEASURE_COLUMNS}
 FROM en FULL OUTER JOIN ex ON en.run_id = ex.run_id AND en.invocation_id = ex.invocation_id;
 
 CREATE OR REPLACE TEMP VIEW _all AS
@@ -182,14 +186,16 @@ _RUNS: Final = f"""
 INSERT INTO runs (
     run_id, service, agent, trace_id, start_ms, end_ms, start_at, end_at, duration_ms,
     ok, status, failure, error_code, error_message, has_start, has_end,
-    invocations, failed_invocations, max_depth)
+    invocations, failed_invocations, max_depth, session_id, input_tokens, output_tokens)
 WITH a AS (SELECT run_id FROM _affected),
 ev AS MATERIALIZED (
     -- The raw JSON is read out here, not carried: only run.end needs two fields of it.
     SELECT type, run_id, ts_ms, agent, service, trace_id, ok, duration_ms, error_code,
         CASE WHEN type = 'run.end' THEN json_extract_string(raw, '$.failure') END AS failure,
         CASE WHEN type = 'run.end' AND error_code IS NOT NULL
-            THEN json_extract_string(raw, '$.error.message') END AS error_message
+            THEN json_extract_string(raw, '$.error.message') END AS error_message,
+        CASE WHEN type = 'run.start' AND contains(raw, '"session"')
+            THEN json_extract_string(raw, '$.session') END AS session_id
     FROM events
     WHERE type IN ('run.start', 'run.end') AND run_id IN (SELECT run_id FROM a)
 ),
@@ -206,7 +212,8 @@ i AS (
         count(*) FILTER (WHERE ok = false) AS failed,
         max(depth) AS max_depth, min(start_ms) AS first_ms,
         greatest(max(end_ms), max(start_ms)) AS last_ms,
-        arg_min(service, start_ms) AS service, arg_min(trace_id, start_ms) AS trace_id
+        arg_min(service, start_ms) AS service, arg_min(trace_id, start_ms) AS trace_id,
+        sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
     FROM invocations WHERE root_run_id IN (SELECT run_id FROM a) GROUP BY root_run_id
 ),
 roots AS (
@@ -226,7 +233,8 @@ t AS (
         e.duration_ms AS end_duration, e.ok, e.failure, e.error_code, e.error_message,
         s.run_id IS NOT NULL AS has_start, e.run_id IS NOT NULL AS has_end,
         coalesce(i.invocations, 0) AS invocations, coalesce(i.failed, 0) AS failed,
-        coalesce(i.max_depth, 0) AS max_depth
+        coalesce(i.max_depth, 0) AS max_depth,
+        s.session_id, i.input_tokens, i.output_tokens
     FROM roots r
     LEFT JOIN s ON s.run_id = r.run_id
     LEFT JOIN e ON e.run_id = r.run_id
@@ -238,7 +246,8 @@ SELECT run_id, service, agent, trace_id, start_ms, end_ms,
     coalesce(end_duration, end_ms - start_ms),
     ok,
     CASE WHEN NOT has_end THEN 'running' WHEN ok THEN 'ok' ELSE 'error' END,
-    failure, error_code, error_message, has_start, has_end, invocations, failed, max_depth
+    failure, error_code, error_message, has_start, has_end, invocations, failed, max_depth,
+    session_id, input_tokens, output_tokens
 FROM t
 """
 
@@ -247,7 +256,7 @@ def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     """Rebuild what the events of ingests ``>= since`` touch; return runs touched."""
     params = {"since": since}
     steps = _STEPS if _has_call(con) else _STEPS_V1
-    for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, steps, _AFFECTED, _RUNS):
+    for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, steps, _AFFECTED, MEASURE_SQL, _RUNS):
         for statement in _statements(script):
             con.execute(statement, params if "$since" in statement else None)
     row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]

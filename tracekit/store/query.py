@@ -109,11 +109,13 @@ def runs_query(
     agent: str | None = None,
     since: str | datetime | None = None,
     limit: int | None = None,
+    session: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Build the SELECT behind :meth:`Store.runs` and ``tracekit runs``.
 
     ``status`` matches the run's ``status`` (ok, error, running) or its
-    ``outcome`` (``failed`` matches every ``failed:*``).
+    ``outcome`` (``failed`` matches every ``failed:*``); ``session`` keeps
+    the runs of one session.
 
     Raises:
         StoreError: ``status`` is none of :data:`STATUSES`.
@@ -132,6 +134,9 @@ def runs_query(
             "(agent = ? OR run_id IN (SELECT root_run_id FROM invocations WHERE agent = ?))"
         )
         params += [agent, agent]
+    if session is not None:
+        where.append("session_id = ?")
+        params.append(session)
     if since is not None:
         where.append("start_at >= ?")
         params.append(parse_since(since) if isinstance(since, str) else since)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from tracekit.store.measures import BACKFILL_SQL
+
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
 _V1: Final = """
@@ -210,18 +212,39 @@ CREATE TABLE IF NOT EXISTS fleet_calls (
 );
 """
 
-# v4: what a step called and how it failed. Tool calls and model turns read
+# v4: measures. Per invocation its edge source, own time and tokens (own and
+# with its subtree) and models; per root run its session and tokens; per call
+# in ``fleet_calls`` its own time and tokens. A store made before v4 gets them
+# filled from its records here, as the derive step fills them for new ones.
+_V4: Final = f"""
+ALTER TABLE invocations ADD COLUMN edge_source VARCHAR;
+ALTER TABLE invocations ADD COLUMN own_ms DOUBLE;
+ALTER TABLE invocations ADD COLUMN input_tokens BIGINT;
+ALTER TABLE invocations ADD COLUMN output_tokens BIGINT;
+ALTER TABLE invocations ADD COLUMN total_input_tokens BIGINT;
+ALTER TABLE invocations ADD COLUMN total_output_tokens BIGINT;
+ALTER TABLE invocations ADD COLUMN models VARCHAR[];
+ALTER TABLE runs ADD COLUMN session_id VARCHAR;
+ALTER TABLE runs ADD COLUMN input_tokens BIGINT;
+ALTER TABLE runs ADD COLUMN output_tokens BIGINT;
+ALTER TABLE fleet_calls ADD COLUMN own_ms DOUBLE;
+ALTER TABLE fleet_calls ADD COLUMN input_tokens BIGINT;
+ALTER TABLE fleet_calls ADD COLUMN output_tokens BIGINT;
+{BACKFILL_SQL}
+"""
+
+# v5: what a step called and how it failed. Tool calls and model turns read
 # from OTLP spans are ``node`` records with ``call`` (``tool`` | ``llm``) and,
 # when they failed, ``error``: the columns let a query find the tool that
-# raised (``WHERE call = 'tool' AND NOT ok``). Steps stored before v4 keep
+# raised (``WHERE call = 'tool' AND NOT ok``). Steps stored before v5 keep
 # NULLs (their records had no such fields before the readers wrote them).
-_V4: Final = """
+_V5: Final = """
 ALTER TABLE steps ADD COLUMN call VARCHAR;
 ALTER TABLE steps ADD COLUMN error_code VARCHAR;
 ALTER TABLE steps ADD COLUMN error_message VARCHAR;
 """
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)

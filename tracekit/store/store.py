@@ -137,6 +137,7 @@ class Store:
         agent: str | None = None,
         since: str | None = None,
         limit: int | None = None,
+        session: str | None = None,
     ) -> pd.DataFrame:
         """The root runs, newest first, as a DataFrame (columns as in ``docs/store.md``).
 
@@ -147,6 +148,7 @@ class Store:
             agent: runs whose root agent is this, or that invoked it anywhere.
             since: a span back from now (``2h``, ``7d``) or an ISO time.
             limit: at most this many rows.
+            session: only the runs of this session (``runs.session_id``).
 
         Raises:
             StoreError: ``status`` is no status or outcome, or no run has
@@ -154,9 +156,19 @@ class Store:
         """
         check_names(self.con, service=service, agent=agent)
         sql, params = runs_query(
-            status=status, service=service, agent=agent, since=since, limit=limit
+            status=status, service=service, agent=agent, since=since, limit=limit, session=session
         )
         return self.con.execute(sql, params).df()
+
+    def session(self, session_id: str) -> pd.DataFrame:
+        """The runs of one session, oldest first, each with its outcome, duration and tokens.
+
+        Raises:
+            SessionNotFoundError: no run has this session (the error names some that do).
+        """
+        from tracekit.store.sessions import session_runs
+
+        return session_runs(self.con, session_id, source=str(self.path))
 
     def invocations(self, run_id: str | None = None) -> pd.DataFrame:
         """Agent invocations (enter and exit paired), of one root run or all."""

@@ -6,6 +6,7 @@
   (:func:`agent_tree`, :func:`build_forest`, :func:`agents_in`);
 - :mod:`~tracekit.tree.text`: the seed runtime's ``describeAgentTree`` text;
 - :mod:`~tracekit.tree.html`: the same tree as collapsible HTML;
+- :mod:`~tracekit.tree.measures`: own time and token totals (:func:`measure`);
 - :mod:`~tracekit.tree.frame`: the invocations as a pandas DataFrame.
 
 The model and the builder load with the package; the renderings and the
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 from tracekit._util.lazy import lazy_names as _lazy_names
 from tracekit.tree.build import agent_tree, agents_in, build_forest
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree, forest_to_json
+from tracekit.tree.measures import measure
 from tracekit.tree.model import AgentStep, NodeStep, Step, StepStatus, iter_steps, steps_to_json
 
 if TYPE_CHECKING:
@@ -63,6 +65,7 @@ __all__ = [
     "forest_to_json",
     "invocations_frame",
     "iter_steps",
+    "measure",
     "read_invocations",
     "steps_to_json",
     "tree_to_html",

@@ -273,6 +273,7 @@ class _Builder:
                 done.error = event.error
                 done.endTs = ts
                 done.durationMs = event.durationMs
+                done.usage = event.usage
             else:
                 self._run_record(event)  # type: ignore[arg-type]
         return True
@@ -452,6 +453,7 @@ def _finish(step: AgentStep, event: Exit) -> None:
     step.error = event.error
     step.endTs = event.ts
     step.durationMs = event.durationMs
+    step.usage = event.usage
     if step.durationMs is None and step.startTs is not None:
         step.durationMs = max(event.ts - step.startTs, 0.0)
 

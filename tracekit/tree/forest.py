@@ -24,6 +24,7 @@ from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError
 from tracekit.events import ErrorInfo
 from tracekit.tree.html import tree_to_html
+from tracekit.tree.measures import measure
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
@@ -190,14 +191,19 @@ def _subtree(step: AgentStep) -> RunTree:
 def forest_to_json(forest: Forest, runs: Sequence[RunTree] | None = None) -> bytes:
     """Encode a forest (or some of its runs) as ``{"runs": [...], "integrity": {...}}``.
 
+    Each invocation's ``ownMs`` and ``totalUsage`` are measured first
+    (:func:`tracekit.tree.measures.measure`).
+
     Example:
         >>> from tracekit.tree.model import NodeStep
         >>> run = RunTree(runId="r", kind="root", steps=AgentTree([NodeStep("a")]))
         >>> forest_to_json(Forest(runs=[run], integrity=Integrity()))[:73]
         b'{"runs":[{"runId":"r","kind":"root","steps":[{"type":"node","id":"a"}]}],'
     """
+    chosen = forest.runs if runs is None else runs
+    measure(run.steps for run in chosen)  # own time and totals: only what is written
     parts = []
-    for run in forest.runs if runs is None else runs:
+    for run in chosen:
         head = _ENCODER.encode(msgspec.structs.replace(run, steps=AgentTree()))
         parts.append(head[: -len(b"[]}")] + steps_to_json(run.steps) + b"}")
     integrity = _ENCODER.encode(forest.integrity)

@@ -25,6 +25,7 @@ import pandas as pd
 from tracekit.events import Enter, Event, Exit
 from tracekit.readers import read_trace
 from tracekit.tree.build import build_forest
+from tracekit.tree.measures import measure
 from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["INVOCATION_COLUMNS", "invocations_frame", "read_invocations"]
@@ -53,6 +54,13 @@ INVOCATION_COLUMNS: Final[tuple[str, ...]] = (
     "chain",  # the recursion circle as a list of agents, when refused for it
     "error",  # the whole error as JSON text, causes nested (None when ok)
     "depth",  # 1 for an invocation made by the root run
+    "edge_source",  # the rule a reader used to find the parent (None: the runtime knew it)
+    "own_ms",  # duration_ms less the time its child invocations cover (overlaps once)
+    "input_tokens",  # its own model input tokens (from the exit's usage)
+    "output_tokens",  # its own model output tokens
+    "total_input_tokens",  # own plus every invocation below it
+    "total_output_tokens",
+    "models",  # the models it used itself, as a list
 )
 
 
@@ -76,9 +84,11 @@ def invocations_frame(events: Iterable[Event]) -> pd.DataFrame:
     """
     records = list(events)
     origins = _origins(records)
+    forest = build_forest(records)
+    measure(run.steps for run in forest.runs)
     rows = [
         _row(step, parent, depth, run.runId, origins)
-        for run in build_forest(records).runs
+        for run in forest.runs
         for step, parent, depth in _invocations(run.steps)
     ]
     return _frame(rows)
@@ -151,13 +161,29 @@ def _row(
         "chain": list(error.chain) if error is not None and error.chain else None,
         "error": msgspec.json.encode(error).decode() if error is not None else None,
         "depth": depth,
+        **_measures(step),
+    }
+
+
+def _measures(step: AgentStep) -> dict[str, Any]:
+    own, total = step.usage, step.totalUsage
+    return {
+        "edge_source": step.edge.source if step.edge is not None else None,
+        "own_ms": step.ownMs,
+        "input_tokens": own.inputTokens if own is not None else None,
+        "output_tokens": own.outputTokens if own is not None else None,
+        "total_input_tokens": total.inputTokens if total is not None else None,
+        "total_output_tokens": total.outputTokens if total is not None else None,
+        "models": list(own.models) if own is not None and own.models else None,
     }
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=[c for c in INVOCATION_COLUMNS if not c.endswith("_at")])
-    for column in ("start_ms", "end_ms", "duration_ms"):
+    for column in ("start_ms", "end_ms", "duration_ms", "own_ms"):
         frame[column] = frame[column].astype("float64")
+    for column in ("input_tokens", "output_tokens", "total_input_tokens", "total_output_tokens"):
+        frame[column] = frame[column].astype("Int64")
     frame["depth"] = frame["depth"].astype("int64")
     frame["ok"] = frame["ok"].astype("boolean")
     frame["start_at"] = pd.to_datetime(frame["start_ms"], unit="ms")

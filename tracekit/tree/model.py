@@ -73,8 +73,15 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     exit was seen. ``error`` is left out when there is none. ``startTs`` and
     ``endTs`` (milliseconds) are tracekit's additions, for timelines; ``mark``
     says what was odd about this invocation, if anything (``"exit without
-    enter"``, a cycle cut here, a run claimed twice); ``edge`` names the rule
-    a reader used to find the caller, when it had to infer it.
+    enter"``, a cycle cut here, a run claimed twice).
+
+    ``edge`` is how a reader found the parent (absent when the runtime knew
+    it); ``usage`` is the invocation's own model usage, from its exit;
+    ``ownMs`` and ``totalUsage`` are filled by
+    :func:`tracekit.tree.measures.measure` (the tree JSON and the invocations
+    frame call it; a plain build leaves them None, as it costs half a build on
+    a bushy tree): the time not covered by its child invocations, and its
+    usage with the whole subtree's.
     """
 
     agent: str
@@ -91,6 +98,9 @@ class AgentStep(msgspec.Struct, tag_field="type", tag="agent", kw_only=True, omi
     endTs: float | None = None
     mark: str | None = None
     edge: EdgeInfo | None = None
+    usage: Usage | None = None
+    ownMs: float | None = None
+    totalUsage: Usage | None = None
     steps: list[Step]
 
     @property
