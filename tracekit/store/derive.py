@@ -12,6 +12,8 @@ from typing import Final
 
 import duckdb
 
+from tracekit.store.paths import derive_paths
+
 __all__ = ["derive"]
 
 _TS = "make_timestamp(CAST({} * 1000 AS BIGINT))"
@@ -234,6 +236,7 @@ def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, _STEPS, _AFFECTED, _RUNS):
         for statement in _statements(script):
             con.execute(statement, params if "$since" in statement else None)
+    derive_paths(con)  # the closure of the rebuilt subtrees (tracekit find)
     row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]
     return int(row[0]) if row else 0
 
