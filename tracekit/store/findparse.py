@@ -197,7 +197,7 @@ class _Parser:
         self.skip()
         if self.pos >= len(self.text):
             return "the end of the query"
-        return repr(escape(self.text[self.pos]))
+        return f"'{escape(self.text[self.pos])}'"
 
     def query(self) -> Query:
         self.skip()
@@ -291,7 +291,7 @@ class _Parser:
         allowed = FIELDS[field]
         ops = _NUM_OPS if allowed in ("duration", "number") else _TEXT_OPS
         if op is None or op not in ops:
-            raise self.fail(f"{field} takes {' '.join(ops)}", op_pos if op is None else self.pos - len(op))
+            raise self.fail(f"{field} takes {', '.join(ops)}", op_pos if op is None else self.pos - len(op))
         return Pred(field, op, self.value(field, allowed))
 
     def value(self, field: str, allowed: tuple[str, ...] | str | None) -> str | float:
