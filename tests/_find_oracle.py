@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests._store_helpers import line, write
 from tracekit.simulation import SimulationRates, simulate
 from tracekit.simulation.model import Inv
 from tracekit.simulation.simulator import DEFAULT_START, DEFAULT_WINDOW_MS, _Fleet, _start_ms
@@ -144,3 +145,22 @@ def recursion_refusals(runs: list[Run], through: str | None = None) -> set[tuple
                 if through is None or through in (err.chain or []):
                     found.add((run.root.id, (node.id,)))
     return found
+
+
+# --- hand-made: names that break naive quoting, escaping and CSV ----------------
+
+HOSTILE = ["a > b", 'say "hi"', "[x]", "ünïcødé", "red\x1b[31m", "circle", "*", "it's", "日本", "=cmd|' /C calc'!A0"]
+
+
+def hostile_trace(path: Path) -> Path:
+    """A root ``front`` that calls each hostile agent, which hands off to the next."""
+    lines = [line({"type": "run.start", "ts": 1, "runId": "r", "agent": "front", "service": "s"})]
+    parent = "r"
+    for n, agent in enumerate(HOSTILE):
+        kind = "delegate" if n == 0 else "handoff"
+        common = {"invocationId": f"i{n}", "runId": f"c{n}", "parentRunId": parent, "agent": agent}
+        lines.append(line({"type": "enter", "ts": 2 + n, "kind": kind, **common}))
+        lines.append(line({"type": "exit", "ts": 40 - n, "ok": True, "durationMs": 1, **common}))
+        parent = f"c{n}"
+    lines.append(line({"type": "run.end", "ts": 50, "runId": "r", "ok": True, "durationMs": 49}))
+    return write(path, lines)

@@ -8,8 +8,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests._find_oracle import Run, expected, recursion_refusals, simulated_fleet, step
-from tests._store_helpers import line, write
+from tests._find_oracle import (
+    HOSTILE,
+    Run,
+    expected,
+    hostile_trace,
+    recursion_refusals,
+    simulated_fleet,
+    step,
+)
 from tracekit import FindResult, Store
 
 RUNS = 400
@@ -138,23 +145,6 @@ def test_nothing_found_is_an_empty_result(fleet: tuple[Store, list[Run]]) -> Non
 
 # --- hostile names ------------------------------------------------------------------
 
-HOSTILE = ["a > b", 'say "hi"', "[x]", "ünïcødé", "red\x1b[31m", "circle", "*", "it's", "日本"]
-
-
-def hostile_trace(path: Path) -> Path:
-    """A root ``front`` that calls each hostile agent, which hands off to the next."""
-    lines = [line({"type": "run.start", "ts": 1, "runId": "r", "agent": "front", "service": "s"})]
-    parent = "r"
-    for n, agent in enumerate(HOSTILE):
-        kind = "delegate" if n == 0 else "handoff"
-        common = {"invocationId": f"i{n}", "runId": f"c{n}", "parentRunId": parent, "agent": agent}
-        lines.append(line({"type": "enter", "ts": 2 + n, "kind": kind, **common}))
-        lines.append(line({"type": "exit", "ts": 40 - n, "ok": True, "durationMs": 1, **common}))
-        parent = f"c{n}"
-    lines.append(line({"type": "run.end", "ts": 50, "runId": "r", "ok": True, "durationMs": 49}))
-    return write(path, lines)
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     base = tmp_path_factory.mktemp("hostile")
@@ -195,6 +185,7 @@ def test_hostile_names_are_quoted_in_the_path(hostile: Store) -> None:
         'front >> "*"',
         'front >> "it\'s"',
         "front >> 日本",
+        "front >> \"=cmd|' /C calc'!A0\"",
     ]
 
 
