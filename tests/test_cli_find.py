@@ -5,12 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests._find_oracle import HOSTILE, hostile_trace
-from tests._store_helpers import cli
+from tests._store_helpers import TRACEKIT, cli, line
 
 
 @pytest.fixture(scope="module")
@@ -41,23 +44,26 @@ def test_json_lines_keep_names_as_they_are(db: Path) -> None:
     assert json.loads(cli("find", "front", "--format", "json", db=db).stdout)["path"] == "front"
 
 
-def test_csv_is_escaped_and_formula_safe(db: Path) -> None:
+def test_csv_is_escaped_and_formula_safe(db: Path, tmp_path: Path) -> None:
     out = cli("find", "* ~> *", "--csv", db=db).stdout
-    assert "\x1b" not in out
+    assert "\x1b" not in out and "red\\x1b[31m" in out
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == len(HOSTILE) - 1
-    last = rows[-1]
-    assert last["path"] == "\"日本\" ~> \"=cmd|' /C calc'!A0\"".replace('"日本"', "日本")
-    assert last["agents"] == "日本 \"=cmd|' /C calc'!A0\""
-    alone = list(csv.DictReader(io.StringIO(cli("find", "'=cmd|\\' /C calc\\'!A0'", "--csv", "--runs", db=db).stdout)))
-    assert alone[0]["run_id"] == "r"
-    formula = cli("find", "front > *", "--csv", db=db).stdout
-    assert "'=" not in formula  # nothing starts with a formula character there
-    assert any(cell.startswith("'=") for cell in _cells(cli("find", "*", "--csv", db=db).stdout)) is False
-
-
-def _cells(text: str) -> list[str]:
-    return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
+    assert rows[-1]["path"] == "日本 ~> \"=cmd|' /C calc'!A0\""
+    # cells a spreadsheet would run: a run id, a root agent, a service, a path
+    trace = tmp_path / "f.jsonl"
+    trace.write_text(
+        line({"type": "run.start", "ts": 1, "runId": "-2+3", "agent": "@root", "service": "=svc"})
+        + line({"type": "enter", "ts": 2, "invocationId": "+i", "runId": "+c",
+                "parentRunId": "-2+3", "agent": "+kid"})
+    )
+    store = tmp_path / "f.duckdb"
+    cli("ingest", str(trace), db=store)
+    (row,) = csv.DictReader(io.StringIO(cli("find", "@root > *", "--csv", db=store).stdout))
+    assert (row["run_id"], row["path"], row["service"], row["root_agent"]) == (
+        "'-2+3", "'@root > +kid", "'=svc", "'@root"
+    )
+    assert row["invocation_ids"] == "'-2+3 +i" and row["statuses"] == "running running"
 
 
 def test_runs_and_limit(db: Path) -> None:
@@ -83,3 +89,38 @@ def test_a_parse_error_points_at_the_column(db: Path) -> None:
         " front >> [status=error]"
     )
     assert caret == " " * message.index("[status") + "^"
+
+
+DOC = Path(__file__).parent.parent / "docs" / "find.md"
+
+
+def doc_examples() -> list[tuple[str, list[str]]]:
+    """Each ``$ tracekit ...`` line of the doc's console blocks, with the lines it shows."""
+    examples: list[tuple[str, list[str]]] = []
+    inside = False
+    for text in DOC.read_text(encoding="utf-8").splitlines():
+        if text.startswith("```"):
+            inside = text == "```console"
+        elif inside and text.startswith("$ "):
+            examples.append((text[2:], []))
+        elif inside:
+            examples[-1][1].append(text)
+    return examples
+
+
+def test_the_doc_examples_print_what_the_doc_shows(tmp_path: Path) -> None:
+    examples = doc_examples()
+    assert sum(command.startswith("tracekit find") for command, _ in examples) >= 12
+    for command, shown in examples:
+        argv = shlex.split(command)
+        assert argv[0] == "tracekit"
+        done = subprocess.run(
+            [TRACEKIT, *argv[1:]],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+            timeout=120,
+        )
+        assert done.stdout.splitlines() == shown, command

@@ -52,10 +52,13 @@ def formula_safe(frame: pd.DataFrame) -> pd.DataFrame:
         >>> formula_safe(pd.DataFrame({"a": ["=1+2", "ok"], "n": [-1, 2]}))["a"].tolist()
         ["'=1+2", 'ok']
     """
+    import pandas as pd
+
     safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object:
-            safe[column] = safe[column].map(_cell)
+    for i in range(len(safe.columns)):
+        dtype = safe.dtypes.iloc[i]
+        if pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype):
+            safe.isetitem(i, safe.iloc[:, i].map(_cell))
     return safe
 
 
