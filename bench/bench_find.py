@@ -159,19 +159,27 @@ def bench_queries(runs: int, repeat: int) -> None:
             "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM invocations),"
             " (SELECT count(*) FROM closure)"
         ).fetchall()[0]
-        print(f"\n{runs:,} runs: {sizes[0]:,} root runs, {sizes[1]:,} invocations,"
-              f" {sizes[2]:,} closure rows; medians of {repeat}, load {os.getloadavg()[0]:.1f}")
-        print(f"  {'query':34s} {'paths':>7s}  {'find SQL':>15s}  {'Store.find':>15s}"
-              f"  {'hand SQL':>15s}  {'no closure':>15s}  find/hand (CPU)")
+        print(
+            f"\n{runs:,} runs: {sizes[0]:,} root runs, {sizes[1]:,} invocations,"
+            f" {sizes[2]:,} closure rows; medians of {repeat}, load {os.getloadavg()[0]:.1f}"
+        )
+        print(
+            f"  {'query':34s} {'paths':>7s}  {'find SQL':>15s}  {'Store.find':>15s}"
+            f"  {'hand SQL':>15s}  {'no closure':>15s}  find/hand (CPU)"
+        )
         for query, hand, recursive in QUERIES:
             sql, params = compile_query(parse_query(query))
             sides: dict[str, Callable[[], Any]] = {
-                "find SQL": lambda sql=sql, params=params: con.sql(sql, params=params).to_arrow_table(),
+                "find SQL": lambda sql=sql, params=params: con.sql(
+                    sql, params=params
+                ).to_arrow_table(),
                 "Store.find": lambda query=query: store.find(query),
                 "hand SQL": lambda hand=hand: con.sql(hand).to_arrow_table(),
             }
             if recursive:
-                sides["no closure"] = lambda recursive=recursive: con.sql(recursive).to_arrow_table()
+                sides["no closure"] = lambda recursive=recursive: con.sql(
+                    recursive
+                ).to_arrow_table()
             times: dict[str, list[tuple[float, float]]] = {k: [] for k in sides}
             answers: dict[str, set[tuple[Any, ...]]] = {}
             for _ in range(repeat):
@@ -180,21 +188,27 @@ def bench_queries(runs: int, repeat: int) -> None:
                     times[name].append((wall, cpu))
                     answers[name] = _paths(out)
             assert len({frozenset(a) for a in answers.values()}) == 1, f"{query}: answers differ"
-            med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-                   for k, v in times.items()}
+            med = {
+                k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+                for k, v in times.items()
+            }
             cells = "  ".join(
                 f"{med[k][0]:6.3f} ({med[k][1]:5.3f})" if k in med else f"{'-':>15s}"
                 for k in ("find SQL", "Store.find", "hand SQL", "no closure")
             )
             ratio = med["find SQL"][1] / med["hand SQL"][1]
             whole = med["Store.find"][1] / med["hand SQL"][1]
-            print(f"  {query:34s} {len(answers['hand SQL']):7,d}  {cells}  {ratio:4.2f}x ({whole:4.2f}x end to end)")
+            print(
+                f"  {query:34s} {len(answers['hand SQL']):7,d}  {cells}  {ratio:4.2f}x ({whole:4.2f}x end to end)"
+            )
 
 
 def _paths(out: Any) -> set[tuple[Any, ...]]:
     """Each answer as a set of (run, ids...), whatever its shape."""
     if hasattr(out, "paths"):  # a FindResult
-        return {(r, *ids) for r, ids in zip(out.paths.run_id, out.paths.invocation_ids, strict=True)}
+        return {
+            (r, *ids) for r, ids in zip(out.paths.run_id, out.paths.invocation_ids, strict=True)
+        }
     columns = [column.to_pylist() for column in out.columns]
     if out.column_names[1:] == ["invocation_ids", "agents", "statuses"]:
         return {(r, *ids) for r, ids in zip(columns[0], columns[1], strict=True)}
@@ -222,9 +236,11 @@ def bench_closure_share(runs: int, repeat: int) -> None:
         samples.append((wall, cpu))
     con.close()
     copy.unlink()
-    print(f"  closure of {runs:,} runs, built from scratch: "
-          f"{statistics.median(w for w, _ in samples):.2f} s "
-          f"({statistics.median(c for _, c in samples):.2f} CPU), median of {repeat}")
+    print(
+        f"  closure of {runs:,} runs, built from scratch: "
+        f"{statistics.median(w for w, _ in samples):.2f} s "
+        f"({statistics.median(c for _, c in samples):.2f} CPU), median of {repeat}"
+    )
 
 
 INGEST = "import sys\nfrom tracekit import Store\nwith Store(sys.argv[2]) as s:\n    s.ingest(sys.argv[1])\n"
@@ -250,14 +266,20 @@ def bench_ingest(baseline: Path, runs: int, repeat: int) -> None:
                 raise SystemExit(f"ingest failed on {side}")
             times[side].append((time.perf_counter() - wall, usage.ru_utime + usage.ru_stime))
             store.unlink()
-    med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-           for k, v in times.items()}
-    print(f"\ningest of {runs:,} runs into a fresh store, medians of {repeat},"
-          f" load {os.getloadavg()[0]:.1f}")
+    med = {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+        for k, v in times.items()
+    }
+    print(
+        f"\ningest of {runs:,} runs into a fresh store, medians of {repeat},"
+        f" load {os.getloadavg()[0]:.1f}"
+    )
     for side in ("main", "find"):
         print(f"  {side:5s} {med[side][0]:7.2f} s ({med[side][1]:7.2f} CPU)")
-    print(f"  find / main: wall {med['find'][0] / med['main'][0]:.3f}x,"
-          f" CPU {med['find'][1] / med['main'][1]:.3f}x")
+    print(
+        f"  find / main: wall {med['find'][0] / med['main'][0]:.3f}x,"
+        f" CPU {med['find'][1] / med['main'][1]:.3f}x"
+    )
 
 
 def main() -> None:

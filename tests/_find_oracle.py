@@ -115,7 +115,9 @@ def below(node: Inv, edge: str) -> Iterator[Inv]:
                 yield from below(child, "~>>")
 
 
-def expected(runs: list[Run], steps: list[Test], edges: list[str]) -> set[tuple[str, tuple[str, ...]]]:
+def expected(
+    runs: list[Run], steps: list[Test], edges: list[str]
+) -> set[tuple[str, tuple[str, ...]]]:
     """Every (run id, path of ids) the steps and edges match, by walking the trees."""
     found: set[tuple[str, tuple[str, ...]]] = set()
     for run in runs:
@@ -135,21 +137,35 @@ def _extend(run: Run, path: list[Inv], steps: list[Test], edges: list[str]) -> I
             yield from _extend(run, [*path, nxt], steps[1:], edges[1:])
 
 
-def recursion_refusals(runs: list[Run], through: str | None = None) -> set[tuple[str, tuple[str, ...]]]:
+def recursion_refusals(
+    runs: list[Run], through: str | None = None
+) -> set[tuple[str, tuple[str, ...]]]:
     """The invocation each run refused for closing a circle (through an agent, if given)."""
     found = set()
     for run in runs:
         for node in run.root.walk()[1:]:
             err = node.error
-            if node.status == "refused" and err is not None and err.code == "AGENT_RECURSION":
-                if through is None or through in (err.chain or []):
-                    found.add((run.root.id, (node.id,)))
+            if err is None or node.status != "refused" or err.code != "AGENT_RECURSION":
+                continue
+            if through is None or through in (err.chain or []):
+                found.add((run.root.id, (node.id,)))
     return found
 
 
 # --- hand-made: names that break naive quoting, escaping and CSV ----------------
 
-HOSTILE = ["a > b", 'say "hi"', "[x]", "ünïcødé", "red\x1b[31m", "circle", "*", "it's", "日本", "=cmd|' /C calc'!A0"]
+HOSTILE = [
+    "a > b",
+    'say "hi"',
+    "[x]",
+    "ünïcødé",
+    "red\x1b[31m",
+    "circle",
+    "*",
+    "it's",
+    "日本",
+    "=cmd|' /C calc'!A0",
+]
 
 
 def hostile_trace(path: Path) -> Path:

@@ -54,14 +54,25 @@ def test_csv_is_escaped_and_formula_safe(db: Path, tmp_path: Path) -> None:
     trace = tmp_path / "f.jsonl"
     trace.write_text(
         line({"type": "run.start", "ts": 1, "runId": "-2+3", "agent": "@root", "service": "=svc"})
-        + line({"type": "enter", "ts": 2, "invocationId": "+i", "runId": "+c",
-                "parentRunId": "-2+3", "agent": "+kid"})
+        + line(
+            {
+                "type": "enter",
+                "ts": 2,
+                "invocationId": "+i",
+                "runId": "+c",
+                "parentRunId": "-2+3",
+                "agent": "+kid",
+            }
+        )
     )
     store = tmp_path / "f.duckdb"
     cli("ingest", str(trace), db=store)
     (row,) = csv.DictReader(io.StringIO(cli("find", "@root > *", "--csv", db=store).stdout))
     assert (row["run_id"], row["path"], row["service"], row["root_agent"]) == (
-        "'-2+3", "'@root > +kid", "'=svc", "'@root"
+        "'-2+3",
+        "'@root > +kid",
+        "'=svc",
+        "'@root",
     )
     assert row["invocation_ids"] == "'-2+3 +i" and row["statuses"] == "running running"
 
@@ -70,7 +81,14 @@ def test_runs_and_limit(db: Path) -> None:
     done = cli("find", "front >> *", "--runs", db=db)
     lines = done.stdout.splitlines()
     assert lines[0].split() == [
-        "run_id", "service", "agent", "outcome", "status", "start_at", "duration_ms", "paths"
+        "run_id",
+        "service",
+        "agent",
+        "outcome",
+        "status",
+        "start_at",
+        "duration_ms",
+        "paths",
     ]
     assert lines[1].split()[:5] == ["r", "s", "front", "ok", "ok"] and lines[1].split()[-1] == "10"
     limited = cli("find", "front >> *", "--limit", "2", db=db)
@@ -85,8 +103,7 @@ def test_a_parse_error_points_at_the_column(db: Path) -> None:
     assert done.returncode == 2
     message, caret = done.stderr.splitlines()
     assert message == (
-        "Error: expected an agent, '*' or circle, found '[' at column 10:"
-        " front >> [status=error]"
+        "Error: expected an agent, '*' or circle, found '[' at column 10: front >> [status=error]"
     )
     assert caret == " " * message.index("[status") + "^"
 

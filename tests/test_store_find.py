@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -34,7 +33,10 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, lis
 
 
 def found(result: FindResult) -> set[tuple[str, tuple[str, ...]]]:
-    return {(r, tuple(ids)) for r, ids in zip(result.paths.run_id, result.paths.invocation_ids)}
+    return {
+        (r, tuple(ids))
+        for r, ids in zip(result.paths.run_id, result.paths.invocation_ids, strict=True)
+    }
 
 
 # query -> (steps, edges) for the oracle; each must match something in the fleet
@@ -53,7 +55,10 @@ GOLDEN = {
         [">"],
     ),
     "*[duration>2s]": ([step(duration=lambda d: d is not None and d > 2000)], []),
-    "researcher[duration<=1.5s]": ([step("researcher", duration=lambda d: d is not None and d <= 1500)], []),
+    "researcher[duration<=1.5s]": (
+        [step("researcher", duration=lambda d: d is not None and d <= 1500)],
+        [],
+    ),
     "*[duration>=0.1m]": ([step(duration=lambda d: d is not None and d >= 6000)], []),
     "orchestrator > *[kind=subagent]": ([step("orchestrator"), step(kind="subagent")], [">"]),
     "sql >> *[kind=delegate, status=error]": (
@@ -71,9 +76,7 @@ GOLDEN = {
 
 
 @pytest.mark.parametrize("query", list(GOLDEN))
-def test_golden_queries_match_the_ground_truth(
-    fleet: tuple[Store, list[Run]], query: str
-) -> None:
+def test_golden_queries_match_the_ground_truth(fleet: tuple[Store, list[Run]], query: str) -> None:
     store, runs = fleet
     steps, edges = GOLDEN[query]
     want = expected(runs, steps, edges)
@@ -121,9 +124,7 @@ def test_result_frames(fleet: tuple[Store, list[Run]]) -> None:
     result = store.find("billing > refunds", limit=3)
     assert len(result.paths) == 3 and len(result.runs) == 3
     assert result.total_paths > 3
-    assert list(result.paths.columns) == [
-        "run_id", "path", "invocation_ids", "agents", "statuses"
-    ]
+    assert list(result.paths.columns) == ["run_id", "path", "invocation_ids", "agents", "statuses"]
     assert set(result.paths.path) == {"billing > refunds"}
     assert list(result.paths.agents.iloc[0]) == ["billing", "refunds"]
     frame = result.to_frame()
@@ -139,11 +140,15 @@ def test_nothing_found_is_an_empty_result(fleet: tuple[Store, list[Run]]) -> Non
     store, _ = fleet
     result = store.find("refunds > triage")
     assert (result.total_paths, result.total_runs, len(result.paths), len(result.runs)) == (
-        0, 0, 0, 0
+        0,
+        0,
+        0,
+        0,
     )
 
 
 # --- hostile names ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tracekit import FindSyntaxError, TracekitError
-from tracekit.store.findparse import _cells, Pred, Query, Step, parse_query, quote_name
+from tracekit.store.findparse import Pred, Query, Step, _cells, parse_query, quote_name
 
 
 def test_every_form_parses() -> None:
@@ -62,7 +62,7 @@ def test_parse_errors_point_at_the_column(query: str, column: int, reason: str) 
     assert isinstance(exc, TracekitError)
     assert (exc.column, reason in exc.reason) == (column, True), exc.reason
     assert str(exc).count("\n") == 0 and f"at column {column}: " in str(exc)
-    line, caret = exc.pointer().split("\n")
+    _, caret = exc.pointer().split("\n")
     assert caret == " " * (len(caret) - 1) + "^"
 
 

@@ -100,10 +100,22 @@ def test_the_migration_backfills_a_store_made_before_it(
 def test_an_unrooted_cycle_is_not_walked(tmp_path: Path) -> None:
     """Two runs that name each other as parent: never rooted, so not in the closure."""
     lines = [
-        {"type": "enter", "ts": 1, "invocationId": "a", "runId": "ra", "parentRunId": "rb",
-         "agent": "x"},
-        {"type": "enter", "ts": 2, "invocationId": "b", "runId": "rb", "parentRunId": "ra",
-         "agent": "y"},
+        {
+            "type": "enter",
+            "ts": 1,
+            "invocationId": "a",
+            "runId": "ra",
+            "parentRunId": "rb",
+            "agent": "x",
+        },
+        {
+            "type": "enter",
+            "ts": 2,
+            "invocationId": "b",
+            "runId": "rb",
+            "parentRunId": "ra",
+            "agent": "y",
+        },
     ]
     trace = tmp_path / "cycle.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in lines))

@@ -473,13 +473,17 @@ def sql_command(
 def find_command(
     query: Annotated[
         str,
-        typer.Argument(help="Agents and edges, e.g. 'billing >> refunds[status=error]' (docs/find.md)."),
+        typer.Argument(
+            help="Agents and edges, e.g. 'billing >> refunds[status=error]' (docs/find.md)."
+        ),
     ],
     db: DbOption = None,
     runs: Annotated[
         bool, typer.Option("--runs", help="One row a matching run, not a path.")
     ] = False,
-    json_: Annotated[bool, typer.Option("--json", help="JSON lines (same as --format json).")] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="JSON lines (same as --format json).")
+    ] = False,
     csv_: Annotated[bool, typer.Option("--csv", help="CSV (same as --format csv).")] = False,
     format: FormatOption = TableFormat.table,
     limit: Annotated[

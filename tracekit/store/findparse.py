@@ -203,7 +203,7 @@ class _Parser:
         self.skip()
         if self.pos >= len(self.text):
             raise self.fail("empty query: expected an agent, '*' or circle")
-        steps, edges = [self.step()], []
+        steps, edges = [self.step()], list[str]()
         while True:
             self.skip()
             if self.pos >= len(self.text):
@@ -283,7 +283,11 @@ class _Parser:
         match = re.compile(r"[A-Za-z_]+").match(self.text, self.pos)
         field = match.group() if match else ""
         if field not in FIELDS:
-            what = f"unknown field {escape(field)!r}" if field else f"expected a field, found {self.found()}"
+            what = (
+                f"unknown field {escape(field)!r}"
+                if field
+                else f"expected a field, found {self.found()}"
+            )
             raise self.fail(f"{what} (fields: {', '.join(FIELDS)})", start)
         self.pos = start + len(field)
         op_pos = self.pos
@@ -291,7 +295,9 @@ class _Parser:
         allowed = FIELDS[field]
         ops = _NUM_OPS if allowed in ("duration", "number") else _TEXT_OPS
         if op is None or op not in ops:
-            raise self.fail(f"{field} takes {', '.join(ops)}", op_pos if op is None else self.pos - len(op))
+            raise self.fail(
+                f"{field} takes {', '.join(ops)}", op_pos if op is None else self.pos - len(op)
+            )
         return Pred(field, op, self.value(field, allowed))
 
     def value(self, field: str, allowed: tuple[str, ...] | str | None) -> str | float:

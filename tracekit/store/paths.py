@@ -62,9 +62,9 @@ WHERE u.ancestor NOT IN (SELECT run_id FROM _closure_nodes)
 _DROP: Final = "DROP TABLE IF EXISTS _closure_up; DROP TABLE IF EXISTS _closure_nodes"
 
 #: The migration's statements that fill ``closure`` from every invocation a store holds.
-CLOSURE_BACKFILL: Final = ";\n".join(
-    (_NODES.format(where="true").strip(), _CLIMB.strip(), _INSERT.strip(), _DROP)
-) + ";"
+CLOSURE_BACKFILL: Final = (
+    ";\n".join((_NODES.format(where="true").strip(), _CLIMB.strip(), _INSERT.strip(), _DROP)) + ";"
+)
 
 
 def derive_paths(con: duckdb.DuckDBPyConnection) -> None:
