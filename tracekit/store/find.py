@@ -8,7 +8,7 @@ Example:
     FindResult('billing > refunds[status=error]': 1 run, 1 path)
     >>> found.paths[["run_id", "path"]]
                  run_id               path
-    0  1f3c51a6ba8c91e6  billing > refunds
+    0  28b88073065b8c35  billing > refunds
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def compile_query(query: Query) -> tuple[str, dict[str, Any]]:
         >>> from tracekit.store.findparse import parse_query
         >>> sql, params = compile_query(parse_query("billing >> refunds[status=error]"))
         >>> params
-        {'p0': 'billing', 'p1': 'refunds', 'p2': 'error'}
+        {'p0': 'billing', 'p1': 'billing', 'p2': 'refunds', 'p3': 'error'}
         >>> "JOIN closure c1 ON c1.ancestor = s0.node" in sql
         True
     """
