@@ -71,8 +71,13 @@ def derive_paths(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild the ``closure`` rows of the runs in the temp table ``_below``.
 
     Called by :func:`tracekit.store.derive.derive` inside its transaction,
-    once ``invocations`` holds the rebuilt rows.
+    once ``invocations`` holds the rebuilt rows. A connection to a store not
+    migrated to the closure yet (the migration backfills it) is left alone.
     """
+    if not con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'closure' AND NOT temporary"
+    ).fetchall()[0][0]:
+        return
     con.execute("DELETE FROM closure WHERE descendant IN (SELECT run_id FROM _below)")
     con.execute(_NODES.format(where="run_id IN (SELECT run_id FROM _below)"))
     con.execute(_CLIMB)
