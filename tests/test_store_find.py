@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests._find_oracle import (
     HOSTILE,
@@ -86,6 +88,32 @@ def test_golden_queries_match_the_ground_truth(fleet: tuple[Store, list[Run]], q
     assert result.total_paths == len(want)
     assert set(result.runs.run_id) == {r for r, _ in want}
     assert result.runs.paths.sum() == len(want)
+
+
+AGENTS = ["triage", "billing", "refunds", "invoices", "planner", "writer", "critic", "sql", "*"]
+STATUSES = [None, "ok", "error", "refused", "cancelled", "running"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.tuples(st.sampled_from(AGENTS), st.sampled_from(STATUSES)), min_size=1, max_size=3),
+    st.data(),
+)
+def test_any_chain_matches_the_ground_truth(
+    fleet: tuple[Store, list[Run]], chain: list[tuple[str, str | None]], data: st.DataObject
+) -> None:
+    store, runs = fleet
+    edges = [data.draw(st.sampled_from([">", ">>", "~>", "~>>"])) for _ in chain[1:]]
+    text, steps = "", []
+    for n, (agent, status) in enumerate(chain):
+        text += (
+            (f" {edges[n - 1]} " if n else "") + agent + (f"[status={status}]" if status else "")
+        )
+        want = {"status": status} if status else {}
+        steps.append(step(None if agent == "*" else agent, **want))
+    assert found(store.find(text)) == expected(runs, steps, edges), text
 
 
 def test_a_root_agent_matches_as_the_first_step(fleet: tuple[Store, list[Run]]) -> None:

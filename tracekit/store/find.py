@@ -46,7 +46,7 @@ LIMIT $limit
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FindResult:
     """The runs a query matched, and each matching path.
 
