@@ -474,7 +474,8 @@ def find_command(
     query: Annotated[
         str,
         typer.Argument(
-            help="Agents and edges, e.g. 'billing >> refunds[status=error]' (docs/find.md)."
+            help="Agents joined by edges, e.g. 'billing >> refunds', each with optional"
+            " predicates in brackets (the grammar: docs/find.md)."
         ),
     ],
     db: DbOption = None,
