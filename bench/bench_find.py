@@ -22,8 +22,9 @@ for a fresh ingest) on the whole store.
 Run::
 
     .venv/bin/python bench/bench_find.py --runs 200000
-    .venv/bin/python bench/bench_find.py --runs 200000 --baseline /tmp/tk-main \\
-        --ingest-runs 50000
+    git archive main | tar -x -C /tmp/tk-main      # (mkdir it first)
+    .venv/bin/python bench/bench_find.py --ingest-only --baseline /tmp/tk-main \\
+        --ingest-runs 20000 --ingest-repeat 3
 """
 
 from __future__ import annotations
@@ -289,8 +290,9 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="a checkout of main, for the ingest A/B")
     parser.add_argument("--ingest-runs", type=int, default=50_000)
     parser.add_argument("--ingest-repeat", type=int, default=3)
+    parser.add_argument("--ingest-only", action="store_true", help="skip the queries")
     args = parser.parse_args()
-    for runs in args.runs:
+    for runs in [] if args.ingest_only else args.runs:
         bench_queries(runs, args.repeat)
         bench_closure_share(runs, args.repeat)
     if args.baseline:

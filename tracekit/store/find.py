@@ -26,23 +26,17 @@ if TYPE_CHECKING:
 
 __all__ = ["FindResult", "find"]
 
-#: Columns of :attr:`FindResult.runs` (besides ``paths``, the count of paths in the run).
-RUN_COLUMNS: Final = ("run_id", "service", "agent", "outcome", "status", "start_at", "duration_ms")
+_PATH_COLUMNS: Final = ["run_id", "invocation_ids", "agents", "statuses"]
+_RUN_COLUMNS: Final = ["run_id", "service", "agent", "outcome", "status", "start_at", "duration_ms"]
 
-_RUNS: Final = """
-SELECT r.run_id, r.service, r.agent, r.outcome, r.status, r.start_at, r.duration_ms,
-    m.paths
-FROM (SELECT run_id, count(*) AS paths FROM _find_match GROUP BY run_id) m
-JOIN runs r ON r.run_id = m.run_id
-ORDER BY r.start_ms NULLS LAST, r.run_id
-LIMIT $limit
-"""
-
-_PATHS: Final = """
-SELECT m.run_id, m.invocation_ids, m.agents, m.statuses
-FROM _find_match m JOIN runs r ON r.run_id = m.run_id
+# The match with its run, oldest run first: one statement; the runs are
+# gathered from it in Arrow (their rows are together, in order).
+_RESULT: Final = """
+WITH m AS ({match})
+SELECT m.run_id, m.invocation_ids, m.agents, m.statuses, r.service, r.agent, r.outcome,
+    r.status, r.start_at, r.duration_ms
+FROM m JOIN runs r ON r.run_id = m.run_id
 ORDER BY r.start_ms NULLS LAST, m.run_id, m.invocation_ids
-LIMIT $limit
 """
 
 
@@ -95,23 +89,20 @@ def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None)
     Raises:
         FindSyntaxError: the query does not parse (it names the column).
     """
+    import pyarrow.compute as pc
+
     query = parse_query(text)
     sql, params = compile_query(query)
-    match = con.sql(sql, params=params).to_arrow_table()
-    con.register("_find_match", match)
-    bound = {"limit": limit if limit is not None else match.num_rows}
-    try:
-        # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
-        paths = con.sql(_PATHS, params=bound).to_arrow_table().to_pandas()
-        runs = con.execute(_RUNS, bound).df()
-        total_runs = len(runs)
-        if limit is not None:
-            rows = con.execute("SELECT count(DISTINCT run_id) FROM _find_match").fetchall()
-            total_runs = int(rows[0][0]) if rows else 0
-    finally:
-        con.unregister("_find_match")
+    # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
+    table = con.sql(_RESULT.format(match=sql), params=params).to_arrow_table()
+    counts = pc.value_counts(table["run_id"])  # in order of first appearance
+    firsts = pc.index_in(counts.field("values"), value_set=table["run_id"])
+    runs = table.take(firsts).select(_RUN_COLUMNS).append_column("paths", counts.field("counts"))
+    shown = table.num_rows if limit is None else limit
+    paths = table.slice(0, shown).select(_PATH_COLUMNS).to_pandas()
     paths.insert(1, "path", _path_texts(query, paths["agents"].tolist()))
-    return FindResult(str(query), paths, runs, match.num_rows, total_runs)
+    found_runs = runs.slice(0, shown).to_pandas()
+    return FindResult(str(query), paths, found_runs, table.num_rows, runs.num_rows)
 
 
 def _path_texts(query: Query, agents: list[list[str | None]]) -> list[str]:
