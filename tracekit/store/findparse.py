@@ -51,6 +51,7 @@ FIELDS: Final[dict[str, tuple[str, ...] | str | None]] = {
     "role": ("origin", "wrapped"),
 }
 _BARE: Final = re.compile(r"[\w.\-/:@+#]+")
+_FIELD: Final = re.compile(r"[A-Za-z_]+")
 _KEYWORD: Final = "circle"
 
 
@@ -280,7 +281,7 @@ class _Parser:
     def pred(self) -> Pred:
         self.skip()
         start = self.pos
-        match = re.compile(r"[A-Za-z_]+").match(self.text, self.pos)
+        match = _FIELD.match(self.text, self.pos)
         field = match.group() if match else ""
         if field not in FIELDS:
             what = (
