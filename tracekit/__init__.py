@@ -52,7 +52,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
     from tracekit.simulation import SimulationRates, SimulationReport, simulate
-    from tracekit.store import IngestReport, Store, StoreSink
+    from tracekit.store import FindResult, FindSyntaxError, IngestReport, Store, StoreSink
     from tracekit.tree import (
         AgentStep,
         AgentTree,
@@ -110,6 +110,8 @@ _LAZY: dict[str, str] = {
     # The store, fleet health and what is drawn from them (pandas, plotly).
     "IngestReport": "tracekit.store",
     "Store": "tracekit.store",
+    "FindResult": "tracekit.store",
+    "FindSyntaxError": "tracekit.store",
     "StoreSink": "tracekit.store",
     "classify_events": "tracekit.failures",
     "classify_store": "tracekit.failures",

@@ -509,6 +509,40 @@ def sql_command(
     _emit(df, format)
 
 
+@app.command("find", cls=PlainCommand)
+def find_command(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="Agents joined by edges, e.g. 'billing >> refunds', each with optional"
+            " predicates in brackets (the grammar: docs/find.md)."
+        ),
+    ],
+    db: DbOption = None,
+    runs: Annotated[
+        bool, typer.Option("--runs", help="One row a matching run, not a path.")
+    ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="JSON lines (same as --format json).")
+    ] = False,
+    csv_: Annotated[bool, typer.Option("--csv", help="CSV (same as --format csv).")] = False,
+    format: FormatOption = TableFormat.table,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many rows.")
+    ] = 50,
+    wait: WaitOption = _DEFAULT_WAIT,
+) -> None:
+    """Find runs by delegation structure: who delegated to whom, and how it ended."""
+    from tracekit.cli.find import find_frame, find_notes
+    from tracekit.store import Store
+
+    fmt = TableFormat.json if json_ else TableFormat.csv if csv_ else format
+    with Store(db, read_only=True, wait=wait) as store:
+        found = store.find(query, limit=limit)
+    _emit(find_frame(found, fmt.value, runs=runs), fmt)
+    _print_view("", find_notes(found, runs=runs))
+
+
 def _emit(df: Any, format: TableFormat) -> None:
     from tracekit.cli.tables import render
 

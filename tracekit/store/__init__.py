@@ -8,6 +8,8 @@ from tracekit._util.lazy import lazy_names as _lazy_names
 from tracekit.store.store import Store
 
 if _TYPE_CHECKING:
+    from tracekit.store.find import FindResult
+    from tracekit.store.findparse import FindSyntaxError
     from tracekit.store.ingest import IngestReport, SourceReport
     from tracekit.store.sink import StoreSink
 
@@ -15,6 +17,8 @@ if _TYPE_CHECKING:
 # loaded on first use, so that commands that only read the store (tracekit
 # fleet) pay for neither.
 _LAZY = {
+    "FindResult": "tracekit.store.find",
+    "FindSyntaxError": "tracekit.store.findparse",
     "IngestReport": "tracekit.store.ingest",
     "SourceReport": "tracekit.store.ingest",
     "StoreSink": "tracekit.store.sink",
@@ -24,4 +28,4 @@ _LAZY = {
 __getattr__ = _lazy_names(__name__, _LAZY)
 
 
-__all__ = ["IngestReport", "SourceReport", "Store", "StoreSink"]
+__all__ = ["FindResult", "FindSyntaxError", "IngestReport", "SourceReport", "Store", "StoreSink"]

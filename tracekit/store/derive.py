@@ -13,6 +13,7 @@ from typing import Final
 import duckdb
 
 from tracekit.store.measures import EDGE_SOURCE, MEASURE_COLUMNS, MEASURE_SQL, USAGE_JSON
+from tracekit.store.paths import derive_paths
 
 __all__ = ["derive"]
 
@@ -259,6 +260,7 @@ def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, steps, _AFFECTED, MEASURE_SQL, _RUNS):
         for statement in _statements(script):
             con.execute(statement, params if "$since" in statement else None)
+    derive_paths(con)  # the closure of the rebuilt subtrees (tracekit find)
     row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]
     return int(row[0]) if row else 0
 

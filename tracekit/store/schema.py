@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Final
 
 from tracekit.store.measures import BACKFILL_SQL
+from tracekit.store.paths import CLOSURE_BACKFILL
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -244,7 +245,23 @@ ALTER TABLE steps ADD COLUMN error_code VARCHAR;
 ALTER TABLE steps ADD COLUMN error_message VARCHAR;
 """
 
-SCHEMA_VERSION: Final = 5
+# v6: ``closure``, every (ancestor, descendant) pair of the delegation trees,
+# for ``tracekit find`` (``a >> b``: b anywhere below a) as hash joins instead
+# of a recursive walk per query. Kept by :mod:`tracekit.store.paths` in each
+# derive; filled here from the invocations a store already holds.
+_V6: Final = f"""
+CREATE TABLE IF NOT EXISTS closure (
+    root_run_id  VARCHAR NOT NULL,  -- the root run of the tree (runs.run_id)
+    ancestor     VARCHAR NOT NULL,  -- the root run, or the run an invocation started
+    descendant   VARCHAR NOT NULL,  -- the run an invocation started (invocations.run_id)
+    distance     INTEGER NOT NULL,  -- 1: a direct child
+    handoffs     BOOLEAN NOT NULL   -- every edge from ancestor down to descendant is a handoff
+);
+
+{CLOSURE_BACKFILL}
+"""
+
+SCHEMA_VERSION: Final = 6
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)

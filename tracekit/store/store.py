@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory
     from tracekit.tree import AgentTree
 
@@ -232,6 +233,26 @@ class Store:
         from tracekit.tree import build_forest
 
         return build_forest(self.events(run_id)).run(run_id, source=str(self.path)).steps
+
+    def find(self, query: str, *, limit: int | None = None) -> FindResult:
+        """Runs and invocation paths matching a structural query (grammar: docs/find.md).
+
+        Args:
+            query: steps joined by edges, e.g. ``billing >> refunds[status=error]``.
+            limit: keep the first paths and runs, oldest run first (the totals count all).
+
+        Raises:
+            FindSyntaxError: the query does not parse; it names the column.
+
+        Example:
+            >>> with Store("fleet.duckdb") as store:
+            ...     found = store.find("triage ~> *")
+            >>> found.total_runs > 0, sorted(set(found.paths["path"]))[:2]
+            (True, ['triage ~> billing', 'triage ~> knowledge-base'])
+        """
+        from tracekit.store.find import find
+
+        return find(self.con, query, limit=limit)
 
     def sql(self, query: str, params: list[Any] | None = None) -> pd.DataFrame:
         """Run one SELECT (or an EXPLAIN of one) and return its result.

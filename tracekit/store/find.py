@@ -1,0 +1,121 @@
+"""``Store.find``: run a structural query, and what it found (:class:`FindResult`).
+
+Example:
+    >>> from tracekit import Store
+    >>> with Store("fleet.duckdb") as store:
+    ...     found = store.find("billing > refunds[status=error]")
+    >>> found
+    FindResult('billing > refunds[status=error]': 1 run, 1 path)
+    >>> found.paths[["run_id", "path"]]
+                 run_id               path
+    0  28b88073065b8c35  billing > refunds
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import duckdb
+
+from tracekit.store.findparse import Query, parse_query, quote_name
+from tracekit.store.findsql import compile_query
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["FindResult", "find"]
+
+_PATH_COLUMNS: Final = ["run_id", "invocation_ids", "agents", "statuses"]
+_RUN_COLUMNS: Final = ["run_id", "service", "agent", "outcome", "status", "start_at", "duration_ms"]
+
+# The match with its run, oldest run first: one statement; the runs are
+# gathered from it in Arrow (their rows are together, in order).
+_RESULT: Final = """
+WITH m AS ({match})
+SELECT m.run_id, m.invocation_ids, m.agents, m.statuses, r.service, r.agent, r.outcome,
+    r.status, r.start_at, r.duration_ms
+FROM m JOIN runs r ON r.run_id = m.run_id
+ORDER BY r.start_ms NULLS LAST, m.run_id, m.invocation_ids
+"""
+
+
+@dataclass(frozen=True, eq=False)
+class FindResult:
+    """The runs a query matched, and each matching path.
+
+    Attributes:
+        query: the query as parsed, written back in its plain form.
+        paths: one row a matching path: ``run_id``, ``path`` (the agents
+            joined by the query's edges, quoted where a name needs it),
+            ``invocation_ids``, ``agents`` and ``statuses`` (lists, one
+            element a step; a root run's step shows its run id).
+        runs: one row a matching run (``run_id``, ``service``, ``agent``,
+            ``outcome``, ``status``, ``start_at``, ``duration_ms``) with
+            ``paths``, how many paths matched in it; oldest first.
+        total_paths: paths matched (``paths`` holds the first ``limit``).
+        total_runs: runs matched (``runs`` holds the first ``limit``).
+    """
+
+    query: str
+    paths: pd.DataFrame
+    runs: pd.DataFrame
+    total_paths: int
+    total_runs: int
+
+    def __repr__(self) -> str:
+        runs, paths = self.total_runs, self.total_paths
+        return (
+            f"FindResult({self.query!r}: {runs} run{'s' * (runs != 1)},"
+            f" {paths} path{'s' * (paths != 1)})"
+        )
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row a path, with its run's service, root agent, outcome and start."""
+        runs = self.runs[["run_id", "service", "agent", "outcome", "start_at"]]
+        runs = runs.rename(columns={"agent": "root_agent"})
+        return self.paths.merge(runs, on="run_id", how="left", sort=False)
+
+
+def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None) -> FindResult:
+    """Parse ``text``, run it on the store, and gather the paths and runs.
+
+    ``limit`` keeps the first paths and runs (oldest run first); the totals
+    count them all.
+
+    Raises:
+        FindSyntaxError: the query does not parse (it names the column).
+    """
+    import pyarrow.compute as pc
+
+    query = parse_query(text)
+    sql, params = compile_query(query)
+    # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
+    table = con.sql(_RESULT.format(match=sql), params=params).to_arrow_table()
+    counts = pc.value_counts(table["run_id"])  # in order of first appearance
+    firsts = pc.index_in(counts.field("values"), value_set=table["run_id"])
+    runs = table.take(firsts).select(_RUN_COLUMNS).append_column("paths", counts.field("counts"))
+    shown = table.num_rows if limit is None else limit
+    paths = table.slice(0, shown).select(_PATH_COLUMNS).to_pandas()
+    paths.insert(1, "path", _path_texts(query, paths["agents"].tolist()))
+    found_runs = runs.slice(0, shown).to_pandas()
+    return FindResult(str(query), paths, found_runs, table.num_rows, runs.num_rows)
+
+
+def _path_texts(query: Query, agents: list[list[str | None]]) -> list[str]:
+    """Each path's agents joined by the query's edges (the few distinct ones written once)."""
+    cache: dict[tuple[str | None, ...], str] = {}
+    out = []
+    for names in agents:
+        key = tuple(names)
+        text = cache.get(key)
+        if text is None:
+            parts = [quote_name(names[0]) if names[0] is not None else "?"]
+            for edge, name in zip(query.edges, names[1:], strict=True):
+                parts += [edge, quote_name(name) if name is not None else "?"]
+            text = cache[key] = " ".join(parts)
+        out.append(text)
+    return out
