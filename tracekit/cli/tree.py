@@ -7,6 +7,7 @@ for the run asked for, then the text renderers of :mod:`tracekit.tree.text`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from tracekit._util.gcpause import gc_paused
@@ -36,6 +37,8 @@ def render_forest(
     errors_only: bool = False,
     color: bool = False,
     source: str = "the trace",
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Render a forest as text or JSON, with its integrity report for stderr.
 
@@ -47,7 +50,13 @@ def render_forest(
         text = forest_to_json(forest, runs).decode()
     else:
         text = describe_forest(
-            forest, run_id=run_id, max_depth=max_depth, errors_only=errors_only, color=color
+            forest,
+            run_id=run_id,
+            max_depth=max_depth,
+            errors_only=errors_only,
+            color=color,
+            fold=fold,
+            expand=expand,
         )
     return TreeView(text, describe_integrity(forest.integrity))
 
@@ -62,6 +71,8 @@ def tree_view(
     color: bool = False,
     strict: bool = False,
     hold: list[object] | None = None,
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
 
@@ -89,6 +100,8 @@ def tree_view(
             errors_only=errors_only,
             color=color,
             source=source,
+            fold=fold,
+            expand=expand,
         )
     if hold is not None:
         hold.extend((result, forest))
@@ -128,6 +141,8 @@ def store_tree_view(
     errors_only: bool = False,
     color: bool = False,
     wait: float = 0.0,
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Read a run's tree from a store and render it: ``tracekit tree RUN --db``.
 
@@ -151,4 +166,6 @@ def store_tree_view(
         errors_only=errors_only,
         color=color,
         source=f"{db}:{run_id}",
+        fold=fold,
+        expand=expand,
     )

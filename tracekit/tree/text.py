@@ -26,6 +26,7 @@ from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import STATUS_ANSI
 from tracekit.errors import TraceReadError
 from tracekit.events import ErrorInfo
+from tracekit.tree.fold import FOLD_AT, Folder, describe_folded, needs_folding, opened_steps
 from tracekit.tree.model import AgentStep, NodeStep, Step
 
 if TYPE_CHECKING:  # the forest holds trees and renders them with this module
@@ -159,6 +160,8 @@ def describe_agent_tree(
     errors_only: bool = False,
     color: bool = False,
     indent: int = 0,
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> str:
     """Print a tree as the seed's ``describeAgentTree`` does; never raises on odd data.
 
@@ -169,6 +172,12 @@ def describe_agent_tree(
         errors_only: show only the paths that lead to a failure.
         color: colour the status words with ANSI escapes.
         indent: levels to indent everything by (a forest's trees sit under headers).
+        fold: fold repeated sibling subtrees (:mod:`tracekit.tree.fold`); None
+            folds the sibling lists longer than ``FOLD_AT`` if there are any.
+        expand: paths of folded steps to show one by one (``batch[2]/sql``).
+
+    Raises:
+        TracekitError: an ``expand`` path that names no step.
 
     Example:
         >>> from tracekit.tree import NodeStep
@@ -177,6 +186,16 @@ def describe_agent_tree(
     """
     keep = _failure_paths(tree) if errors_only else None
     agent_line = _AgentLines(color)
+    if fold is not False and (fold or expand or needs_folding(tree)):
+        folder = Folder(0 if fold else FOLD_AT, opened_steps(tree, expand, strict=not indent), keep)
+        return describe_folded(
+            tree,
+            line=lambda s: agent_line(s) if type(s) is AgentStep else _node_line(s, color),  # type: ignore[arg-type]
+            pad=lambda d: "  " * (d + indent) if d + indent <= _MAX_INDENT else _deep_pad(d),
+            folder=folder,
+            color=color,
+            max_depth=max_depth,
+        )
     out: list[str] = []
     append = out.append
     stack: list[tuple[Iterator[Step], int]] = [(iter(tree), indent)]
@@ -246,6 +265,8 @@ def describe_forest(
     max_depth: int | None = None,
     errors_only: bool = False,
     color: bool = False,
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> str:
     """Print every tree of a forest; headers appear when there is more than one.
 
@@ -263,7 +284,8 @@ def describe_forest(
         runs = [found]
     else:
         runs = forest.runs
-    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color}
+    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color, "fold": fold}
+    options["expand"] = expand
     if len(runs) == 1 and runs[0].kind in ("root", "subtree"):
         return describe_agent_tree(runs[0].steps, **options)  # type: ignore[arg-type]
     blocks = []
