@@ -56,8 +56,7 @@ def load_run(
 
         with Store(db, read_only=True, wait=wait) as store:
             events = store.events(spec)
-        source = f"{db}:{spec}"
-        return build_forest(events).run(spec, source=source), source
+        return build_forest(events).run(spec, source=f"{db}:{spec}"), db
     with gc_paused():
         forest = build_forest(read_trace(path).events)
     if wanted is not None:

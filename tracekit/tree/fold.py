@@ -270,7 +270,7 @@ def opened_steps(tree: Sequence[Step], paths: Sequence[str], *, strict: bool = T
             if not found:
                 where = "/".join(p for p, _ in parse_path(path)[:depth]) or "the top level"
                 raise TracekitError(
-                    f"--expand {escape(path)}: no step {escape(name)!r}"
+                    f"--expand {escape(path)}: no step {escape(name)}"
                     + (f"[{index}]" if index is not None else "")
                     + f" under {escape(where)}",
                     hint="A PATH is the agent names shown in the tree, joined by /.",
