@@ -60,6 +60,7 @@ __all__ = [
 ChangeKind: TypeAlias = Literal["added", "removed", "status", "slower"]
 _NO_DURATION: Final = frozenset({"refused", "running", "pending"})
 _ENCODER: Final = msgspec.json.Encoder()
+_RANK: Final = {"removed": 0, "added": 1, "pair": 2}  # at one position: what went, then what came
 
 
 class Slower(msgspec.Struct, frozen=True, kw_only=True):
@@ -246,6 +247,11 @@ def _pair(
     return pairs, rest_x[n:], rest_y[n:]
 
 
+# (position, what, step of A, step of B, path in A, path in B); "removed" and
+# "added" items carry their one step on both sides.
+_Item: TypeAlias = tuple[int, str, AgentStep, AgentStep, str, str]
+
+
 class _Aligner:
     def __init__(self, slower: Slower) -> None:
         self.slower = slower
@@ -253,33 +259,41 @@ class _Aligner:
         self.changes: list[Change] = []
 
     def run(self, a: Sequence[Step], b: Sequence[Step]) -> list[Change]:
-        stack: list[tuple[Sequence[Step], Sequence[Step], str, str]] = [(a, b, "", "")]
+        """Walk both trees in pre-order (a stack, not recursion): each change in tree order."""
+        stack: list[_Item] = list(reversed(self._level(a, b, "", "")))
         while stack:
-            la, lb, pa, pb = stack.pop()
-            stack.extend(reversed(list(self._level(la, lb, pa, pb))))
+            _, what, x, y, path_a, path_b = stack.pop()
+            if what == "removed":
+                self._add("removed", x, path_a, a=_side(x), count=_invocations(x))
+            elif what == "added":
+                self._add("added", y, path_b, b=_side(y), count=_invocations(y))
+            else:
+                self._compare(x, y, path_b)
+                if x.steps or y.steps:
+                    stack.extend(reversed(self._level(x.steps, y.steps, path_a + "/", path_b + "/")))
         return self.changes
 
-    def _level(
-        self, la: Sequence[Step], lb: Sequence[Step], pa: str, pb: str
-    ) -> Iterator[tuple[Sequence[Step], Sequence[Step], str, str]]:
+    def _level(self, la: Sequence[Step], lb: Sequence[Step], pa: str, pb: str) -> list[_Item]:
+        """One level's pairs, removals and additions, in the order of the steps."""
         xs = [s for s in la if type(s) is AgentStep]
         ys = [s for s in lb if type(s) is AgentStep]
         seg_a, seg_b = _segments(xs), _segments(ys)  # type: ignore[arg-type]
+        at_a = {id(s): n for n, s in enumerate(xs)}
+        at_b = {id(s): n for n, s in enumerate(ys)}
         groups: dict[tuple[str, str | None], tuple[list[AgentStep], list[AgentStep]]] = {}
         for side, steps in ((0, xs), (1, ys)):
             for s in steps:
                 groups.setdefault((s.agent, _own(s.node)), ([], []))[side].append(s)  # type: ignore[union-attr]
+        items: list[_Item] = []
         for left, right in groups.values():
             pairs, removed, added = _pair(left, right, self.shape)
-            for x in removed:
-                self._add("removed", x, pa + seg_a[id(x)], a=_side(x), count=_invocations(x))
-            for y in added:
-                self._add("added", y, pb + seg_b[id(y)], b=_side(y), count=_invocations(y))
-            for x, y in pairs:
-                path = pb + seg_b[id(y)]
-                self._compare(x, y, path)
-                if x.steps or y.steps:
-                    yield x.steps, y.steps, pa + seg_a[id(x)] + "/", path + "/"
+            items += [(at_a[id(x)], "removed", x, x, pa + seg_a[id(x)], "") for x in removed]
+            items += [(at_b[id(y)], "added", y, y, "", pb + seg_b[id(y)]) for y in added]
+            items += [
+                (at_b[id(y)], "pair", x, y, pa + seg_a[id(x)], pb + seg_b[id(y)]) for x, y in pairs
+            ]
+        items.sort(key=lambda item: (item[0], _RANK[item[1]]))
+        return items
 
     def _compare(self, x: AgentStep, y: AgentStep, path: str) -> None:
         before, after = _side(x), _side(y)
