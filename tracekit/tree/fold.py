@@ -55,6 +55,7 @@ __all__ = [
     "opened_steps",
     "parse_path",
     "status_counts",
+    "status_summary",
 ]
 
 #: A sibling list longer than this folds by default.
@@ -159,8 +160,13 @@ def status_counts(steps: Sequence[Step]) -> Counter[str]:
     return Counter(map(_STATUS, steps))
 
 
-def _summary(counts: Counter[str]) -> tuple[str, str]:
-    """The main status, and the others as ``, 2 errors, 1 refused``."""
+def status_summary(counts: Counter[str]) -> tuple[str, str]:
+    """The main status, and the others as ``, 2 errors, 1 refused``.
+
+    Example:
+        >>> status_summary(Counter({"ok": 310, "error": 2}))
+        ('ok', ', 2 errors')
+    """
     ranked = counts.most_common()
     rest = "".join(
         f", {n} {_PLURAL.get(s, s) if n != 1 else s}" for s, n in sorted(ranked[1:])
@@ -180,7 +186,7 @@ def group_text(group: Group, color: bool = False) -> str:
         'decide x3'
     """
     first = group.first
-    main, rest = _summary(status_counts(group.steps))
+    main, rest = status_summary(status_counts(group.steps))
     times = f" x{group.repeat}" if group.repeat > 1 else ""
     if group.repeat > 1 and len(group.steps) != group.repeat:  # under a folded parent
         times += f" ({len(group.steps)} in all)"

@@ -28,7 +28,7 @@ import msgspec
 
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import NEUTRAL, STATUS_COLORS
-from tracekit.tree.fold import FOLD_AT, Folder, Group, status_counts
+from tracekit.tree.fold import FOLD_AT, Folder, Group, status_counts, status_summary
 from tracekit.tree.model import NodeStep, Step
 
 __all__ = ["lazy_tree_html"]
@@ -93,12 +93,12 @@ def _json_for_script(data: bytes) -> str:
 
 def _detail(group: Group) -> tuple[str, str]:
     """The line's main status, and what follows its badge."""
-    counts = status_counts(group.steps)
     if len(group.steps) > 1:
-        ranked = counts.most_common()
-        rest = "".join(f", {n} {s}" for s, n in sorted(ranked[1:]))
-        times = f"x{group.repeat}" if group.repeat > 1 else f"{len(group.steps)} calls"
-        return ranked[0][0], times + rest
+        main, rest = status_summary(status_counts(group.steps))
+        times = f"x{group.repeat}" if group.repeat > 1 else f"{len(group.steps)} in all"
+        if group.repeat > 1 and len(group.steps) != group.repeat:
+            times += f" ({len(group.steps)} in all)"
+        return main, times + rest
     step = group.first
     if type(step) is NodeStep:
         return ("error" if step.ok is False else "ok"), ""
