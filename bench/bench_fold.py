@@ -125,7 +125,13 @@ def main() -> None:
         print(f"run: {count:,} invocations, {size:.0f} MB")
         commands = {
             "parse-only (orjson loop)": [str(BIN / "python"), "-c", PARSE_ONLY, str(trace)],
-            "tracekit tree (folded)": [str(BIN / "tracekit"), "tree", str(trace), "--color", "never"],
+            "tracekit tree (folded)": [
+                str(BIN / "tracekit"),
+                "tree",
+                str(trace),
+                "--color",
+                "never",
+            ],
         }
         results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
         for _ in range(args.repeat):

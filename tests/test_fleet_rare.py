@@ -72,7 +72,9 @@ def test_command_text_json_and_escaping(store: Path) -> None:
         "  billing/refunds: in 20 of 20 runs (100.0%)",
     ]
     data = json.loads(
-        run_cli("diff", "odd", "--against-fleet", "--db", str(store), "--json", "--rare", "20%").stdout
+        run_cli(
+            "diff", "odd", "--against-fleet", "--db", str(store), "--json", "--rare", "20%"
+        ).stdout
     )
     assert data["rareBelow"] == 0.2 and ["cache"] in [p["path"] for p in data["rare"]]
     bad = run_cli("diff", "odd", "--against-fleet", "--db", str(store), "--rare", "lots")

@@ -122,7 +122,9 @@ def _trees(depth: int = 3) -> st.SearchStrategy[list[Step]]:
         _AGENTS, st.sampled_from(["n", "m"]), st.sampled_from(["ok", "error"]),
         st.sampled_from([1.0, 50.0, 400.0]),
     )  # fmt: skip
-    step: st.SearchStrategy[Step] = st.one_of(leaf, st.builds(NodeStep, st.sampled_from(["x", "y"])))
+    step: st.SearchStrategy[Step] = st.one_of(
+        leaf, st.builds(NodeStep, st.sampled_from(["x", "y"]))
+    )
     for _ in range(depth):
         children = st.lists(step, max_size=4)
         step = st.one_of(

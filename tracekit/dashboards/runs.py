@@ -60,9 +60,7 @@ def _one_run(store: Any, run_id: str, anchor: str) -> str:
 
 def _run_body(store: Any, run_id: str, invocations: int) -> str:
     """The tree, and the timeline's data (or why a huge run has none)."""
-    tree = tree_to_html(
-        store.tree(run_id), max_steps=_MAX_STEPS, lazy=invocations > _MAX_STEPS
-    )
+    tree = tree_to_html(store.tree(run_id), max_steps=_MAX_STEPS, lazy=invocations > _MAX_STEPS)
     if invocations > _MAX_TIMELINE:
         return (
             f'{tree}<p class="note">No timeline: {invocations:,} invocations are too many'

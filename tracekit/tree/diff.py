@@ -32,7 +32,7 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -199,7 +199,9 @@ def _own(node: str | None) -> str | None:
 def _side(step: AgentStep) -> Side:
     code = step.error.code if step.error is not None else None
     shown = step.durationMs if step.status not in _NO_DURATION else None
-    return Side(invocationId=step.invocationId, status=step.status, durationMs=shown, errorCode=code)
+    return Side(
+        invocationId=step.invocationId, status=step.status, durationMs=shown, errorCode=code
+    )
 
 
 def _segments(steps: Sequence[AgentStep]) -> dict[int, str]:
@@ -270,20 +272,22 @@ class _Aligner:
             else:
                 self._compare(x, y, path_b)
                 if x.steps or y.steps:
-                    stack.extend(reversed(self._level(x.steps, y.steps, path_a + "/", path_b + "/")))
+                    stack.extend(
+                        reversed(self._level(x.steps, y.steps, path_a + "/", path_b + "/"))
+                    )
         return self.changes
 
     def _level(self, la: Sequence[Step], lb: Sequence[Step], pa: str, pb: str) -> list[_Item]:
         """One level's pairs, removals and additions, in the order of the steps."""
         xs = [s for s in la if type(s) is AgentStep]
         ys = [s for s in lb if type(s) is AgentStep]
-        seg_a, seg_b = _segments(xs), _segments(ys)  # type: ignore[arg-type]
+        seg_a, seg_b = _segments(xs), _segments(ys)
         at_a = {id(s): n for n, s in enumerate(xs)}
         at_b = {id(s): n for n, s in enumerate(ys)}
         groups: dict[tuple[str, str | None], tuple[list[AgentStep], list[AgentStep]]] = {}
         for side, steps in ((0, xs), (1, ys)):
             for s in steps:
-                groups.setdefault((s.agent, _own(s.node)), ([], []))[side].append(s)  # type: ignore[union-attr]
+                groups.setdefault((s.agent, _own(s.node)), ([], []))[side].append(s)
         items: list[_Item] = []
         for left, right in groups.values():
             pairs, removed, added = _pair(left, right, self.shape)
@@ -353,7 +357,11 @@ def diff_steps(
 def run_side(run: RunTree, source: str | None = None) -> RunSide:
     """The header of a :class:`~tracekit.tree.forest.RunTree`, for a diff."""
     return RunSide(
-        runId=run.runId, agent=run.agent, status=run.status, durationMs=run.durationMs, source=source
+        runId=run.runId,
+        agent=run.agent,
+        status=run.status,
+        durationMs=run.durationMs,
+        source=source,
     )
 
 

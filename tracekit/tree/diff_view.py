@@ -33,7 +33,12 @@ __all__ = ["change_text", "describe_diff", "diff_to_html"]
 
 _SIGN: Final = {"added": "+", "removed": "-", "status": "~", "slower": ">"}
 _ANSI: Final = {"added": "32", "removed": "31", "status": "33", "slower": "35"}
-_HTML_COLOR: Final = {"added": "#1a7f37", "removed": "#cf222e", "status": "#9a6700", "slower": "#8250df"}
+_HTML_COLOR: Final = {
+    "added": "#1a7f37",
+    "removed": "#cf222e",
+    "status": "#9a6700",
+    "slower": "#8250df",
+}
 
 
 def _paint(text: str, code: str | None, color: bool) -> str:

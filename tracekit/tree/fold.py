@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter, not_
-from typing import Final
+from typing import Any, Final
 
 from tracekit._util.text import escape
 from tracekit._util.theme import STATUS_ANSI
@@ -96,7 +96,7 @@ class Shapes:
         get = self._ids.__getitem__
         mask = list(map(isinstance, steps, repeat(AgentStep)))
         every = all(mask)
-        agents: Sequence[AgentStep] = steps if every else list(compress(steps, mask))  # type: ignore[assignment]
+        agents: Sequence[Any] = steps if every else list(compress(steps, mask))
         if any(map(_STEPS, agents)):
             memo = self._memo
             keys = tuple([memo[id(s)] if s.steps else get(_LEAF(s)) for s in agents])
@@ -124,7 +124,7 @@ class Shapes:
                 continue
             stack.append((top, True))
             steps = top.steps
-            agents = list(compress(steps, map(isinstance, steps, repeat(AgentStep))))
+            agents: list[Any] = list(compress(steps, map(isinstance, steps, repeat(AgentStep))))
             stack.extend(zip(compress(agents, map(_STEPS, agents)), repeat(False)))
         return memo[id(step)]
 
@@ -156,7 +156,7 @@ def status_counts(steps: Sequence[Step]) -> Counter[str]:
         Counter({'error': 1, 'ok': 1})
     """
     if type(steps[0]) is NodeStep:
-        return Counter("error" if s.ok is False else "ok" for s in steps)  # type: ignore[union-attr]
+        return Counter("error" if s.ok is False else "ok" for s in steps)
     return Counter(map(_STATUS, steps))
 
 
@@ -168,9 +168,7 @@ def status_summary(counts: Counter[str]) -> tuple[str, str]:
         ('ok', ', 2 errors')
     """
     ranked = counts.most_common()
-    rest = "".join(
-        f", {n} {_PLURAL.get(s, s) if n != 1 else s}" for s, n in sorted(ranked[1:])
-    )
+    rest = "".join(f", {n} {_PLURAL.get(s, s) if n != 1 else s}" for s, n in sorted(ranked[1:]))
     return ranked[0][0], rest
 
 
@@ -282,7 +280,7 @@ def opened_steps(tree: Sequence[Step], paths: Sequence[str], *, strict: bool = T
                     hint="A PATH is the agent names shown in the tree, joined by /.",
                 )
             opened.update(map(id, found))
-            levels = [s.steps for s in found if type(s) is AgentStep]  # type: ignore[union-attr]
+            levels = [s.steps for s in found if type(s) is AgentStep]
     return opened
 
 
@@ -389,7 +387,7 @@ def describe_folded(
         text = line(group.first) if len(group.steps) == 1 else group_text(group, color)
         kids = folder.children(group)
         if kids and max_depth is not None and depth >= max_depth:
-            hidden = sum(_count(s.steps) for s in group.steps)  # type: ignore[union-attr]
+            hidden = sum(_count(getattr(s, "steps", ())) for s in group.steps)
             out.append(f"{pad(depth)}{text} [{hidden} steps hidden]")
             continue
         out.append(pad(depth) + text)

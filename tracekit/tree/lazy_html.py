@@ -104,10 +104,13 @@ def _detail(group: Group) -> tuple[str, str]:
         return ("error" if step.ok is False else "ok"), ""
     bits = []
     if step.durationMs is not None and step.status not in _NO_DURATION:  # type: ignore[union-attr]
-        bits.append(format_ms(step.durationMs))  # type: ignore[union-attr]
+        bits.append(format_ms(step.durationMs))
     error = step.error  # type: ignore[union-attr]
     if error is not None:
-        bits.append(escape(error.code) + (": " + " -> ".join(map(escape, error.chain)) if error.chain else ""))
+        bits.append(
+            escape(error.code)
+            + (": " + " -> ".join(map(escape, error.chain)) if error.chain else "")
+        )
     if step.mark:  # type: ignore[union-attr]
         bits.append(f"({escape(step.mark)})")  # type: ignore[union-attr]
     return step.status, " ".join(bits)  # type: ignore[union-attr]

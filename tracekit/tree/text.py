@@ -20,7 +20,7 @@ wording is in ``docs/trace-format.md``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import STATUS_ANSI
@@ -284,13 +284,13 @@ def describe_forest(
         runs = [found]
     else:
         runs = forest.runs
-    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color, "fold": fold}
-    options["expand"] = expand
+    options: dict[str, Any] = {"max_depth": max_depth, "errors_only": errors_only, "color": color}
+    options |= {"fold": fold, "expand": expand}
     if len(runs) == 1 and runs[0].kind in ("root", "subtree"):
-        return describe_agent_tree(runs[0].steps, **options)  # type: ignore[arg-type]
+        return describe_agent_tree(runs[0].steps, **options)
     blocks = []
     for run in runs:
-        body = describe_agent_tree(run.steps, indent=1, **options)  # type: ignore[arg-type]
+        body = describe_agent_tree(run.steps, indent=1, **options)
         if errors_only and not body and run.ok is not False:
             continue  # nothing failed in this run
         header = _paint(describe_run_header(run, color), "1", color)
