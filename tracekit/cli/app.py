@@ -232,7 +232,7 @@ def diff_command(
     ],
     run_b: Annotated[
         str | None,
-        typer.Argument(metavar="[RUN_B]", help="The run after (the same forms as RUN_A)."),
+        typer.Argument(metavar="RUN_B", help="The run after (the same forms as RUN_A)."),
     ] = None,
     db: Annotated[
         str | None,
