@@ -70,6 +70,15 @@ def test_a_folded_tree_carries_its_lines_as_json_not_as_markup() -> None:
     assert HOSTILE not in page and "\\u003cimg" in page  # inert inside the JSON
 
 
+def test_expand_shows_one_member_of_a_folded_group() -> None:
+    tree = build_forest(huge_run(30, 50)).runs[0].steps
+    data = re.search(r'class="tk-data">(.*?)</script>', tree_to_html(tree, expand=["batch[4]"]))
+    assert data is not None
+    rows = json.loads(data.group(1))["rows"]
+    tops = [r[5] for r in rows if r[0] == -1]
+    assert tops[0] == "x29" and tops[1].endswith("ms")  # 29 folded, the fifth on its own
+
+
 def test_small_trees_keep_the_static_view() -> None:
     page = tree_to_html([NodeStep("a"), NodeStep("b")])
     assert "tk-lazy" not in page and "<script" not in page

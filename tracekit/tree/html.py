@@ -30,7 +30,7 @@ from typing import Final
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 from tracekit.events import ErrorInfo
-from tracekit.tree.fold import FOLD_AT, needs_folding
+from tracekit.tree.fold import FOLD_AT, needs_folding, opened_steps
 from tracekit.tree.lazy_html import lazy_tree_html
 from tracekit.tree.model import AgentStep, Step
 
@@ -71,6 +71,7 @@ def tree_to_html(
     max_depth: int = 200,
     fold: bool | None = None,
     lazy: bool = False,
+    expand: Sequence[str] = (),
 ) -> str:
     """Render one run's tree as a nested, collapsible HTML fragment.
 
@@ -88,6 +89,11 @@ def tree_to_html(
             :func:`tracekit.tree.lazy_html.lazy_tree_html`.
         lazy: draw with :func:`~tracekit.tree.lazy_html.lazy_tree_html`
             anyway (a huge run: lines are built on click).
+        expand: paths of folded steps to show one by one (``batch[2]/sql``),
+            as ``tracekit tree --expand``; the tree is then drawn folded.
+
+    Raises:
+        TracekitError: an ``expand`` path that names no step.
 
     Returns:
         A ``<div class="tracekit-tree">`` fragment, with no script unless
@@ -98,9 +104,12 @@ def tree_to_html(
         >>> tree_to_html([NodeStep(id="a<b")]).count("a&lt;b")
         1
     """
-    if lazy or (fold is not False and (fold or needs_folding(tree))):
+    if lazy or expand or (fold is not False and (fold or needs_folding(tree))):
         threshold = 0 if fold else FOLD_AT if fold is None else _NEVER
-        return lazy_tree_html(tree, title=title, threshold=threshold, open_depth=min(open_depth, 1))
+        opened = opened_steps(tree, expand)
+        return lazy_tree_html(
+            tree, title=title, threshold=threshold, opened=opened, open_depth=min(open_depth, 1)
+        )
     failing = _failing_branches(tree)
     parts = ['<div class="tracekit-tree">', _STYLE]
     if title is not None:
