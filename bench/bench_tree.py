@@ -112,8 +112,13 @@ def main() -> None:
             # --no-fold: every one of the 750,000 lines, as before folding existed
             # (folded, this run prints a few lines: bench/bench_fold.py measures that).
             "tracekit tree": [
-                str(BIN / "tracekit"), "tree", str(trace), "--color", "never", "--no-fold",
-            ],  # fmt: skip
+                str(BIN / "tracekit"),
+                "tree",
+                str(trace),
+                "--color",
+                "never",
+                "--no-fold",
+            ],
         }
         results: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         for _ in range(args.repeat):
