@@ -65,6 +65,9 @@ _STEPS: Final = attrgetter("steps")
 _ID: Final = attrgetter("id")
 # A node step is keyed by its name (a str), an agent step by a tuple: they never collide.
 _LEAF: Final = attrgetter("agent", "node", "kind", "mark")
+# Lists up to this long are keyed by a plain loop (their key has its own form:
+# lists of different lengths never share a shape anyway).
+_SMALL: Final = 16
 _PLURAL: Final = {"error": "errors"}
 
 
@@ -94,6 +97,18 @@ class Shapes:
         sits (a mask): all made by C loops.
         """
         get = self._ids.__getitem__
+        if len(steps) <= _SMALL:  # a plain loop beats building the C loops' lists
+            memo = self._memo
+            return tuple(
+                [
+                    s.id
+                    if type(s) is NodeStep
+                    else memo[id(s)]
+                    if s.steps  # type: ignore[union-attr]
+                    else get(_LEAF(s))
+                    for s in steps
+                ]
+            )
         mask = list(map(isinstance, steps, repeat(AgentStep)))
         every = all(mask)
         agents: Sequence[Any] = steps if every else list(compress(steps, mask))
@@ -124,6 +139,9 @@ class Shapes:
                 continue
             stack.append((top, True))
             steps = top.steps
+            if len(steps) <= _SMALL:
+                stack.extend([(s, False) for s in steps if type(s) is AgentStep and s.steps])
+                continue
             agents: list[Any] = list(compress(steps, map(isinstance, steps, repeat(AgentStep))))
             stack.extend(zip(compress(agents, map(_STEPS, agents)), repeat(False)))
         return memo[id(step)]
