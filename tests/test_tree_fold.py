@@ -3,15 +3,26 @@ hostile names, deep chains and a big fan-out (linear, no recursion)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from _tree_helpers import ROOT, call, enter, exit_, node, run_cli, write_jsonl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracekit import build_forest, read_trace
 from tracekit.errors import TracekitError
-from tracekit.tree.fold import FOLD_AT, Folder, Shapes, group_text, needs_folding, opened_steps
-from tracekit.tree.model import AgentStep, NodeStep, Step
+from tracekit.tree.fold import (
+    FOLD_AT,
+    Folder,
+    Shapes,
+    group_text,
+    needs_folding,
+    opened_steps,
+    status_counts,
+)
+from tracekit.tree.model import AgentStep, NodeStep, Step, iter_steps
 from tracekit.tree.text import describe_agent_tree, describe_forest
 
 GOLDEN = ROOT / "tests" / "golden" / "fold"
@@ -155,3 +166,44 @@ def test_a_big_fanout_folds_to_a_few_lines() -> None:
     events.append(exit_(30_001, "z", "cz", "r", "sql", 1, ok=False, status="error"))
     tree = build_forest(events).runs[0].steps
     assert describe_agent_tree(tree) == "plan\ndelegate -> sql (ok) x20001, 1 error"
+
+
+def test_tree_from_a_store_folds_and_expands(tmp_path: Path) -> None:
+    from tracekit.store import Store
+
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest([GOLDEN / "nested.jsonl"])
+    db = str(tmp_path / "s.duckdb")
+    folded = run_cli("tree", "nest", "--db", db)
+    assert folded.returncode == 0, folded.stderr
+    assert folded.stdout == (GOLDEN / "nested.tree.txt").read_text()
+    opened = run_cli("tree", "nest", "--db", db, "--expand", "batch[9]")
+    assert "    check -> checker (error LINT, 1ms)" in opened.stdout.splitlines()
+
+
+_NAMES = st.sampled_from(["a", "b"])
+
+
+def _steps(depth: int = 3) -> st.SearchStrategy[list[Step]]:
+    step: st.SearchStrategy[Step] = st.one_of(
+        st.builds(NodeStep, _NAMES),
+        st.builds(lambda agent, status: _sql(status, agent=agent), _NAMES,
+                  st.sampled_from(["ok", "error"])),
+    )  # fmt: skip
+    for _ in range(depth):
+        kids = st.lists(step, max_size=6)
+        step = st.one_of(step, st.builds(lambda agent, k: _sql("ok", k, agent), _NAMES, kids))
+    return st.lists(step, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_steps(), st.integers(min_value=0, max_value=3))
+def test_folding_keeps_every_step_and_every_status(tree: list[Step], threshold: int) -> None:
+    counts: Counter[str] = Counter()
+    shown = 0
+    for _, group in Folder(threshold).walk(tree):
+        shown += len(group.steps)
+        counts += status_counts(group.steps)
+    every = list(iter_steps([tree]))
+    assert shown == len(every)
+    assert counts == sum((status_counts([s]) for s in every), Counter())
