@@ -229,3 +229,20 @@ def test_notebook_diff_returns_a_view_with_html(pair: tuple[Path, Path]) -> None
     page = found._repr_html_()
     assert 'class="tracekit-diff"' in page and "billing/refunds" in page
     assert str(found).startswith("diff: run good") and before.diff(before).changes == []
+
+
+def test_one_call_removed_from_a_long_list_shifts_nothing() -> None:
+    def batch(failing: int, calls: int = 300) -> AgentStep:
+        return inv("batch", *[inv("sql", status="error" if n % 37 == failing else "ok")
+                              for n in range(calls)])  # fmt: skip
+
+    before = [batch(n % 37) for n in range(40)]
+    after = [batch(n % 37) for n in range(40)]
+    del after[12]  # a whole batch gone
+    del after[3].steps[100]  # and one ok call of another
+    after[30].steps[5].status = "cancelled"  # type: ignore[union-attr]
+    found = diff_steps(before, after)
+    # sql[100] to sql[113] of batch 3 were alike (ok, nothing below): any of them is the one gone.
+    assert kinds(found.changes) == [
+        ("removed", "batch[3]/sql[113]"), ("removed", "batch[12]"), ("status", "batch[30]/sql[5]"),
+    ]  # fmt: skip

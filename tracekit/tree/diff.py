@@ -2,9 +2,11 @@
 
 Invocations are aligned level by level: under a pair of aligned callers, an
 invocation of run A is paired with one of run B made by the same agent from
-the same caller node; among several such siblings, those with the same
-shape (:class:`tracekit.tree.fold.Shapes`) pair first, in order, then the
-rest in order. Whatever is left is ``added`` (only in B) or ``removed``
+the same caller node. Among several such siblings, the common head and tail
+of the two lists (the same shape, :class:`tracekit.tree.fold.Shapes`, and the
+same statuses all the way down, in order) pair first; in the rest, equal
+subtrees pair first, then those of the same shape, in order, then the rest
+in order. Whatever is left is ``added`` (only in B) or ``removed``
 (only in A), once for its whole subtree. A pair whose status differs is a
 ``status`` change; one that took longer by more than the :class:`Slower`
 threshold is ``slower``. Sibling order does not matter, and the pairing is
@@ -225,28 +227,73 @@ def _invocations(step: AgentStep) -> int:
     return total
 
 
-def _pair(
-    xs: list[AgentStep], ys: list[AgentStep], shape: Any
+def _by_key(
+    xs: list[AgentStep], ys: list[AgentStep], key: Any
 ) -> tuple[list[tuple[AgentStep, AgentStep]], list[AgentStep], list[AgentStep]]:
-    """Same shape first (k-th with k-th), then the rest in order; symmetric by construction."""
+    """Pair the k-th step of each key in ``xs`` with the k-th of that key in ``ys``."""
     waiting: dict[int, list[AgentStep]] = {}
     for y in reversed(ys):
-        waiting.setdefault(shape(y), []).append(y)
+        waiting.setdefault(key(y), []).append(y)
     pairs: list[tuple[AgentStep, AgentStep]] = []
     rest_x: list[AgentStep] = []
     taken: set[int] = set()
     for x in xs:
-        queue = waiting.get(shape(x))
+        queue = waiting.get(key(x))
         if queue:
             y = queue.pop()
             pairs.append((x, y))
             taken.add(id(y))
         else:
             rest_x.append(x)
-    rest_y = [y for y in ys if id(y) not in taken]
-    pairs.extend(zip(rest_x, rest_y, strict=False))
-    n = min(len(rest_x), len(rest_y))
-    return pairs, rest_x[n:], rest_y[n:]
+    return pairs, rest_x, [y for y in ys if id(y) not in taken]
+
+
+def _pair(
+    xs: list[AgentStep], ys: list[AgentStep], shape: Any, same: Any
+) -> tuple[list[tuple[AgentStep, AgentStep]], list[AgentStep], list[AgentStep]]:
+    """Pair same-named siblings; symmetric by construction.
+
+    ``same`` keys a subtree by its shape and every status in it. The common
+    head and tail of the two lists (``same`` equal, in order) pair first, so
+    one call removed from the middle of 999 shifts nothing. In what is left,
+    equal subtrees pair (the k-th with the k-th); they are anchors, and the
+    steps left between the same two anchors pair next (same shape first, then
+    in order), then those of the same shape anywhere, then the rest in order.
+    """
+    kx, ky = [same(x) for x in xs], [same(y) for y in ys]
+    n, m = len(xs), len(ys)
+    head = 0
+    while head < n and head < m and kx[head] == ky[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head and kx[n - 1 - tail] == ky[m - 1 - tail]:
+        tail += 1
+    pairs = list(zip(xs[:head], ys[:head], strict=True))
+    pairs += zip(xs[n - tail :], ys[m - tail :], strict=True)
+    mid_x, mid_y = xs[head : n - tail], ys[head : m - tail]
+    equal, xs, ys = _by_key(mid_x, mid_y, same)
+    pairs += equal
+    if xs and ys:
+        gap_x, gap_y = _gaps(mid_x, [x for x, _ in equal]), _gaps(mid_y, [y for _, y in equal])
+        near, xs, ys = _by_key(xs, ys, lambda s: (gap_x.get(id(s), gap_y.get(id(s))), shape(s)))
+        close, xs, ys = _by_key(xs, ys, lambda s: gap_x.get(id(s), gap_y.get(id(s))))
+        alike, xs, ys = _by_key(xs, ys, shape)
+        pairs += near + close + alike
+    pairs.extend(zip(xs, ys, strict=False))
+    k = min(len(xs), len(ys))
+    return pairs, xs[k:], ys[k:]
+
+
+def _gaps(steps: list[AgentStep], anchors: list[AgentStep]) -> dict[int, int]:
+    """For each step, how many anchors come before it in ``steps``."""
+    anchored = set(map(id, anchors))
+    out, seen = {}, 0
+    for step in steps:
+        if id(step) in anchored:
+            seen += 1
+        else:
+            out[id(step)] = seen
+    return out
 
 
 # (position, what, step of A, step of B, path in A, path in B); "removed" and
@@ -258,6 +305,7 @@ class _Aligner:
     def __init__(self, slower: Slower) -> None:
         self.slower = slower
         self.shape = Shapes().of
+        self.same = Shapes(statuses=True).of
         self.changes: list[Change] = []
 
     def run(self, a: Sequence[Step], b: Sequence[Step]) -> list[Change]:
@@ -290,7 +338,7 @@ class _Aligner:
                 groups.setdefault((s.agent, _own(s.node)), ([], []))[side].append(s)
         items: list[_Item] = []
         for left, right in groups.values():
-            pairs, removed, added = _pair(left, right, self.shape)
+            pairs, removed, added = _pair(left, right, self.shape, self.same)
             items += [(at_a[id(x)], "removed", x, x, pa + seg_a[id(x)], "") for x in removed]
             items += [(at_b[id(y)], "added", y, y, "", pb + seg_b[id(y)]) for y in added]
             items += [

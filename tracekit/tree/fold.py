@@ -65,6 +65,8 @@ _STEPS: Final = attrgetter("steps")
 _ID: Final = attrgetter("id")
 # A node step is keyed by its name (a str), an agent step by a tuple: they never collide.
 _LEAF: Final = attrgetter("agent", "node", "kind", "mark")
+_LEAF_STATUS: Final = attrgetter("agent", "node", "kind", "mark", "status")
+_NODE_STATUS: Final = attrgetter("id", "ok")
 # Lists up to this long are keyed by a plain loop (their key has its own form:
 # lists of different lengths never share a shape anyway).
 _SMALL: Final = 16
@@ -86,9 +88,13 @@ class Shapes:
         True
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, statuses: bool = False) -> None:
         self._ids: defaultdict[object, int] = defaultdict(itertools.count().__next__)
         self._memo: dict[int, int] = {}
+        # With statuses, two subtrees match only if every step ended alike too
+        # (the run comparison pairs those first).
+        self._leaf = _LEAF_STATUS if statuses else _LEAF
+        self._node = _NODE_STATUS if statuses else _ID
 
     def _kids(self, steps: Sequence[Step]) -> tuple[object, ...]:
         """A key for the shapes of a list of steps whose subtrees are all memoised.
@@ -96,16 +102,16 @@ class Shapes:
         The agent steps' ids, the node steps' names, and where each kind
         sits (a mask): all made by C loops.
         """
-        get = self._ids.__getitem__
+        get, leaf, named = self._ids.__getitem__, self._leaf, self._node
         if len(steps) <= _SMALL:  # a plain loop beats building the C loops' lists
             memo = self._memo
             return tuple(
                 [
-                    s.id
+                    named(s)
                     if type(s) is NodeStep
                     else memo[id(s)]
                     if s.steps  # type: ignore[union-attr]
-                    else get(_LEAF(s))
+                    else get(leaf(s))
                     for s in steps
                 ]
             )
@@ -114,19 +120,19 @@ class Shapes:
         agents: Sequence[Any] = steps if every else list(compress(steps, mask))
         if any(map(_STEPS, agents)):
             memo = self._memo
-            keys = tuple([memo[id(s)] if s.steps else get(_LEAF(s)) for s in agents])
+            keys = tuple([memo[id(s)] if s.steps else get(leaf(s)) for s in agents])
         else:
-            keys = tuple(map(get, map(_LEAF, agents)))
+            keys = tuple(map(get, map(leaf, agents)))
         if every:
             return (keys,)
-        return keys, tuple(map(_ID, compress(steps, map(not_, mask)))), bytes(mask)
+        return keys, tuple(map(named, compress(steps, map(not_, mask)))), bytes(mask)
 
     def of(self, step: Step) -> int:
         """The shape id of ``step`` and everything below it."""
         if type(step) is NodeStep:
-            return self._ids[step.id]
+            return self._ids[self._node(step)]
         if not step.steps:  # type: ignore[union-attr]
-            return self._ids[_LEAF(step)]
+            return self._ids[self._leaf(step)]
         memo = self._memo
         found = memo.get(id(step))
         if found is not None:
@@ -135,7 +141,7 @@ class Shapes:
         while stack:
             top, ready = stack.pop()
             if ready:
-                memo[id(top)] = self._ids[(*_LEAF(top), *self._kids(top.steps))]
+                memo[id(top)] = self._ids[(*self._leaf(top), *self._kids(top.steps))]
                 continue
             stack.append((top, True))
             steps = top.steps
