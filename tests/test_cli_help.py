@@ -9,7 +9,7 @@ import pytest
 from tests._tree_helpers import run_cli
 from tracekit import __version__
 
-COMMANDS = ["tree", "simulate", "ingest", "runs", "rejects", "sql", "fleet", "dashboard"]
+COMMANDS = ["tree", "simulate", "ingest", "runs", "rejects", "sql", "fleet", "dashboard", "diff"]
 
 # Defaults that each page must show, as "[default: VALUE]".
 DEFAULTS = {
@@ -20,6 +20,7 @@ DEFAULTS = {
     "fleet": ["table", "auto"],
     "dashboard": ["dashboards/fleet-health.html"],
     "ingest": ["auto"],
+    "diff": ["auto", "5%", "10.0"],
 }
 
 
@@ -65,3 +66,4 @@ def test_arguments_read_as_their_names_in_usage() -> None:
     assert "Usage: tracekit tree [OPTIONS] FILE" in _help("tree")
     assert "Usage: tracekit ingest [OPTIONS] PATHS..." in _help("ingest")
     assert "Usage: tracekit sql [OPTIONS] QUERY" in _help("sql")
+    assert "Usage: tracekit diff [OPTIONS] RUN_A [RUN_B]" in _help("diff")

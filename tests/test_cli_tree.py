@@ -220,6 +220,8 @@ FAILING = str(SAMPLES / "child_failure.jsonl")
         ["tree", FAILING, "--errors", "--strict", "--color", "never"],
         ["tree", "--format", "json", ODD],
         ["tree", ODD, "--format", "text", "--max-depth", "0", "--color", "auto"],
+        ["tree", ODD, "--fold", "--no-fold"],
+        ["tree", FAILING, "--fold", "--errors"],
     ],
 )
 def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str]) -> None:
@@ -251,6 +253,7 @@ def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str]) ->
         ["tree", "a.jsonl", "--run"],
         ["tree", "a.jsonl", "--run", "--errors"],
         ["tree", "a.jsonl", "--db", "x.duckdb"],
+        ["tree", "a.jsonl", "--expand", "sql"],
         ["tree", "--", "a.jsonl"],
         ["tree", "-x.jsonl"],
         ["runs"],

@@ -47,6 +47,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     )
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
+    from tracekit.fleet.rare import FleetComparison, against_fleet
     from tracekit.notebook import RootCause, RunView, SessionView, open_run, open_session
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
@@ -64,6 +65,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
         agents_in,
         build_forest,
     )
+    from tracekit.tree.diff import RunDiff, Slower, diff_runs, diff_steps
     from tracekit.tree.frame import invocations_frame, read_invocations
     from tracekit.tree.html import tree_to_html
     from tracekit.tree.text import describe_agent_tree, describe_forest
@@ -107,6 +109,10 @@ _LAZY: dict[str, str] = {
     "tree_to_html": "tracekit.tree.html",
     "invocations_frame": "tracekit.tree.frame",
     "read_invocations": "tracekit.tree.frame",
+    "RunDiff": "tracekit.tree.diff",
+    "Slower": "tracekit.tree.diff",
+    "diff_runs": "tracekit.tree.diff",
+    "diff_steps": "tracekit.tree.diff",
     # The store, fleet health and what is drawn from them (pandas, plotly).
     "IngestReport": "tracekit.store",
     "Store": "tracekit.store",
@@ -117,6 +123,8 @@ _LAZY: dict[str, str] = {
     "classify_store": "tracekit.failures",
     "FleetReport": "tracekit.fleet",
     "fleet_report": "tracekit.fleet",
+    "FleetComparison": "tracekit.fleet.rare",
+    "against_fleet": "tracekit.fleet.rare",
     "write_dashboard": "tracekit.dashboards.page",
     "RootCause": "tracekit.notebook",
     "RunView": "tracekit.notebook",

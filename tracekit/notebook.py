@@ -62,6 +62,8 @@ from tracekit.tree.text import describe_agent_tree
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from tracekit.tree.diff import RunDiff, Slower
+
 __all__ = [
     "INVOCATION_COLUMNS",
     "RootCause",
@@ -72,6 +74,9 @@ __all__ = [
     "open_session",
     "read_invocations",
 ]
+
+
+_LAZY_FROM = 5000  # invocations past which a run's HTML is built on click
 
 
 @dataclass(frozen=True)
@@ -193,6 +198,33 @@ class RunView:
         fig = sunburst_figure(self.invocations, root_label=self.agent or self.run_id)
         return fig.update_layout(**layout)
 
+    def diff(self, other: RunView | str | Path, *, slower: str | Slower | None = None) -> RunDiff:
+        """Compare this run (before) with ``other`` (after, a RunView or a trace file).
+
+        The result prints as ``tracekit diff`` does and shows in Jupyter as a
+        table of the calls added, removed, changed status or slower
+        (:mod:`tracekit.tree.diff`); ``slower`` is ``"50%"``, ``"200ms"`` or a
+        :class:`~tracekit.tree.diff.Slower`.
+
+        Example:
+            >>> run = open_run("sample_traces/recursion_circle.jsonl")
+            >>> run.diff(run).changes
+            []
+        """
+        from tracekit.tree.diff import RunSide, Slower, diff_steps
+
+        after = other if isinstance(other, RunView) else open_run(other)
+        threshold = Slower.parse(slower) if isinstance(slower, str) else slower
+        return diff_steps(
+            self.tree,
+            after.tree,
+            slower=threshold,
+            a_side=RunSide(runId=self.run_id, agent=self.agent, status=self.outcome or self.status,
+                           durationMs=self.duration_ms),
+            b_side=RunSide(runId=after.run_id, agent=after.agent, status=after.outcome or after.status,
+                           durationMs=after.duration_ms),
+        )  # fmt: skip
+
     def __str__(self) -> str:
         return f"{self.header}\n{describe_agent_tree(self.tree)}"
 
@@ -203,7 +235,9 @@ class RunView:
         printer.text(str(self))
 
     def _repr_html_(self) -> str:
-        return tree_to_html(self.tree, title=self.header)
+        # A huge run is drawn folded and built on click: the cell stays light.
+        lazy = len(self.invocations) > _LAZY_FROM
+        return tree_to_html(self.tree, title=self.header, lazy=lazy)
 
 
 def _cause_at(frame: pd.DataFrame, origin_id: str, finding: Finding | None) -> RootCause:

@@ -153,6 +153,23 @@ def tree_command(
         ),
     ] = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    fold: Annotated[
+        bool | None,
+        typer.Option(
+            "--fold/--no-fold",
+            help="Fold repeated sibling subtrees into one line with a count"
+            " (default: only sibling lists longer than 20).",
+        ),
+    ] = None,
+    expand: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--expand",
+            metavar="PATH",
+            help="Show a folded group's steps one by one. PATH: agent names joined by /,"
+            " each with an optional [N] among same-named siblings (from 0): batch[2]/sql.",
+        ),
+    ] = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -174,10 +191,12 @@ def tree_command(
             color=_use_color(color),
             wait=wait,
             show=shown,
+            fold=fold,
+            expand=expand or (),
         )
         _print_view(view.stdout, view.stderr)
         return
-    _tree(file, run, format.value, color.value, max_depth, errors, strict, shown)
+    _tree(file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or [])
 
 
 def _tree(
@@ -189,6 +208,8 @@ def _tree(
     errors: bool,
     strict: bool,
     show: tuple[str, ...] = (),
+    fold: bool | None = None,
+    expand: list[str] | None = None,
 ) -> None:
     """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
     from tracekit.cli.tree import tree_view
@@ -204,9 +225,101 @@ def _tree(
         strict=strict,
         show=show,
         hold=_HELD,  # freed by the process's end, not object by object
+        fold=fold,
+        expand=expand or (),
     )
     _print_view(view.stdout, view.stderr)
     _FAST_EXIT.append(0)
+
+
+# --- diff ---------------------------------------------------------------------
+
+
+@app.command("diff", cls=PlainCommand)
+def diff_command(
+    run_a: Annotated[
+        str,
+        typer.Argument(
+            metavar="RUN_A",
+            help="The run before: FILE, FILE#RUN_ID, or with --db a run id in the store.",
+        ),
+    ],
+    run_b: Annotated[
+        str | None,
+        typer.Argument(metavar="RUN_B", help="The run after (the same forms as RUN_A)."),
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", metavar="STORE", help="Read run ids (not files) from this store."),
+    ] = None,
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run",
+            metavar="RUN_ID",
+            help="The run of a file to compare: once for both sides, twice for A then B.",
+        ),
+    ] = None,
+    slower: Annotated[
+        str | None,
+        typer.Option(
+            "--slower",
+            metavar="THRESHOLD",
+            help="Report a call as slower past this: 50% or 200ms (default: +50% and +20ms).",
+        ),
+    ] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    color: Annotated[
+        ColorMode, typer.Option("--color", help="Colour the signs; auto honours NO_COLOR.")
+    ] = ColorMode.auto,
+    no_color: Annotated[bool, typer.Option("--no-color", help="Same as --color never.")] = False,
+    against_fleet: Annotated[
+        bool,
+        typer.Option(
+            "--against-fleet",
+            help="Compare RUN_A with the other runs of its root agent in --db instead.",
+        ),
+    ] = False,
+    rare: Annotated[
+        str,
+        typer.Option(
+            "--rare", metavar="SHARE", help="With --against-fleet: rare below this share of runs."
+        ),
+    ] = "5%",
+    wait: WaitOption = _DEFAULT_WAIT,
+) -> None:
+    """Compare two runs: the calls added, removed, changed status or slower.
+
+    The delegation trees are aligned by agent and caller node under the same
+    path; among same-named siblings, the same shape pairs first, then order.
+    With --against-fleet, list this run's calls that are rare for its root
+    agent, and the usual ones it lacks.
+    """
+    from tracekit.cli.diff import against_fleet_view, diff_view
+
+    fmt = "json" if json else "text"
+    if against_fleet:
+        if db is None or run_b is not None:
+            raise typer.BadParameter("--against-fleet takes one RUN and --db STORE")
+        _print_view(against_fleet_view(run_a, db=db, rare_below=rare, fmt=fmt, wait=wait), [])
+        return
+    if run_b is None:
+        raise typer.BadParameter("give two runs to compare (or --against-fleet --db STORE)")
+    runs = list(run or [])
+    if len(runs) > 2:
+        raise typer.BadParameter("--run is given at most twice (A, then B)")
+    sides = (runs[0], runs[-1]) if runs else (None, None)
+    view = diff_view(
+        run_a,
+        run_b,
+        db=db,
+        runs=sides,
+        slower=slower,
+        fmt=fmt,
+        color=not no_color and _use_color(color),
+        wait=wait,
+    )
+    _print_view(view.stdout, [])
 
 
 # A command whose work is done and whose output is flushed may ask main() to

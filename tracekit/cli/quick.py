@@ -10,7 +10,7 @@ second file) returns None and goes to typer, whose messages stay the only ones.
 
 Example:
     >>> quick_tree_args(["tree", "run.jsonl", "--color", "never", "--max-depth", "2"])
-    {'file': 'run.jsonl', 'run': None, 'fmt': 'text', 'color': 'never', 'max_depth': 2, 'errors': False, 'strict': False}
+    {'file': 'run.jsonl', 'run': None, 'fmt': 'text', 'color': 'never', 'max_depth': 2, 'errors': False, 'strict': False, 'fold': None}
     >>> quick_tree_args(["tree", "run.jsonl", "--max-depth", "-1"]) is None
     True
     >>> quick_fleet_args(["fleet", "--db", "f.duckdb", "--format", "json"])
@@ -33,6 +33,7 @@ COLORS: Final = ("auto", "always", "never")
 
 _CHOICES: Final = {"--format": ("fmt", TREE_FORMATS), "--color": ("color", COLORS)}
 _FLAGS: Final = {"--errors": "errors", "--strict": "strict"}
+_FOLD: Final = {"--fold": True, "--no-fold": False}
 
 
 def quick_tree_args(argv: list[str]) -> dict[str, Any] | None:
@@ -47,11 +48,14 @@ def quick_tree_args(argv: list[str]) -> dict[str, Any] | None:
         "max_depth": None,
         "errors": False,
         "strict": False,
+        "fold": None,
     }
     words = iter(argv[1:])
     for word in words:
         if word in _FLAGS:
             args[_FLAGS[word]] = True
+        elif word in _FOLD:  # typer's --fold/--no-fold: the last one given wins
+            args["fold"] = _FOLD[word]
         elif word in _CHOICES or word in ("--run", "--max-depth"):
             value = next(words, None)
             if value is None or not _plain_value(word, value):

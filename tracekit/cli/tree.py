@@ -7,6 +7,7 @@ for the run asked for, then the text renderers of :mod:`tracekit.tree.text`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from tracekit._util.gcpause import gc_paused
@@ -37,6 +38,8 @@ def render_forest(
     color: bool = False,
     source: str = "the trace",
     show: tuple[str, ...] = (),
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Render a forest as text or JSON, with its integrity report for stderr.
 
@@ -54,6 +57,8 @@ def render_forest(
             errors_only=errors_only,
             color=color,
             show=show,
+            fold=fold,
+            expand=expand,
         )
     return TreeView(text, describe_integrity(forest.integrity))
 
@@ -69,6 +74,8 @@ def tree_view(
     strict: bool = False,
     show: tuple[str, ...] = (),
     hold: list[object] | None = None,
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
 
@@ -97,6 +104,8 @@ def tree_view(
             color=color,
             source=source,
             show=show,
+            fold=fold,
+            expand=expand,
         )
     if hold is not None:
         hold.extend((result, forest))
@@ -137,6 +146,8 @@ def store_tree_view(
     color: bool = False,
     wait: float = 0.0,
     show: tuple[str, ...] = (),
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> TreeView:
     """Read a run's tree from a store and render it: ``tracekit tree RUN --db``.
 
@@ -161,4 +172,6 @@ def store_tree_view(
         color=color,
         source=f"{db}:{run_id}",
         show=show,
+        fold=fold,
+        expand=expand,
     )

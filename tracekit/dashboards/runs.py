@@ -31,6 +31,9 @@ __all__ = ["MAX_EMBEDDED", "embedded_runs"]
 #: Runs embedded in one page at most (each is a tree and a timeline's data).
 MAX_EMBEDDED: Final = 60
 _MAX_STEPS: Final = 400  # steps of one embedded tree: the page stays light
+# Past this many invocations a run's timeline is not drawn (a bar each would
+# freeze the page); its tree is folded and built on click past _MAX_STEPS.
+_MAX_TIMELINE: Final = 5000
 
 
 def _json_for_script(text: str) -> str:
@@ -41,22 +44,32 @@ def _json_for_script(text: str) -> str:
 def _one_run(store: Any, run_id: str, anchor: str) -> str:
     """A collapsed ``<details>`` holding the run's tree and its timeline's data."""
     head = f"run <code>{cell_text(run_id)}</code>"
+    row = store.con.execute(
+        "SELECT outcome, service, agent, invocations FROM runs WHERE run_id = ?", [run_id]
+    ).fetchone() or (None, None, None, 0)
     try:
-        tree = tree_to_html(store.tree(run_id), max_steps=_MAX_STEPS)
-        fig = timeline_figure(store.invocations(run_id))
-        fig.update_layout(height=min(int(fig.layout.height or 300), 900))
-        spec = f'<script type="application/json" class="tk-spec">{_json_for_script(fig.to_json())}</script>'
-        body = f'{tree}<div class="timeline"></div>{spec}'
+        body = _run_body(store, run_id, int(row[3] or 0))
     except TracekitError as exc:
         body = f'<p class="empty">tree unavailable: {html.escape(str(exc))}</p>'
-    runs = store.con.execute(
-        "SELECT outcome, service, agent FROM runs WHERE run_id = ?", [run_id]
-    ).fetchone() or (None, None, None)
-    what = " · ".join(cell_text(v) for v in runs)
+    what = " · ".join(cell_text(v) for v in row[:3])
     return (
         f'<details class="tk-run" id="{anchor}"><summary>{head} · {what}</summary>'
         f'<div class="run-body">{body}</div></details>'
     )
+
+
+def _run_body(store: Any, run_id: str, invocations: int) -> str:
+    """The tree, and the timeline's data (or why a huge run has none)."""
+    tree = tree_to_html(store.tree(run_id), max_steps=_MAX_STEPS, lazy=invocations > _MAX_STEPS)
+    if invocations > _MAX_TIMELINE:
+        return (
+            f'{tree}<p class="note">No timeline: {invocations:,} invocations are too many'
+            " bars for one page.</p>"
+        )
+    fig = timeline_figure(store.invocations(run_id))
+    fig.update_layout(height=min(int(fig.layout.height or 300), 900))
+    spec = f'<script type="application/json" class="tk-spec">{_json_for_script(fig.to_json())}</script>'
+    return f'{tree}<div class="timeline"></div>{spec}'
 
 
 def embedded_runs(

@@ -30,6 +30,8 @@ from typing import Final
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 from tracekit.events import ErrorInfo
+from tracekit.tree.fold import FOLD_AT, needs_folding, opened_steps
+from tracekit.tree.lazy_html import lazy_tree_html
 from tracekit.tree.model import AgentStep, Step
 
 __all__ = ["tree_to_html"]
@@ -57,6 +59,7 @@ _STYLE: Final = (
 )
 _UL: Final = '<ul class="tk-steps">'
 _MAX_MESSAGE: Final = 160
+_NEVER: Final = 2**62  # a threshold no sibling list reaches: lazy, not folded
 
 
 def tree_to_html(
@@ -66,6 +69,9 @@ def tree_to_html(
     open_depth: int = 2,
     max_steps: int = 5000,
     max_depth: int = 200,
+    fold: bool | None = None,
+    lazy: bool = False,
+    expand: Sequence[str] = (),
 ) -> str:
     """Render one run's tree as a nested, collapsible HTML fragment.
 
@@ -78,15 +84,32 @@ def tree_to_html(
             many were left out (a notebook cell should stay light).
         max_depth: nesting stops here, with a note; browsers flatten HTML
             nested much deeper.
+        fold: fold repeated sibling subtrees; None folds when a sibling list
+            is longer than ``FOLD_AT``. A folded tree is drawn by
+            :func:`tracekit.tree.lazy_html.lazy_tree_html`.
+        lazy: draw with :func:`~tracekit.tree.lazy_html.lazy_tree_html`
+            anyway (a huge run: lines are built on click).
+        expand: paths of folded steps to show one by one (``batch[2]/sql``),
+            as ``tracekit tree --expand``; the tree is then drawn folded.
+
+    Raises:
+        TracekitError: an ``expand`` path that names no step.
 
     Returns:
-        A ``<div class="tracekit-tree">`` fragment, with no script.
+        A ``<div class="tracekit-tree">`` fragment, with no script unless
+        folded or lazy.
 
     Example:
         >>> from tracekit.tree import NodeStep
         >>> tree_to_html([NodeStep(id="a<b")]).count("a&lt;b")
         1
     """
+    if lazy or expand or (fold is not False and (fold or needs_folding(tree))):
+        threshold = 0 if fold else FOLD_AT if fold is None else _NEVER
+        opened = opened_steps(tree, expand)
+        return lazy_tree_html(
+            tree, title=title, threshold=threshold, opened=opened, open_depth=min(open_depth, 1)
+        )
     failing = _failing_branches(tree)
     parts = ['<div class="tracekit-tree">', _STYLE]
     if title is not None:

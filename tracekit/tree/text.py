@@ -20,12 +20,13 @@ wording is in ``docs/trace-format.md``.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import STATUS_ANSI
 from tracekit.errors import TraceReadError
 from tracekit.events import ErrorInfo
+from tracekit.tree.fold import FOLD_AT, Folder, describe_folded, needs_folding, opened_steps
 from tracekit.tree.model import AgentStep, NodeStep, Step
 
 if TYPE_CHECKING:  # the forest holds trees and renders them with this module
@@ -161,6 +162,8 @@ def describe_agent_tree(
     color: bool = False,
     indent: int = 0,
     show: Collection[str] = (),
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> str:
     """Print a tree as the seed's ``describeAgentTree`` does; never raises on odd data.
 
@@ -172,6 +175,12 @@ def describe_agent_tree(
         color: colour the status words with ANSI escapes.
         indent: levels to indent everything by (a forest's trees sit under headers).
         show: hidden kinds of step to show: ``llm`` shows the model turns.
+        fold: fold repeated sibling subtrees (:mod:`tracekit.tree.fold`); None
+            folds the sibling lists longer than ``FOLD_AT`` if there are any.
+        expand: paths of folded steps to show one by one (``batch[2]/sql``).
+
+    Raises:
+        TracekitError: an ``expand`` path that names no step.
 
     Example:
         >>> from tracekit.tree import NodeStep
@@ -181,6 +190,17 @@ def describe_agent_tree(
     keep = _failure_paths(tree) if errors_only else None
     hide_llm = "llm" not in show
     agent_line = _AgentLines(color)
+    if fold is not False and (fold or expand or needs_folding(tree)):
+        opened = opened_steps(tree, expand, strict=not indent)
+        folder = Folder(0 if fold else FOLD_AT, opened, keep, hide_llm=hide_llm)
+        return describe_folded(
+            tree,
+            line=lambda s: agent_line(s) if type(s) is AgentStep else _node_line(s, color),  # type: ignore[arg-type]
+            pad=lambda d: "  " * (d + indent) if d + indent <= _MAX_INDENT else _deep_pad(d),
+            folder=folder,
+            color=color,
+            max_depth=max_depth,
+        )
     out: list[str] = []
     append = out.append
     stack: list[tuple[Iterator[Step], int]] = [(iter(tree), indent)]
@@ -253,6 +273,8 @@ def describe_forest(
     errors_only: bool = False,
     color: bool = False,
     show: Collection[str] = (),
+    fold: bool | None = None,
+    expand: Sequence[str] = (),
 ) -> str:
     """Print every tree of a forest; headers appear when there is more than one.
 
@@ -270,12 +292,13 @@ def describe_forest(
         runs = [found]
     else:
         runs = forest.runs
-    options = {"max_depth": max_depth, "errors_only": errors_only, "color": color, "show": show}
+    options: dict[str, Any] = {"max_depth": max_depth, "errors_only": errors_only, "color": color}
+    options |= {"show": show, "fold": fold, "expand": expand}
     if len(runs) == 1 and runs[0].kind in ("root", "subtree"):
-        return describe_agent_tree(runs[0].steps, **options)  # type: ignore[arg-type]
+        return describe_agent_tree(runs[0].steps, **options)
     blocks = []
     for run in runs:
-        body = describe_agent_tree(run.steps, indent=1, **options)  # type: ignore[arg-type]
+        body = describe_agent_tree(run.steps, indent=1, **options)
         if errors_only and not body and run.ok is not False:
             continue  # nothing failed in this run
         header = _paint(describe_run_header(run, color), "1", color)
