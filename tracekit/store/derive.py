@@ -196,7 +196,12 @@ ev AS MATERIALIZED (
         CASE WHEN type = 'run.end' AND error_code IS NOT NULL
             THEN json_extract_string(raw, '$.error.message') END AS error_message,
         CASE WHEN type = 'run.start' AND contains(raw, '"session"')
-            THEN json_extract_string(raw, '$.session') END AS session_id
+            THEN json_extract_string(raw, '$.session') END AS session_id,
+        -- The root agent's own usage rides on run.end (it has no exit record).
+        CASE WHEN type = 'run.end' AND contains(raw, '"usage"')
+            THEN TRY_CAST(json_extract(raw, '$.usage.inputTokens') AS BIGINT) END AS own_in,
+        CASE WHEN type = 'run.end' AND contains(raw, '"usage"')
+            THEN TRY_CAST(json_extract(raw, '$.usage.outputTokens') AS BIGINT) END AS own_out
     FROM events
     WHERE type IN ('run.start', 'run.end') AND run_id IN (SELECT run_id FROM a)
 ),
@@ -235,7 +240,11 @@ t AS (
         s.run_id IS NOT NULL AS has_start, e.run_id IS NOT NULL AS has_end,
         coalesce(i.invocations, 0) AS invocations, coalesce(i.failed, 0) AS failed,
         coalesce(i.max_depth, 0) AS max_depth,
-        s.session_id, i.input_tokens, i.output_tokens
+        s.session_id,
+        CASE WHEN i.input_tokens IS NOT NULL OR e.own_in IS NOT NULL
+            THEN coalesce(i.input_tokens, 0) + coalesce(e.own_in, 0) END AS input_tokens,
+        CASE WHEN i.output_tokens IS NOT NULL OR e.own_out IS NOT NULL
+            THEN coalesce(i.output_tokens, 0) + coalesce(e.own_out, 0) END AS output_tokens
     FROM roots r
     LEFT JOIN s ON s.run_id = r.run_id
     LEFT JOIN e ON e.run_id = r.run_id

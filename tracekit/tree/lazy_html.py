@@ -105,7 +105,7 @@ def _detail(group: Group) -> tuple[str, str]:
     bits = []
     if step.durationMs is not None and step.status not in _NO_DURATION:  # type: ignore[union-attr]
         bits.append(format_ms(step.durationMs))
-    error = step.error  # type: ignore[union-attr]
+    error = step.error
     if error is not None:
         bits.append(
             escape(error.code)
