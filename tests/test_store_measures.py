@@ -214,3 +214,16 @@ def test_a_store_made_before_the_measures_gets_them_when_it_migrates(tmp_path: P
         assert (run.session_id, run.input_tokens) == ("chat-1", 111)
         calls = store.sql("SELECT own_ms, input_tokens FROM fleet_calls WHERE invocation_id = 'a'")
         assert (calls.own_ms[0], calls.input_tokens[0]) == (10.0, 1)
+
+
+def test_a_runs_tokens_count_its_root_agents_own_usage(tmp_path: Path) -> None:
+    # The root agent has no exit record: an SDK writes its own usage on run.end.
+    records = [
+        RunStart(ts=1.0, runId="r", agent="root", session="s1"),
+        *call(2.0, 3.0, "a", "r/a", "r", "a", usage=Usage(inputTokens=10, outputTokens=5)),
+        RunEnd(ts=4.0, runId="r", ok=True, usage=Usage(inputTokens=100, outputTokens=50)),
+    ]
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(write_jsonl(tmp_path / "t.jsonl", records))
+        run = store.sql("SELECT session_id, input_tokens, output_tokens FROM runs").iloc[0]
+    assert (run.session_id, run.input_tokens, run.output_tokens) == ("s1", 110, 55)
