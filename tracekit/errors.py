@@ -16,6 +16,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
+    "LakeError",
     "RunNotFoundError",
     "StoreError",
     "StoreLockedError",
@@ -40,6 +41,11 @@ class TracekitError(Exception):
         super().__init__(message)
         if hint:
             self.hint = hint
+
+
+class LakeError(TracekitError):
+    """A lake (a folder of Parquet exported from a store) cannot be written or read,
+    or an engine to read it cannot be reached."""
 
 
 class TraceFileError(TracekitError):
