@@ -284,8 +284,15 @@ def edge_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> 
     )
 
 
-def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> Rows:
-    """Exact p50/p95/p99 of each agent's calls that ran, slowest p95 first."""
+def latency_rows(
+    con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str, *, approx: bool = False
+) -> Rows:
+    """Exact p50/p95/p99 of each agent's calls that ran, slowest p95 first.
+
+    ``approx``: DuckDB's ``approx_quantile`` (a t-digest) instead, named so
+    because its answer is not the exact one (and differs between engines).
+    """
+    quantile = "approx_quantile" if approx else "quantile_cont"
     where, params = flt.calls_where("i")
     where += f" AND i.{CALL_STATUSES_RAN}"
     if flt.agent is not None:
@@ -296,7 +303,7 @@ def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) 
         f"""
         SELECT agent, calls, failed, q[1] AS p50_ms, q[2] AS p95_ms, q[3] AS p99_ms FROM (
             SELECT agent, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS failed,
-                quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q
+                {quantile}(duration_ms, [0.5, 0.95, 0.99]) AS q
             FROM {source} i WHERE {where} GROUP BY agent
         ) ORDER BY p95_ms DESC NULLS LAST, agent
         """,
