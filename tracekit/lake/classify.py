@@ -12,6 +12,8 @@ and circles as the store, by construction and by test.
 
 Example:
     >>> from tracekit.lake.engine import duckdb_lake
+    >>> from tracekit.lake.export import export_lake
+    >>> _ = export_lake("fleet.duckdb", "lake")
     >>> result = classify_lake(duckdb_lake("lake"))
     >>> result.outcomes["ok"] > 0, sorted(result.findings.columns)[:2]
     (True, ['circle', 'origin_agent'])
