@@ -26,7 +26,7 @@ HOSTILE_SERVICES = [
     "50% off",
     "üñï\u202ecode\x1b[31m",
     "123",
-    "it's \"quoted\" \\ back",
+    'it\'s "quoted" \\ back',
     "__x__:*?#{[]}^",
     HOSTILE,
     ANSI,

@@ -48,12 +48,17 @@ def _files(lake: Path) -> dict[str, tuple[int, int]]:
 def _lake_counts(lake: Path) -> dict[str, int]:
     con = duckdb_lake(lake)
     try:
-        return {t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]) for t in lake_tables(lake)}
+        return {
+            t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
+            for t in lake_tables(lake)
+        }
     finally:
         con.close()
 
 
-def test_the_lake_holds_every_row_in_one_zstd_file_a_partition(sim_db: Path, tmp_path: Path) -> None:
+def test_the_lake_holds_every_row_in_one_zstd_file_a_partition(
+    sim_db: Path, tmp_path: Path
+) -> None:
     lake = tmp_path / "lake"
     report = export_lake(sim_db, lake)
     assert _lake_counts(lake) == store_counts(sim_db)
@@ -87,7 +92,11 @@ def test_round_trip_the_report_from_the_lake_is_the_stores(sim_db: Path, tmp_pat
     from_lake = cli("fleet", "--lake", str(lake), "--format", "json").stdout
     assert from_lake == from_store
     with Store(sim_db, read_only=True) as store:
-        for kw in ({"since": "36h"}, {"since": "2d", "service": "billing-api"}, {"agent": "critic"}):
+        for kw in (
+            {"since": "36h"},
+            {"since": "2d", "service": "billing-api"},
+            {"agent": "critic"},
+        ):
             try:
                 expected = report_json(fleet_report(store, now=NOW, **kw))
             except Exception as exc:  # a service the fleet lacks: the lake refuses it too
@@ -140,7 +149,9 @@ def test_a_changed_partition_is_rewritten_and_a_gone_one_removed(tmp_path: Path)
     lake = tmp_path / "lake"
     export_lake(db, lake)
     con = duckdb.connect(str(db))
-    con.execute("UPDATE runs SET error_message = 'edited' WHERE run_id = (SELECT min(run_id) FROM runs)")
+    con.execute(
+        "UPDATE runs SET error_message = 'edited' WHERE run_id = (SELECT min(run_id) FROM runs)"
+    )
     con.execute("DELETE FROM steps WHERE ts_ms < (SELECT min(ts_ms) + 3600000 FROM steps)")
     con.close()
     report = export_lake(db, lake)
@@ -239,8 +250,14 @@ def test_hostile_service_names_survive_the_folders(tmp_path: Path) -> None:
 
 
 def test_export_errors_are_one_line(tmp_path: Path) -> None:
-    done = cli("export", "--db", str(tmp_path / "none.duckdb"), "--to", str(tmp_path / "l"), check=False)
-    assert done.returncode == 2 and done.stderr.startswith("Error: ") and "Traceback" not in done.stderr
+    done = cli(
+        "export", "--db", str(tmp_path / "none.duckdb"), "--to", str(tmp_path / "l"), check=False
+    )
+    assert (
+        done.returncode == 2
+        and done.stderr.startswith("Error: ")
+        and "Traceback" not in done.stderr
+    )
     done = cli("fleet", "--lake", str(tmp_path), check=False)
     assert done.returncode == 2 and "no lake here" in done.stderr
     done = cli("fleet", "--engine", "spark", check=False)

@@ -45,6 +45,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     )
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
+    from tracekit.lake import export_lake
     from tracekit.notebook import RootCause, RunView, open_run
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
@@ -113,6 +114,7 @@ _LAZY: dict[str, str] = {
     "classify_store": "tracekit.failures",
     "FleetReport": "tracekit.fleet",
     "fleet_report": "tracekit.fleet",
+    "export_lake": "tracekit.lake",
     "write_dashboard": "tracekit.dashboards.page",
     "RootCause": "tracekit.notebook",
     "RunView": "tracekit.notebook",

@@ -574,9 +574,7 @@ def fleet_command(
     ] = LakeEngine.duckdb,
     remote: Annotated[
         str | None,
-        typer.Option(
-            "--remote", metavar="URL", help="The Spark Connect server: sc://HOST:15002."
-        ),
+        typer.Option("--remote", metavar="URL", help="The Spark Connect server: sc://HOST:15002."),
     ] = None,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
@@ -585,8 +583,16 @@ def fleet_command(
     With --lake, the same report from an exported lake, on DuckDB or on Spark.
     """
     _fleet(
-        db, since, service, agent, format.value, color.value, wait,
-        lake=lake, engine=engine.value, remote=remote,
+        db,
+        since,
+        service,
+        agent,
+        format.value,
+        color.value,
+        wait,
+        lake=lake,
+        engine=engine.value,
+        remote=remote,
     )
 
 

@@ -64,8 +64,12 @@ def fleet_text(
 
     if lake is not None:
         report = fleet_report(
-            since=since, service=service, agent=agent,
-            lake=lake, engine=engine, remote=remote,  # type: ignore[arg-type]
+            since=since,
+            service=service,
+            agent=agent,
+            lake=lake,
+            engine=engine,  # type: ignore[arg-type]  # the CLI's choice checked it
+            remote=remote,
         )
     else:
         with open_for_report(db, wait=wait) as store:

@@ -393,7 +393,15 @@ def fleet_report(
 
         with open_lake(lake, engine=engine, remote=remote) as con:
             # The Spark engine answers execute/description/fetchall as DuckDB does.
-            return _report(cast(duckdb.DuckDBPyConnection, con), "fleet_calls", since, service, agent, now, percentiles)
+            return _report(
+                cast(duckdb.DuckDBPyConnection, con),
+                "fleet_calls",
+                since,
+                service,
+                agent,
+                now,
+                percentiles,
+            )
     if store is None:
         raise TypeError("fleet_report() needs a store or a lake")
     con, source = _source(store)

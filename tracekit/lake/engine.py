@@ -151,8 +151,8 @@ def literal(value: Any) -> str:
 
 def _inline(sql: str, params: Sequence[Any]) -> str:
     """Write each ``?`` placeholder as its literal (found by the tokenizer, not in strings)."""
-    from sqlglot.tokens import TokenType
     from sqlglot.dialects.duckdb import DuckDB
+    from sqlglot.tokens import TokenType
 
     tokens = [t for t in DuckDB().tokenize(sql) if t.token_type == TokenType.PLACEHOLDER]
     if len(tokens) != len(params):
@@ -189,7 +189,9 @@ def _distinct_list(node: Any) -> Any:
     distinct = order.this if isinstance(order, exp.Order) else order
     if not isinstance(distinct, exp.Distinct) or len(distinct.expressions) != 1:
         return node
-    values: exp.Expression = exp.Anonymous(this="COLLECT_SET", expressions=[distinct.expressions[0]])
+    values: exp.Expression = exp.Anonymous(
+        this="COLLECT_SET", expressions=[distinct.expressions[0]]
+    )
     if where is not None:
         values = exp.Filter(this=values, expression=where)
     separator = agg.args.get("separator") or exp.Literal.string(",")
@@ -237,14 +239,31 @@ def _import_spark() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         try:
-            from pyspark.sql import SparkSession
             import pyspark.sql.connect.session  # noqa: F401 - loads Spark Connect's client
+            from pyspark.sql import SparkSession
         except ImportError as exc:
             raise LakeError(
                 f"the Spark engine needs pyspark with Spark Connect ({exc})",
                 hint="pip install 'pyspark[connect]>=4.0'",
             ) from None
     return SparkSession
+
+
+def _check_reachable(remote: str, timeout: float = 10.0) -> None:
+    """Fail in seconds, not after the client's minutes of retries, when nothing listens."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(remote.split(";", 1)[0])
+    if url.scheme != "sc" or not url.hostname:
+        raise LakeError(f"'{remote}' is not a Spark Connect address", hint="Use sc://HOST:15002.")
+    try:
+        socket.create_connection((url.hostname, url.port or 15002), timeout=timeout).close()
+    except OSError as exc:
+        raise LakeError(
+            f"Spark at {remote}: cannot connect ({exc.strerror or exc})",
+            hint="Start a Spark Connect server (docs/scale-out.md) or check --remote.",
+        ) from None
 
 
 class SparkLake:
@@ -259,6 +278,7 @@ class SparkLake:
     """
 
     def __init__(self, lake: PathLike, remote: str, *, check: bool = True) -> None:
+        _check_reachable(remote)
         session = _import_spark()
         # The server resolves a relative path against its own folder: give it ours.
         self.lake = str(lake) if "://" in str(lake) else os.path.abspath(lake)
@@ -300,7 +320,9 @@ class SparkLake:
         except LakeError:
             raise
         except Exception as exc:
-            raise LakeError(f"Spark query failed: {str(exc).strip().splitlines()[0][:300]}") from None
+            raise LakeError(
+                f"Spark query failed: {str(exc).strip().splitlines()[0][:300]}"
+            ) from None
         description = [
             (f.name, _DUCK_TYPES.get(type(f.dataType).__name__, "VARCHAR"))
             for f in frame.schema.fields

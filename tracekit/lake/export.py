@@ -205,7 +205,9 @@ def _copy(
     staging: Path,
 ) -> None:
     """Write the partitions ``todo`` into ``staging/pid=N/`` in one COPY (N: place in ``todo``)."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _lake_keys (pid INTEGER, day VARCHAR, service VARCHAR)")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _lake_keys (pid INTEGER, day VARCHAR, service VARCHAR)"
+    )
     con.executemany(
         "INSERT INTO _lake_keys VALUES (?, ?, ?)",
         [(pid, p["day"], p["service"]) for pid, p in enumerate(todo)],

@@ -96,9 +96,7 @@ TABLES: Final[dict[str, TableLayout]] = {
 
 # Hive's (and Spark's) escaped set: control characters, and those a path or
 # a partition spec would misread. Everything else stays as it is.
-_ESCAPED: Final = frozenset(
-    [chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
-)
+_ESCAPED: Final = frozenset([chr(c) for c in range(0x20)] + list("\"#%'*/:=?\\\x7f{[]^"))
 _HEX: Final = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
