@@ -72,10 +72,10 @@ class TableLayout:
 
 
 # A step has no service of its own: it takes its run's (a child run's invocation,
-# else the root run). Both are looked up once per run id.
+# else the root run), looked up once per run id; min() keeps it the same each export.
 _STEP_SERVICE: Final = """
 LEFT JOIN (
-    SELECT run_id, any_value(service) AS service FROM (
+    SELECT run_id, min(service) AS service FROM (
         SELECT run_id, service FROM invocations WHERE service IS NOT NULL
         UNION ALL SELECT run_id, service FROM runs WHERE service IS NOT NULL
     ) GROUP BY run_id
