@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser screenshot record-frameworks
+.PHONY: demo test lint bench clean install browser java screenshot record-frameworks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,7 +21,11 @@ demo: $(STAMP)
 browser:
 	@bash .ci/browser.sh
 
-test: $(STAMP) browser
+# The Spark tests run a local Spark Connect server on Java 17: Debian's, installed when missing.
+java:
+	@bash .ci/java.sh
+
+test: $(STAMP) browser java
 	$(BIN)/python -m pytest -n 2 -q
 
 # dashboards/fleet-health.png, the picture in dashboards/README.md, taken by the browser test.

@@ -36,6 +36,9 @@ LAYERS = {
     "failures": 3,
     "store": 4,
     "fleet": 5,
+    # ``lake`` reads the store (export) and runs the store's SQL on other engines;
+    # ``fleet`` reports from a lake through it. Beside fleet, never importing it.
+    "lake": 5,
     "dashboards": 6,
     "notebook": 7,
     "cli": 7,

@@ -48,6 +48,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
     from tracekit.fleet.rare import FleetComparison, against_fleet
+    from tracekit.lake import export_lake
     from tracekit.notebook import RootCause, RunView, SessionView, open_run, open_session
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
@@ -125,6 +126,7 @@ _LAZY: dict[str, str] = {
     "fleet_report": "tracekit.fleet",
     "FleetComparison": "tracekit.fleet.rare",
     "against_fleet": "tracekit.fleet.rare",
+    "export_lake": "tracekit.lake",
     "write_dashboard": "tracekit.dashboards.page",
     "RootCause": "tracekit.notebook",
     "RunView": "tracekit.notebook",

@@ -17,6 +17,7 @@ __all__ = [
     "AgentPendingError",
     "AgentRecursionError",
     "InvalidRecordError",
+    "LakeError",
     "RunNotFoundError",
     "SessionNotFoundError",
     "StoreError",
@@ -42,6 +43,11 @@ class TracekitError(Exception):
         super().__init__(message)
         if hint:
             self.hint = hint
+
+
+class LakeError(TracekitError):
+    """A lake (a folder of Parquet exported from a store) cannot be written or read,
+    or an engine to read it cannot be reached."""
 
 
 class TraceFileError(TracekitError):

@@ -18,7 +18,7 @@ import typer
 from tracekit._version import __version__
 from tracekit.cli.help import PlainCommand, PlainGroup
 from tracekit.cli.quick import quick_fleet_args, quick_tree_args
-from tracekit.errors import TracekitError
+from tracekit.errors import LakeError, TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
 # the readers, the simulator or pandas (an import is most of a short command's time).
@@ -711,6 +711,31 @@ _Agent = Annotated[
 ]
 
 
+class LakeEngine(enum.StrEnum):
+    """What reads a lake for ``tracekit fleet --lake``."""
+
+    duckdb = "duckdb"
+    spark = "spark"
+
+
+@app.command("export", cls=PlainCommand)
+def export_command(
+    to: Annotated[
+        str, typer.Option("--to", metavar="DIR", help="The lake folder (created if missing).")
+    ],
+    db: _FleetDb = None,
+    wait: WaitOption = _DEFAULT_WAIT,
+) -> None:
+    """Export the store to a Parquet lake (by day and service); again: only what changed."""
+    from tracekit._util.text import escape
+    from tracekit.lake.export import export_lake
+    from tracekit.store.db import default_path
+
+    report = export_lake(db if db is not None else default_path(), to, wait=wait)
+    for line in report.summary().splitlines():  # the folder name is the user's: escaped
+        print(escape(line), file=sys.stderr)
+
+
 @app.command("fleet", cls=PlainCommand)
 def fleet_command(
     db: _FleetDb = None,
@@ -724,12 +749,38 @@ def fleet_command(
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
     wait: WaitOption = _DEFAULT_WAIT,
+    lake: Annotated[
+        str | None,
+        typer.Option(
+            "--lake", metavar="DIR", help="Read a lake made by tracekit export instead of a store."
+        ),
+    ] = None,
+    engine: Annotated[
+        LakeEngine,
+        typer.Option("--engine", help="What reads the lake: duckdb (here) or spark (--remote)."),
+    ] = LakeEngine.duckdb,
+    remote: Annotated[
+        str | None,
+        typer.Option("--remote", metavar="URL", help="The Spark Connect server: sc://HOST:15002."),
+    ] = None,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
     With --since, each share is compared with the window of the same length just before.
+    With --lake, the same report from an exported lake, on DuckDB or on Spark.
     """
-    _fleet(db, since, service, agent, format.value, color.value, wait)
+    _fleet(
+        db,
+        since,
+        service,
+        agent,
+        format.value,
+        color.value,
+        wait,
+        lake=lake,
+        engine=engine.value,
+        remote=remote,
+    )
 
 
 def _fleet(
@@ -740,10 +791,16 @@ def _fleet(
     fmt: str,
     color: str,
     wait: float = _DEFAULT_WAIT,
+    *,
+    lake: str | None = None,
+    engine: str = "duckdb",
+    remote: str | None = None,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.cli.fleet import fleet_text
 
+    if lake is None and (remote is not None or engine != "duckdb"):
+        raise LakeError("--engine and --remote read a lake", hint="Add --lake DIR.")
     text = fleet_text(
         db,
         since=since,
@@ -752,6 +809,9 @@ def _fleet(
         fmt=fmt,
         color=_use_color(ColorMode(color)),
         wait=wait,
+        lake=lake,
+        engine=engine,
+        remote=remote,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed

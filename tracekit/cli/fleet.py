@@ -54,13 +54,26 @@ def fleet_text(
     color: bool = False,
     width: int | None = None,
     wait: float = 0.0,
+    lake: str | None = None,
+    engine: str = "duckdb",
+    remote: str | None = None,
 ) -> str:
-    """Open the store (waiting up to ``wait`` seconds for a writer), classify its
-    new runs, and return the report as text or JSON."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), or the lake
+    on its engine, and return the report as text or JSON."""
     from tracekit.fleet import fleet_report, open_for_report
 
-    with open_for_report(db, wait=wait) as store:
-        report = fleet_report(store, since=since, service=service, agent=agent)
+    if lake is not None:
+        report = fleet_report(
+            since=since,
+            service=service,
+            agent=agent,
+            lake=lake,
+            engine=engine,  # type: ignore[arg-type]  # the CLI's choice checked it
+            remote=remote,
+        )
+    else:
+        with open_for_report(db, wait=wait) as store:
+            report = fleet_report(store, since=since, service=service, agent=agent)
     if fmt == "json":
         return fleet_json(report)
     return render_fleet(report, width=width or _terminal_width(), color=color)

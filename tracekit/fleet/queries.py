@@ -286,14 +286,20 @@ def edge_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> 
     )
 
 
-def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> Rows:
+def latency_rows(
+    con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str, *, approx: bool = False
+) -> Rows:
     """Exact p50/p95/p99 of each agent's calls that ran, and p50/p95 of their own time.
 
     Own time is a call's duration less the time its own calls covered
     (``invocations.own_ms``): an agent that only waits on a slow callee has a
     long total and a short own time. Slowest own p95 first, so the slow agent
     heads the table, not the ones waiting for it.
+
+    ``approx``: DuckDB's ``approx_quantile`` (a t-digest) instead, named so
+    because its answer is not the exact one (and differs between engines).
     """
+    quantile = "approx_quantile" if approx else "quantile_cont"
     where, params = flt.calls_where("i")
     where += f" AND i.{CALL_STATUSES_RAN}"
     if flt.agent is not None:
@@ -305,8 +311,8 @@ def latency_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) 
         SELECT agent, calls, failed, q[1] AS p50_ms, q[2] AS p95_ms, q[3] AS p99_ms,
             own[1] AS own_p50_ms, own[2] AS own_p95_ms FROM (
             SELECT agent, count(*) AS calls, count(*) FILTER (WHERE status = 'error') AS failed,
-                quantile_cont(duration_ms, [0.5, 0.95, 0.99]) AS q,
-                quantile_cont(own_ms, [0.5, 0.95]) AS own
+                {quantile}(duration_ms, [0.5, 0.95, 0.99]) AS q,
+                {quantile}(own_ms, [0.5, 0.95]) AS own
             FROM {source} i WHERE {where} GROUP BY agent
         ) ORDER BY own_p95_ms DESC NULLS LAST, p95_ms DESC NULLS LAST, agent
         """,

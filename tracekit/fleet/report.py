@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, cast
 
 import duckdb
 
@@ -88,6 +88,10 @@ __all__ = [
     "recursion_circles",
     "worst_runs",
 ]
+
+
+Engine: TypeAlias = Literal["duckdb", "spark"]
+Percentiles: TypeAlias = Literal["exact", "approx"]
 
 
 class _HasCon(Protocol):
@@ -379,12 +383,16 @@ def _plain(value: Any) -> Any:
 
 
 def fleet_report(
-    store: Any,
+    store: Any = None,
     *,
     since: str | datetime | None = None,
     service: str | None = None,
     agent: str | None = None,
     now: datetime | None = None,
+    lake: str | os.PathLike[str] | None = None,
+    engine: Engine = "duckdb",
+    remote: str | None = None,
+    percentiles: Percentiles = "exact",
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
@@ -396,11 +404,45 @@ def fleet_report(
         service: only this service.
         agent: only runs that invoked this agent, calls by or to it.
         now: the end of the window (default: the clock).
+        lake: instead of ``store``, a lake exported by ``tracekit export`` (``docs/lake.md``).
+        engine: what reads the lake: ``"duckdb"`` (here) or ``"spark"`` (``remote``).
+        remote: the Spark Connect address, ``sc://HOST:15002``.
+        percentiles: ``"exact"`` (on every engine) or ``"approx"`` (each
+            engine's own sketch: faster on a large lake, not equal across engines).
 
     Raises:
         StoreError: no run has ``service`` or ``agent`` (the error lists the known ones).
+        LakeError: no lake there, or the Spark server cannot be reached.
     """
+    if lake is not None:
+        from tracekit.lake.engine import open_lake
+
+        with open_lake(lake, engine=engine, remote=remote) as con:
+            # The Spark engine answers execute/description/fetchall as DuckDB does.
+            return _report(
+                cast(duckdb.DuckDBPyConnection, con),
+                "fleet_calls",
+                since,
+                service,
+                agent,
+                now,
+                percentiles,
+            )
+    if store is None:
+        raise TypeError("fleet_report() needs a store or a lake")
     con, source = _source(store)
+    return _report(con, source, since, service, agent, now, percentiles)
+
+
+def _report(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    since: str | datetime | None,
+    service: str | None,
+    agent: str | None,
+    now: datetime | None,
+    percentiles: Percentiles,
+) -> FleetReport:
     check_names(con, service=service, agent=agent)
     flt = FleetFilter.make(since, service, agent, now=now)
     prev = flt.previous()
@@ -411,7 +453,7 @@ def fleet_report(
         "circles": circles_table(circle_rows(con, flt, prev), compare=prev is not None),
         "failures": failures_table(groups, edges),
         "degraded": degraded_rows(con, flt, None),  # every one: the text shows the newest
-        "latency": latency_rows(con, flt, source),
+        "latency": latency_rows(con, flt, source, approx=percentiles == "approx"),
         "edges": edges_table(edges, flt.agent),
         "tokens": token_rows(con, flt, source),
     }

@@ -1,0 +1,95 @@
+"""Stores and lakes for the lake tests: a simulated fleet, and one of hostile names."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from _fleet_helpers import ANSI, CASES, HOSTILE, MARKUP, T0, hostile_run
+from _fleet_helpers import write as write_events
+
+from tracekit.events import Event
+from tracekit.simulation import simulate
+from tracekit.store import Store
+
+START = "2026-11-20T00:00:00Z"
+#: The end of the report windows the tests ask for (the simulated fleet ends before it).
+NOW = datetime(2026, 11, 23, 12, 0)
+
+#: Service names a folder or a query could misread: path and partition
+#: separators, escapes, quotes, control characters, bidi controls, digits only.
+HOSTILE_SERVICES = [
+    "a/b=c",
+    "50% off",
+    "üñï\u202ecode\x1b[31m",
+    "123",
+    'it\'s "quoted" \\ back',
+    "__x__:*?#{[]}^",
+    HOSTILE,
+    ANSI,
+    MARKUP,
+]
+
+
+def simulated_store(tmp: Path, runs: int = 600, seed: int = 3, window: float = 3) -> Path:
+    """A store of a simulated fleet over ``window`` days, every class present."""
+    trace = tmp / f"sim-{seed}.jsonl"
+    simulate(trace, runs=runs, seed=seed, start=START, window_ms=window * 86_400_000.0)
+    db = tmp / f"sim-{seed}.duckdb"
+    with Store(db) as store:
+        store.ingest(trace)
+    return db
+
+
+def hostile_events() -> list[Event]:
+    """Every run class under each hostile service, spread over two days."""
+    events: list[Event] = []
+    for n, service in enumerate(HOSTILE_SERVICES):
+        t0 = T0 + (n % 2) * 86_400_000.0 + n * 1000.0
+        for run_id, (build, _) in CASES.items():
+            events += build(f"{n}-{run_id}", service=service, t0=t0)
+        events += hostile_run(f"{n}-hostile", service=service, t0=t0)
+    return events
+
+
+def hostile_store(tmp: Path) -> Path:
+    db = tmp / "hostile.duckdb"
+    with Store(db) as store:
+        store.ingest(write_events(tmp / "hostile.jsonl", hostile_events()))
+    return db
+
+
+def store_counts(db: Path) -> dict[str, int]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
+            for t in ("events", "invocations", "runs", "steps", "fleet_calls")
+        }
+    finally:
+        con.close()
+
+
+def classified(db: Path) -> dict[str, Any]:
+    """The store's own classification: every run's class, and the failed calls' roles."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        runs = con.execute(
+            "SELECT run_id, outcome, circle, origin_invocation_id, origin_agent, origin_code"
+            " FROM runs ORDER BY run_id"
+        ).fetchall()
+        roles = con.execute(
+            "SELECT invocation_id, failure_role FROM invocations"
+            " WHERE failure_role IS NOT NULL ORDER BY invocation_id"
+        ).fetchall()
+    finally:
+        con.close()
+    return {"runs": runs, "roles": roles}
+
+
+def report_json(report: Any) -> Any:
+    """A report as the plain data its JSON output holds."""
+    return json.loads(json.dumps(report.to_dict()))
