@@ -196,7 +196,9 @@ def tree_command(
         )
         _print_view(view.stdout, view.stderr)
         return
-    _tree(file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or [])
+    _tree(
+        file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or []
+    )
 
 
 def _tree(
