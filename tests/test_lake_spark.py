@@ -29,7 +29,7 @@ from tracekit.store import Store
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-_PERCENTILES = {"p50_ms", "p95_ms", "p99_ms"}
+_PERCENTILES = {"p50_ms", "p95_ms", "p99_ms", "own_p50_ms", "own_p95_ms"}
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from tracekit.events import EdgeInfo, Event, RunEnd, RunStart, Usage
 from tracekit.readers import read_trace
 from tracekit.simulation import SimulationRates, simulate
 from tracekit.store import Store
-from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tracekit.store.schema import MIGRATIONS
 from tracekit.tree import AgentStep, build_forest, iter_steps, measure
 
 RATES = SimulationRates(
@@ -190,7 +190,8 @@ def test_a_store_made_before_the_measures_gets_them_when_it_migrates(tmp_path: P
         store.ingest(trace)
     old = tmp_path / "old.duckdb"
     con = duckdb.connect(str(old))
-    for number, migration in enumerate(MIGRATIONS[: SCHEMA_VERSION - 1], start=1):
+    measures = next(n for n, m in enumerate(MIGRATIONS, start=1) if "own_ms" in m)
+    for number, migration in enumerate(MIGRATIONS[: measures - 1], start=1):
         con.execute(migration)
         con.execute("INSERT INTO schema_version (version) VALUES (?)", [number])
     con.execute(f"ATTACH '{today}' AS src (READ_ONLY)")

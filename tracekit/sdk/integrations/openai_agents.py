@@ -310,8 +310,9 @@ def _error_of(span: Span[Any]) -> BaseException | None:
     data = error.get("data")
     if not isinstance(data, dict):
         return AgentError(message, code=message)
-    # The exception's class when the SDK gives it, else its words ("Error in agent run").
-    code = str(data.get("name") or message)
+    # The exception's class when the SDK gives it; a tool's error carries only its
+    # words ("Error running tool (non-fatal)"), so it gets a code of its own.
+    code = str(data.get("name") or ("TOOL_ERROR" if "tool_name" in data else message))
     detail = data.get("error") or data.get("message") or message
     return AgentError(str(detail), code=code)
 
