@@ -93,9 +93,9 @@ def post(
     req = urllib.request.Request(url, body, headers or {}, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.read(), dict(r.headers)
+            return r.status, r.read(), {k.lower(): v for k, v in r.headers.items()}
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), dict(exc.headers)
+        return exc.code, exc.read(), {k.lower(): v for k, v in exc.headers.items()}
 
 
 def simulate_otlp(path: Path, runs: int, seed: int = 3) -> list[dict[str, Any]]:
