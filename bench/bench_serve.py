@@ -32,7 +32,6 @@ import random
 import shutil
 import socket
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,9 +60,20 @@ def template_batches(runs: int, seed: int) -> list[bytes]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "sim.jsonl"
         subprocess.run(
-            [str(TRACEKIT), "simulate", "--runs", str(runs), "--seed", str(seed),
-             "--format", "otlp", "-o", str(out)],
-            check=True, capture_output=True,
+            [
+                str(TRACEKIT),
+                "simulate",
+                "--runs",
+                str(runs),
+                "--seed",
+                str(seed),
+                "--format",
+                "otlp",
+                "-o",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
         )
         spans = []
         for line in out.read_text().splitlines():
@@ -124,8 +134,14 @@ def _add_span(span, raw: dict, rng: random.Random) -> None:
         for key, value in (
             ("gen_ai.system", "openai"),
             ("gen_ai.request.model", rng.choice(_MODELS)),
-            ("gen_ai.input.messages", json.dumps([{"role": "user", "content": "x" * rng.randint(100, 600)}])),
-            ("gen_ai.output.messages", json.dumps([{"role": "assistant", "content": "y" * rng.randint(50, 300)}])),
+            (
+                "gen_ai.input.messages",
+                json.dumps([{"role": "user", "content": "x" * rng.randint(100, 600)}]),
+            ),
+            (
+                "gen_ai.output.messages",
+                json.dumps([{"role": "assistant", "content": "y" * rng.randint(50, 300)}]),
+            ),
         ):
             kv = span.attributes.add()
             kv.key, kv.value.string_value = key, value
@@ -157,13 +173,17 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                         new = ids.get(span.trace_id)
                         if new is None:
                             seed = span.trace_id + bytes([client]) + round_.to_bytes(4, "big")
-                            new = ids[span.trace_id] = hashlib.blake2b(seed, digest_size=16).digest()
+                            new = ids[span.trace_id] = hashlib.blake2b(
+                                seed, digest_size=16
+                            ).digest()
                         span.trace_id = new
             body = request.SerializeToString()
             t0 = time.perf_counter()
             while True:
                 try:
-                    conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+                    conn.request(
+                        "POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"}
+                    )
                     reply = conn.getresponse()
                     reply.read()
                 except (OSError, http.client.HTTPException):
@@ -182,7 +202,9 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                 break
             if reply.status == 200:
                 latencies.append(time.perf_counter() - t0)
-                acked += sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+                acked += sum(
+                    len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans
+                )
         round_ += 1
     out.put({"acked": acked, "latencies": latencies, "retries": retries, "errors": errors})
 
@@ -192,7 +214,9 @@ def drive(url: str, batches: list[bytes], clients: int, duration: float) -> dict
     queue: mp.Queue = ctx.Queue()
     start = time.time()
     until = start + duration
-    procs = [ctx.Process(target=exporter, args=(url, batches, i, until, queue)) for i in range(clients)]
+    procs = [
+        ctx.Process(target=exporter, args=(url, batches, i, until, queue)) for i in range(clients)
+    ]
     for p in procs:
         p.start()
     results = [queue.get() for _ in procs]
@@ -223,8 +247,15 @@ def run_tracekit(batches: list[bytes], args: argparse.Namespace, work: Path) -> 
     db = work / "serve.duckdb"
     cmd = [str(TRACEKIT), "serve", "--db", str(db), "--port", str(port)]
     if args.profile:
-        cmd = [str(ROOT / ".venv/bin/python"), "-m", "cProfile", "-o", str(work / "serve.prof"),
-               str(TRACEKIT), *cmd[1:]]
+        cmd = [
+            str(ROOT / ".venv/bin/python"),
+            "-m",
+            "cProfile",
+            "-o",
+            str(work / "serve.prof"),
+            str(TRACEKIT),
+            *cmd[1:],
+        ]
     server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     _wait_up(url + "/healthz", 60)
@@ -255,10 +286,17 @@ def run_phoenix(batches: list[bytes], args: argparse.Namespace, work: Path) -> d
         print(f"Phoenix is not installed ({PHOENIX} missing): measuring tracekit alone")
         return None
     port = free_port()
-    env = {**os.environ, "PHOENIX_WORKING_DIR": str(work / "phoenix"), "PHOENIX_PORT": str(port),
-           "PHOENIX_GRPC_PORT": str(free_port()), "PHOENIX_TELEMETRY_ENABLED": "false"}
-    log = open(work / "phoenix.log", "w")
-    server = subprocess.Popen([str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    env = {
+        **os.environ,
+        "PHOENIX_WORKING_DIR": str(work / "phoenix"),
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(free_port()),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
+    log = open(work / "phoenix.log", "w")  # noqa: SIM115 - Phoenix writes to it until it stops
+    server = subprocess.Popen(
+        [str(PHOENIX), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_up(url + "/healthz", 180)
@@ -334,16 +372,24 @@ def report(name: str, r: dict, duration: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds of load (60 in BENCHMARKS.md)")
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="seconds of load (60 in BENCHMARKS.md)"
+    )
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--runs", type=int, default=400, help="simulated runs behind the templates")
     parser.add_argument("--no-phoenix", action="store_true")
-    parser.add_argument("--phoenix-drain", type=float, default=120.0,
-                        help="seconds to wait for Phoenix to store what it acknowledged")
+    parser.add_argument(
+        "--phoenix-drain",
+        type=float,
+        default=120.0,
+        help="seconds to wait for Phoenix to store what it acknowledged",
+    )
     parser.add_argument("--profile", action="store_true", help="cProfile the tracekit server")
     args = parser.parse_args()
     batches = template_batches(args.runs, seed=7)
-    print(f"{len(batches)} template batches of up to {BATCH} spans (whole traces), {args.clients} exporters, {args.duration:g} s")
+    print(
+        f"{len(batches)} template batches of up to {BATCH} spans (whole traces), {args.clients} exporters, {args.duration:g} s"
+    )
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     try:
         rows = [report("tracekit", run_tracekit(batches, args, work), args.duration)]

@@ -101,8 +101,20 @@ def post(
 def simulate_otlp(path: Path, runs: int, seed: int = 3) -> list[dict[str, Any]]:
     """``tracekit simulate --format otlp`` into ``path``; its documents."""
     subprocess.run(
-        [TRACEKIT, "simulate", "--runs", str(runs), "--seed", str(seed), "--format", "otlp",
-         "--start", "2026-01-01T00:00:00Z", "-o", str(path)],
+        [
+            TRACEKIT,
+            "simulate",
+            "--runs",
+            str(runs),
+            "--seed",
+            str(seed),
+            "--format",
+            "otlp",
+            "--start",
+            "2026-01-01T00:00:00Z",
+            "-o",
+            str(path),
+        ],
         check=True,
         capture_output=True,
     )
@@ -137,10 +149,15 @@ def readable_spans(spans: list[tuple[str, dict[str, Any]]]) -> list[Any]:
             parent = SpanContext(trace, int(raw["parentSpanId"], 16), False, TraceFlags(1))
         attrs = {a["key"]: next(iter(a["value"].values())) for a in raw.get("attributes", [])}
         status = raw.get("status") or {}
-        code = StatusCode.ERROR if status.get("code") in (2, "STATUS_CODE_ERROR") else StatusCode.UNSET
+        code = (
+            StatusCode.ERROR if status.get("code") in (2, "STATUS_CODE_ERROR") else StatusCode.UNSET
+        )
         events = [
-            Event(e["name"], {a["key"]: next(iter(a["value"].values())) for a in e.get("attributes", [])},
-                  int(e.get("timeUnixNano", 0)))
+            Event(
+                e["name"],
+                {a["key"]: next(iter(a["value"].values())) for a in e.get("attributes", [])},
+                int(e.get("timeUnixNano", 0)),
+            )
             for e in raw.get("events", [])
         ]
         resource = resources.setdefault(service, Resource({"service.name": service}))
@@ -162,7 +179,9 @@ def readable_spans(spans: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     return out
 
 
-def by_trace(spans: list[tuple[str, dict[str, Any]]], parts: int) -> list[list[tuple[str, dict[str, Any]]]]:
+def by_trace(
+    spans: list[tuple[str, dict[str, Any]]], parts: int
+) -> list[list[tuple[str, dict[str, Any]]]]:
     """The spans split into ``parts`` groups of whole traces."""
     traces: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for item in spans:

@@ -31,7 +31,12 @@ def test_a_truncated_message_is_refused_with_a_reason() -> None:
 
     request = ExportTraceServiceRequest()
     span = request.resource_spans.add().scope_spans.add().spans.add()
-    span.trace_id, span.span_id, span.name, span.start_time_unix_nano = bytes(16), b"\1" * 8, "s" * 99, 5
+    span.trace_id, span.span_id, span.name, span.start_time_unix_nano = (
+        bytes(16),
+        b"\1" * 8,
+        "s" * 99,
+        5,
+    )
     with pytest.raises(ValueError, match="not an OTLP protobuf message"):
         decode_spans_proto(request.SerializeToString()[:-30])
 
@@ -57,5 +62,16 @@ def test_values_of_every_kind_are_read_as_json_reads_them() -> None:
     kv = event.attributes.add()
     kv.key, kv.value.string_value = "exception.type", "ValueError"
     (got,) = decode_spans_proto(request.SerializeToString())
-    assert got.attrs == {"tracekit.root": True, "gen_ai.agent.name": "a", "tracekit.run_id": "/wA=", "tracekit.step": [7]}
-    assert (got.error, got.message, got.exception, got.end, got.parent) == (True, "boom", "ValueError", None, "")
+    assert got.attrs == {
+        "tracekit.root": True,
+        "gen_ai.agent.name": "a",
+        "tracekit.run_id": "/wA=",
+        "tracekit.step": [7],
+    }
+    assert (got.error, got.message, got.exception, got.end, got.parent) == (
+        True,
+        "boom",
+        "ValueError",
+        None,
+        "",
+    )

@@ -50,4 +50,6 @@ def test_a_server_that_is_not_there_is_logged_once_and_the_agent_carries_on(
     sink.close()
     warnings = [r for r in caplog.records if "HttpSink" in r.getMessage()]
     assert len(warnings) == 1
-    assert sink.sent == 0 and sink.dropped == 20  # every record accounted for: dropped, never raised
+    assert (
+        sink.sent == 0 and sink.dropped == 20
+    )  # every record accounted for: dropped, never raised

@@ -93,7 +93,10 @@ def test_stock_exporters_from_several_processes_give_the_trees_of_the_file(tmp_p
     expected = _blocks(
         subprocess.run(
             [TRACEKIT, "tree", str(trace_file), "--color", "never"],
-            capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "200"},
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "COLUMNS": "200"},
         ).stdout
     )
     with Store(tmp_path / "live.duckdb", read_only=True) as store:
@@ -152,8 +155,12 @@ def test_hostile_bodies_get_their_status_and_the_server_stays_up(tmp_path: Path)
             ("10,000-deep JSON", b"[" * 10_000 + b"]" * 10_000, JSON_HEADERS, 400),
             ("deep attribute", _deep_attribute(), JSON_HEADERS, 400),
             ("over the limit", b" " * (5 << 20), JSON_HEADERS, 413),
-            ("gzip bomb", gzip.compress(b"\0" * (64 << 20), 9),
-             {**JSON_HEADERS, "Content-Encoding": "gzip"}, 413),
+            (
+                "gzip bomb",
+                gzip.compress(b"\0" * (64 << 20), 9),
+                {**JSON_HEADERS, "Content-Encoding": "gzip"},
+                413,
+            ),
             ("not gzip", b"plain", {**JSON_HEADERS, "Content-Encoding": "gzip"}, 400),
         ]
         for name, body, headers, expected in cases:
@@ -169,7 +176,9 @@ def test_hostile_bodies_get_their_status_and_the_server_stays_up(tmp_path: Path)
         evil = "<script>alert(1)</script>\x1b]0;pwned\x07\x1b[31m"
         huge = _span("invoke_agent big", "00000000000000b1", "big")
         huge["traceId"] = "6dfbd3d12c4a3698aa2ca1af6a107b75"
-        huge["attributes"].append({"key": "gen_ai.input.messages", "value": {"stringValue": "m" * (3 << 20)}})
+        huge["attributes"].append(
+            {"key": "gen_ai.input.messages", "value": {"stringValue": "m" * (3 << 20)}}
+        )
         named = _span("invoke_agent evil", "00000000000000c1", evil)
         named["traceId"] = "7dfbd3d12c4a3698aa2ca1af6a107b75"
         for doc in (_doc(huge), _doc(named)):
@@ -188,7 +197,8 @@ def test_hostile_bodies_get_their_status_and_the_server_stays_up(tmp_path: Path)
         assert server.stop() == 0
     runs = subprocess.run(
         [TRACEKIT, "runs", "--db", str(tmp_path / "h.duckdb")],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert runs.returncode == 0, runs.stderr
     assert "\x1b" not in runs.stdout and "\x07" not in runs.stdout  # shown escaped
@@ -229,7 +239,9 @@ def test_a_token_is_required_when_given_and_healthz_stays_open(tmp_path: Path) -
 def test_listening_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
     result = subprocess.run(
         [TRACEKIT, "serve", "--db", str(tmp_path / "x.duckdb"), "--host", "0.0.0.0", "--port", "0"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "Error: refusing to listen on 0.0.0.0 without --token" in result.stderr
@@ -242,7 +254,12 @@ def test_records_endpoint_wants_ndjson(tmp_path: Path, media: str) -> None:
     try:
         line = b'{"type":"run.start","ts":1,"runId":"r1","agent":"a"}\n'
         assert server.post("/v1/records", line, {"Content-Type": media})[0] == 415
-        assert server.post("/v1/records", line + b"not json\n", {"Content-Type": "application/x-ndjson"})[0] == 200
+        assert (
+            server.post(
+                "/v1/records", line + b"not json\n", {"Content-Type": "application/x-ndjson"}
+            )[0]
+            == 200
+        )
         status = server.wait_loaded(0)
         while status["sources"].get("serve:records", {}).get("read", 0) < 2:
             status = json.loads(server.get("/api/ingest")[1])

@@ -30,7 +30,9 @@ def test_the_grpc_exporter_is_stored_like_the_file(tmp_path: Path) -> None:
         assert refused.export(readable_spans(spans[:3])) == SpanExportResult.FAILURE  # no token
         refused.shutdown()
         exporter = OTLPSpanExporter(
-            endpoint=f"http://127.0.0.1:{port}", insecure=True, headers={"authorization": "Bearer tok"}
+            endpoint=f"http://127.0.0.1:{port}",
+            insecure=True,
+            headers={"authorization": "Bearer tok"},
         )
         assert exporter.export(readable_spans(spans)) == SpanExportResult.SUCCESS
         exporter.shutdown()

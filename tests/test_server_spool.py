@@ -54,7 +54,9 @@ def _batch(first: int, count: int) -> bytes:
     return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).encode()
 
 
-def _client(url: str, start_at: int, stop: threading.Event, acked: list[int], busy: list[int]) -> None:
+def _client(
+    url: str, start_at: int, stop: threading.Event, acked: list[int], busy: list[int]
+) -> None:
     """Post batches of 20 traces until told to stop; note the first trace of each batch acked."""
     n = start_at
     while not stop.is_set():
@@ -76,7 +78,9 @@ def _client(url: str, start_at: int, stop: threading.Event, acked: list[int], bu
             raise AssertionError(status)
 
 
-def _load(url: str, seconds: float, clients: int = 3, kill: Any = None) -> tuple[list[int], list[int]]:
+def _load(
+    url: str, seconds: float, clients: int = 3, kill: Any = None
+) -> tuple[list[int], list[int]]:
     stop = threading.Event()
     acked: list[int] = []
     busy: list[int] = []
@@ -99,7 +103,9 @@ def _stored_roots(db: Path) -> tuple[set[str], int, int]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         roots = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
-        total, distinct = con.execute("SELECT count(*), count(DISTINCT event_key) FROM events").fetchone()  # type: ignore[misc]
+        total, distinct = con.execute(
+            "SELECT count(*), count(DISTINCT event_key) FROM events"
+        ).fetchone()  # type: ignore[misc]
     finally:
         con.close()
     return roots, int(total), int(distinct)

@@ -8,7 +8,13 @@ set-based ingest as ``tracekit ingest``. See ``docs/serve.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tracekit.server.config import ServeConfig, ServeError
+
+if TYPE_CHECKING:
+    from tracekit.server.app import create_app
+    from tracekit.server.run import serve
 
 __all__ = ["ServeConfig", "ServeError", "create_app", "serve"]
 

@@ -60,7 +60,7 @@ class Collector:
 
     def start(self) -> None:
         """Replay what the spool holds past the checkpoint, then start writing and loading."""
-        import tracekit.failures.hard  # noqa: F401 - pandas and the rules: not on the first load
+        import tracekit.failures.hard
         import tracekit.store.ingest  # noqa: F401 - pyarrow
 
         replayed = self.loader.replay()

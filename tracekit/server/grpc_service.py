@@ -24,12 +24,12 @@ from tracekit.server.spool import SpoolFullError
 __all__ = ["start_grpc"]
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, collector: Collector, token: str | None) -> None:
         self.collector = collector
         self.expected = f"Bearer {token}" if token else None
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the service's name
+    def Export(self, request: Any, context: Any) -> Any:
         if self.expected is not None:
             given = dict(context.invocation_metadata()).get("authorization", "")
             if not hmac.compare_digest(str(given).encode(), self.expected.encode()):

@@ -70,7 +70,7 @@ def serve(config: ServeConfig) -> None:
 def _server_class() -> type:
     import uvicorn
 
-    class Server(uvicorn.Server):  # type: ignore[misc]
+    class Server(uvicorn.Server):
         """uvicorn's server, but a signal ends it with exit status 0, not by raising it again."""
 
         @contextlib.contextmanager

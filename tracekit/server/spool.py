@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import logging
 import os
 import struct
@@ -46,7 +47,7 @@ class Entry(msgspec.Struct, array_like=True):
     """One accepted batch: spans as tuples (see :mod:`tracekit.server.decode`), v1 lines, rejects."""
 
     source: str
-    spans: list[tuple] = []  # type: ignore[type-arg]
+    spans: list[tuple] = []
     lines: list[bytes] = []
     rejects: list[tuple[str, str]] = []
 
@@ -219,7 +220,7 @@ class Spool:
     def trim(self, position: int) -> None:
         """Delete the segments wholly before ``position`` (the store holds them)."""
         segments = self._segments()
-        for (_, path), (next_start, _) in zip(segments, segments[1:], strict=False):
+        for (_, path), (next_start, _) in itertools.pairwise(segments):
             if next_start <= position:
                 path.unlink(missing_ok=True)
 
