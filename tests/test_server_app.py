@@ -69,7 +69,7 @@ def _blocks(text: str) -> dict[str, str]:
 
 def test_stock_exporters_from_several_processes_give_the_trees_of_the_file(tmp_path: Path) -> None:
     trace_file = tmp_path / "fleet.otlp.jsonl"
-    spans = spans_of(simulate_otlp(trace_file, runs=30))
+    spans = spans_of(simulate_otlp(trace_file, runs=20))
     groups = by_trace(spans, 4)
     files = []
     for i, group in enumerate(groups):

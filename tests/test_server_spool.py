@@ -118,7 +118,7 @@ def _expected_roots(acked: list[int]) -> set[str]:
 def test_sigkill_under_load_then_restart_keeps_every_acknowledged_span_once(tmp_path: Path) -> None:
     db = tmp_path / "crash.duckdb"
     server = start(db)
-    acked, _ = _load(server.url, 3.0, kill=lambda: server.stop(signal.SIGKILL))
+    acked, _ = _load(server.url, 2.0, kill=lambda: server.stop(signal.SIGKILL))
     assert server.proc.returncode == -signal.SIGKILL
     assert len(acked) > 5
     again = start(db)  # replays the spool past the checkpoint
@@ -138,7 +138,7 @@ def test_sigkill_under_load_then_restart_keeps_every_acknowledged_span_once(tmp_
 def test_overload_answers_503_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "busy.duckdb"
     server = start(db, "--spool-limit", "20000")
-    acked, busy = _load(server.url, 4.0, clients=4)
+    acked, busy = _load(server.url, 2.5, clients=4)
     status = json.loads(server.get("/api/ingest")[1])
     assert server.stop() == 0
     assert busy and set(busy) <= {429, 503}
