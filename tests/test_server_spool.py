@@ -146,3 +146,23 @@ def test_overload_answers_503_and_loses_nothing_acknowledged(tmp_path: Path) -> 
     roots, total, distinct = _stored_roots(db)
     assert _expected_roots(acked) <= roots
     assert total == distinct
+
+
+def test_a_torn_last_frame_is_cut_and_the_rest_replayed(tmp_path: Path) -> None:
+    from tracekit.server.spool import Checkpoint, Entry, Spool
+
+    got: list[tuple[int, int, Entry]] = []
+    spool = Spool(tmp_path / "s", limit=1 << 20, deliver=lambda *item: got.append(item))
+    spool.start()
+    ends = [spool.append(Entry("serve:records", lines=[b"%d" % i])).result(10) for i in range(3)]
+    spool.stop()
+    assert [end for _, end, _ in got] == ends
+    segment = next((tmp_path / "s").glob("*.seg"))
+    with open(segment, "ab") as out:
+        out.write(b"TKS1\xff\xff\x00\x00half a frame")  # a write the crash cut short
+    again = Spool(tmp_path / "s", limit=1 << 20, deliver=lambda *item: None)
+    assert again.position == ends[-1] == segment.stat().st_size
+    again.write_checkpoint(Checkpoint(ends[0], {"t": 1}))
+    assert again.read_checkpoint() == Checkpoint(ends[0], {"t": 1})
+    assert [e.lines for _, _, e in again.replay(ends[0])] == [[b"1"], [b"2"]]
+    again.stop()

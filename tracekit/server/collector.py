@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -52,6 +53,8 @@ class Collector:
         self.sources: dict[str, SourceStats] = {}
         self._stats_lock = threading.Lock()
         self._started = False
+        #: Called first when stopping (the gRPC server: its requests end before the spool).
+        self.before_stop: list[Callable[[], object]] = []
         self.busy_answers = 0  # 429 and 503 answered (overload, never a silent drop)
         self._stopped = False
 
@@ -75,6 +78,8 @@ class Collector:
         if self._stopped:
             return
         self._stopped = True
+        for hook in self.before_stop:
+            hook()
         if self._started:
             self.spool.stop()
             self.loader.stop()

@@ -38,14 +38,13 @@ def serve(config: ServeConfig) -> None:
     sock = _bind(config.host, config.port)
     collector = Collector(config)
     url = _url(config.host, sock.getsockname()[1])
-    grpc_server = None
 
     def ready(running: Collector) -> None:
-        nonlocal grpc_server
         if config.grpc_port is not None:
             from tracekit.server.grpc_service import start_grpc
 
             grpc_server, grpc_port = start_grpc(running, config)
+            running.before_stop.append(lambda: grpc_server.stop(grace=5).wait())
             print(f"tracekit serve: OTLP/gRPC on port {grpc_port}", file=sys.stderr)
         write_sidecar(running.store.path, url, token_required=bool(config.token))
         print(f"tracekit serve: listening on {url} (store {running.store.path})", file=sys.stderr)
@@ -59,8 +58,6 @@ def serve(config: ServeConfig) -> None:
     try:
         server.run(sockets=[sock])
     finally:
-        if grpc_server is not None:
-            grpc_server.stop(grace=5).wait()
         collector.stop()
         sidecar_path(collector.store.path).unlink(missing_ok=True)
         sock.close()
