@@ -201,6 +201,9 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                     reply.read()
                 except (OSError, http.client.HTTPException):
                     errors += 1
+                    if time.time() >= until:
+                        reply = None
+                        break
                     conn.close()
                     conn = http.client.HTTPConnection(host, int(port), timeout=60)
                     time.sleep(0.5)
@@ -208,12 +211,14 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                 if reply.status == 200:
                     break
                 if reply.status in (429, 502, 503, 504):
+                    if time.time() >= until:  # the window is over: this batch is not acknowledged
+                        break
                     retries += 1
                     time.sleep(float(reply.getheader("Retry-After") or 1))
                     continue
                 errors += 1
                 break
-            if reply.status == 200:
+            if reply is not None and reply.status == 200:
                 latencies.append(time.perf_counter() - t0)
                 acked += sum(
                     len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans

@@ -617,7 +617,7 @@ def serve_command(
     spool_limit: Annotated[
         int,
         typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
-    ] = 256 << 20,
+    ] = 64 << 20,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 

@@ -34,7 +34,7 @@ class ServeConfig:
     #: Bytes a request body may have, compressed and again once inflated.
     max_body: int = 32 << 20
     #: Bytes acknowledged but not yet loaded before requests get 503.
-    spool_limit: int = 256 << 20
+    spool_limit: int = 64 << 20
     #: Requests decoding or waiting for the spool at once before more get 429.
     max_inflight: int = 64
     #: Seconds a trace whose root has come stays open for late spans.

@@ -61,7 +61,11 @@ class Loader:
         spool: where entries come from; its ``loaded`` offset is kept here.
         settle: seconds a rooted trace stays open for late spans.
         linger: seconds a trace without a root waits before it is mapped anyway.
-        interval: seconds between loads when little arrives.
+        interval: how often to look for work.
+        batch: spans (or lines) queued that start a load at once; fewer wait
+            up to ``delay`` seconds, since a load has a fixed cost (derive,
+            classify, commit) that a bigger batch shares.
+        delay: seconds at most between loads while anything waits.
         max_pending: spans held at most; past it the oldest traces are mapped.
     """
 
@@ -72,7 +76,9 @@ class Loader:
         *,
         settle: float = 1.0,
         linger: float = 300.0,
-        interval: float = 0.25,
+        interval: float = 0.1,
+        batch: int = 20_000,
+        delay: float = 1.0,
         max_pending: int = 500_000,
     ) -> None:
         self.store = store
@@ -80,10 +86,15 @@ class Loader:
         self.settle = settle
         self.linger = linger
         self.interval = interval
+        self.batch = batch
+        self.delay = delay
+        self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
+        self._count_lock = threading.Lock()
+        self._last_load = time.monotonic()
         self.max_pending = max_pending
         self.converter = OtlpConverter()
         self.failed: str | None = None  # why loading stopped (the store refused a write)
-        self._queue: deque[tuple[int, int, Entry]] = deque()
+        self._queue: deque[tuple[int, int, Entry, float]] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._traces: dict[str, _Trace] = {}
@@ -105,15 +116,21 @@ class Loader:
     # -- input -----------------------------------------------------------------
     def deliver(self, start: int, end: int, entry: Entry) -> None:
         """Queue a durable entry (called by the spool's writer thread)."""
-        self._queue.append((start, end, entry))
-        if len(self._queue) >= 64:
+        self._queue.append((start, end, entry, time.monotonic()))
+        with self._count_lock:
+            self._queued_items += len(entry.spans) + len(entry.lines)
+            full = self._queued_items >= self.batch
+        if full:
             self._wake.set()
 
     def replay(self) -> int:
         """Queue what the spool holds past the checkpoint; return how many entries."""
         count = 0
-        for item in self.spool.replay(self._checkpoint):
-            self._queue.append(item)
+        now = time.monotonic()
+        for start, end, entry in self.spool.replay(self._checkpoint):
+            self._queue.append((start, end, entry, now))
+            with self._count_lock:
+                self._queued_items += len(entry.spans) + len(entry.lines)
             count += 1
         return count
 
@@ -156,9 +173,16 @@ class Loader:
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
 
     def load_once(self, *, final: bool = False) -> int:
-        """Feed what is queued, map the traces that are complete, ingest; return records stored."""
-        cycle = self._drain()
+        """Feed what is queued, map the traces that are complete, ingest; return records stored.
+
+        Unless ``final``, nothing happens until ``batch`` items are queued or
+        ``delay`` seconds have passed since the last load.
+        """
         now = time.monotonic()
+        if not final and self._queued_items < self.batch and now - self._last_load < self.delay:
+            return 0
+        self._last_load = now
+        cycle = self._drain()
         done = self._complete(now, final)
         pairs = self.converter.take(done) if done else []
         for trace in done:
@@ -179,10 +203,11 @@ class Loader:
 
     def _drain(self) -> _Cycle:
         cycle = _Cycle(end=self._fed)
-        now = time.monotonic()
         while self._queue:
-            start, end, entry = self._queue.popleft()
-            self._feed(start, entry, now, cycle)
+            start, end, entry, arrived = self._queue.popleft()
+            with self._count_lock:
+                self._queued_items -= len(entry.spans) + len(entry.lines)
+            self._feed(start, entry, arrived, cycle)
             cycle.end = end
         return cycle
 
