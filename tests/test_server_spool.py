@@ -6,6 +6,7 @@ what counts is what got a 200.
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import threading
@@ -62,7 +63,7 @@ def _client(
     while not stop.is_set():
         try:
             status, _, headers = post(url + "/v1/traces", _batch(n, 20), JSON_HEADERS)
-        except OSError:
+        except (OSError, http.client.HTTPException):  # killed mid-answer: not acknowledged
             if stop.is_set():
                 return
             time.sleep(0.05)
