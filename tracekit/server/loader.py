@@ -162,6 +162,8 @@ class Loader:
             self._wake.clear()
             self._step(final=False)
         self._step(final=True)
+        while self._queue and self.failed is None:  # a load takes a bounded share of the queue
+            self._step(final=True)
 
     def _step(self, *, final: bool) -> None:
         if self.failed is not None:
@@ -203,8 +205,12 @@ class Loader:
 
     def _drain(self) -> _Cycle:
         cycle = _Cycle(end=self._fed)
-        while self._queue:
+        taken = 0
+        # At most a few batches a load: memory stays bounded when the loader is
+        # behind, and past ~30,000 records a bigger load saves nothing.
+        while self._queue and taken < 4 * self.batch:
             start, end, entry, arrived = self._queue.popleft()
+            taken += len(entry.spans) + len(entry.lines)
             with self._count_lock:
                 self._queued_items -= len(entry.spans) + len(entry.lines)
             self._feed(start, entry, arrived, cycle)
