@@ -42,6 +42,7 @@ LAYERS = {
     "dashboards": 6,
     "notebook": 7,
     "cli": 7,
+    "server": 7,
 }
 
 

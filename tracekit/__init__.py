@@ -53,6 +53,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.readers import ReadResult, read_trace
     from tracekit.readers.otlp import OtlpConverter, otlp_to_events
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
+    from tracekit.sdk.http_sink import HttpSink
     from tracekit.simulation import SimulationRates, SimulationReport, simulate
     from tracekit.store import FindResult, FindSyntaxError, IngestReport, Store, StoreSink
     from tracekit.tree import (
@@ -92,6 +93,7 @@ _LAZY: dict[str, str] = {
     "AgentTracer": "tracekit.sdk",
     "Guards": "tracekit.sdk",
     "JsonlSink": "tracekit.sdk",
+    "HttpSink": "tracekit.sdk.http_sink",
     "MemorySink": "tracekit.sdk",
     "Sink": "tracekit.sdk",
     "propagate_context": "tracekit.sdk",

@@ -1,0 +1,55 @@
+"""``HttpSink``: the SDK's records into a live ``tracekit serve``; a dead server never hurts the agent."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+
+import pytest
+from _server_helpers import start
+
+from tracekit import AgentTracer
+from tracekit.sdk.http_sink import HttpSink
+from tracekit.store import Store
+
+
+def test_records_reach_the_store_through_the_server(tmp_path: Path) -> None:
+    server = start(tmp_path / "sdk.duckdb")
+    try:
+        sink = HttpSink(server.url, batch=7, interval=0.1)
+        with AgentTracer(sink, service="front-desk") as tk:
+            for _ in range(5):
+                with tk.run("front_desk"):
+                    with tk.delegate("billing", node="hand_over"):
+                        pass
+        sink.close()
+        assert sink.dropped == 0 and sink.sent > 0
+        status = server.wait_loaded(0)
+        while status["sources"].get("serve:records", {}).get("read", 0) < sink.sent:
+            status = server.wait_loaded(0)
+        assert status["sources"]["serve:records"]["accepted"] == sink.sent
+    finally:
+        assert server.stop() == 0
+    with Store(tmp_path / "sdk.duckdb", read_only=True) as store:
+        runs = store.runs()
+    assert len(runs) == 5 and set(runs["outcome"]) == {"ok"}
+
+
+def test_a_server_that_is_not_there_is_logged_once_and_the_agent_carries_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = HttpSink(f"http://127.0.0.1:{port}", batch=2, max_buffer=4, interval=0.05, timeout=0.5)
+    with caplog.at_level(logging.WARNING, logger="tracekit.sdk"), AgentTracer(sink) as tk:
+        for _ in range(10):
+            with tk.run("agent"):
+                pass
+    sink.close()
+    warnings = [r for r in caplog.records if "HttpSink" in r.getMessage()]
+    assert len(warnings) == 1
+    assert (
+        sink.sent == 0 and sink.dropped == 20
+    )  # every record accounted for: dropped, never raised
