@@ -88,6 +88,16 @@ def _print_view(stdout: str, stderr: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        metavar="URL",
+        help="Read through this tracekit serve (default: the server holding the store, if any).",
+    ),
+]
+
+
 # A reader that finds an ingest running waits for it this long (seconds) by default.
 _DEFAULT_WAIT = 10.0
 WaitOption = Annotated[
@@ -143,6 +153,7 @@ def tree_command(
         ),
     ] = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -150,7 +161,7 @@ def tree_command(
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
     With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
     """
-    if db is not None:
+    if db is not None or server is not None:
         from tracekit.cli.tree import store_tree_view
 
         view = store_tree_view(
@@ -162,6 +173,7 @@ def tree_command(
             errors_only=errors,
             color=_use_color(color),
             wait=wait,
+            server=server,
         )
         _print_view(view.stdout, view.stderr)
         return
@@ -424,11 +436,12 @@ def runs_command(
     ] = 50,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """List root runs, newest first."""
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, server, wait) as store:
         df = store.runs(status=status, service=service, agent=agent, since=since, limit=limit)
     if format is TableFormat.table:
         df = df[_RUN_COLUMNS]
@@ -460,11 +473,12 @@ def sql_command(
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, server, wait) as store:
         df = store.sql(query)
     _emit(df, format)
 
@@ -537,12 +551,13 @@ def fleet_command(
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
     With --since, each share is compared with the window of the same length just before.
     """
-    _fleet(db, since, service, agent, format.value, color.value, wait)
+    _fleet(db, since, service, agent, format.value, color.value, wait, server)
 
 
 def _fleet(
@@ -553,6 +568,7 @@ def _fleet(
     fmt: str,
     color: str,
     wait: float = _DEFAULT_WAIT,
+    server: str | None = None,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.cli.fleet import fleet_text
@@ -565,6 +581,7 @@ def _fleet(
         fmt=fmt,
         color=_use_color(ColorMode(color)),
         wait=wait,
+        server=server,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
@@ -580,11 +597,20 @@ def dashboard_command(
     service: _Service = None,
     agent: _Agent = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
-    from tracekit.dashboards.page import write_dashboard
+    from tracekit.cli.remote import server_url
+    from tracekit.dashboards.page import save_page, write_dashboard
 
-    path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
+    url = server_url(db, server)
+    if url is not None:
+        from tracekit.server.client import ServerClient
+
+        page = ServerClient(url).dashboard(since=since, service=service, agent=agent)
+        path = save_page(out, page)
+    else:
+        path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
     print(f"dashboard written to {path}", file=sys.stderr)
 
 

@@ -54,10 +54,20 @@ def fleet_text(
     color: bool = False,
     width: int | None = None,
     wait: float = 0.0,
+    server: str | None = None,
 ) -> str:
-    """Open the store (waiting up to ``wait`` seconds for a writer), classify its
-    new runs, and return the report as text or JSON."""
+    """Open the store (waiting up to ``wait`` seconds for a writer) and return
+    the report as text or JSON; through the server that holds the store, if one does."""
+    from tracekit.cli.remote import server_url
     from tracekit.fleet import fleet_report, open_for_report
+
+    url = server_url(db, server)
+    if url is not None:
+        from tracekit.server.client import ServerClient
+
+        width = width or _terminal_width()
+        filters = {"since": since, "service": service, "agent": agent}
+        return ServerClient(url).fleet(fmt=fmt, width=width, color=color, **filters)
 
     with open_for_report(db, wait=wait) as store:
         report = fleet_report(store, since=since, service=service, agent=agent)
