@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,lovia,notebook]'
+	$(BIN)/python -m pip install -q -e '.[dev,lovia,notebook,serve]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -39,6 +39,7 @@ LAYERS = {
     "dashboards": 6,
     "notebook": 7,
     "cli": 7,
+    "server": 7,
 }
 
 

@@ -617,6 +617,40 @@ def dashboard_command(
 # --- entry point ---------------------------------------------------------------
 
 
+@app.command("serve", cls=PlainCommand)
+def serve_command(
+    db: DbOption = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; other than loopback needs --token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="OTLP/HTTP port (0: any free port).")] = 4318,
+    grpc_port: Annotated[
+        int | None, typer.Option("--grpc-port", help="Also take OTLP/gRPC on this port (off unless given).")
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="TRACEKIT_SERVE_TOKEN",
+            help="Require 'Authorization: Bearer TOKEN' on every request.",
+        ),
+    ] = None,
+) -> None:
+    """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
+
+    Point any OpenTelemetry exporter at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318.
+    Every batch acknowledged is on disk first; a restart after a crash loads what was not
+    yet stored. tracekit's own records go to POST /v1/records (application/x-ndjson).
+    """
+    from pathlib import Path
+
+    from tracekit.server import ServeConfig, serve
+    from tracekit.store.db import default_path
+
+    path = Path(db) if db is not None else default_path()
+    serve(ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token))
+
+
 def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()

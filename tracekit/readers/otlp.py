@@ -171,6 +171,26 @@ class OtlpConverter:
         self._keep(spans, line)
         return len(spans)
 
+    def feed_spans(self, spans: list[Span], *, line: int = 0) -> int:
+        """Take spans decoded elsewhere (OTLP protobuf, a collector's spool); returns how many.
+
+        Raises:
+            ValueError: a span's times are out of range; then none of them is kept.
+        """
+        self._keep(spans, line)
+        return len(spans)
+
+    def take(self, traces: list[str]) -> list[tuple[int, Event]]:
+        """Map and let go of the given traces (those held; others are ignored).
+
+        For a caller that decides itself when a trace is complete (a live
+        collector goes by time, not by documents).
+
+        Returns:
+            ``(line, record)`` pairs, as :meth:`finish_lines`.
+        """
+        return self._take([t for t in traces if t in self._traces])
+
     def _keep(self, spans: list[Span], line: int) -> None:
         for span in spans:  # all checked before any is kept: a bad line is refused whole
             check_span(span)

@@ -146,9 +146,18 @@ def ingest_paths(
 
 
 def ingest_records(
-    con: duckdb.DuckDBPyConnection, lines: list[bytes], *, source: str, first_line: int = 1
+    con: duckdb.DuckDBPyConnection,
+    lines: list[bytes],
+    *,
+    source: str,
+    first_line: int = 1,
+    refused: list[tuple[int, str, str]] | None = None,
 ) -> IngestReport:
-    """Ingest records already encoded as v1 JSON lines (a sink's buffer), as one source."""
+    """Ingest records already encoded as v1 JSON lines (a sink's buffer), as one source.
+
+    ``refused`` are lines already found bad elsewhere (a collector's spans it
+    could not map), as ``(line, raw, reason)``: read and rejected.
+    """
     report = IngestReport()
     since = first_underived(con)
     with _failures(con, since), transaction(con):
@@ -156,13 +165,13 @@ def ingest_records(
         con.execute(
             "INSERT INTO ingest_log (ingest_id, source, format, first_line, end_line, started_at)"
             " VALUES (?, ?, 'tracekit', ?, ?, ?)",
-            [ingest_id, source, first_line, first_line + len(lines), _now()],
+            [ingest_id, source, first_line, first_line + len(lines) + len(refused or ()), _now()],
         )
         texts = [line.decode("utf-8", "replace").rstrip("\n") for line in lines]
         numbers = list(range(first_line, first_line + len(texts)))
         batch = text_table(numbers, [0] * len(texts), texts, texts)
         sub = SourceReport(source=source, format="tracekit")
-        sub.counts = load_batch(con, batch, [], ingest_id=ingest_id, source=source)
+        sub.counts = load_batch(con, batch, refused or [], ingest_id=ingest_id, source=source)
         record_progress(con, ingest_id, sub.counts)
         report.sources.append(sub)
         report.runs_touched = derive(con, since)

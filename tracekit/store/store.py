@@ -133,16 +133,25 @@ class Store:
         return report
 
     def ingest_records(
-        self, lines: list[bytes], *, source: str, first_line: int = 1
+        self,
+        lines: list[bytes],
+        *,
+        source: str,
+        first_line: int = 1,
+        refused: list[tuple[int, str, str]] | None = None,
     ) -> IngestReport:
         """Ingest v1 records already encoded as JSON lines (what :class:`StoreSink` buffers).
 
-        The runs they touch are classified, as by :meth:`ingest`.
+        The runs they touch are classified, as by :meth:`ingest`. ``refused``
+        are lines found bad before (``(line, raw, reason)``): counted as
+        read and rejected, and kept in ``rejects``.
         """
         from tracekit.store.ingest import ingest_records
 
         self._writable()
-        report = ingest_records(self.con, lines, source=source, first_line=first_line)
+        report = ingest_records(
+            self.con, lines, source=source, first_line=first_line, refused=refused
+        )
         classify_store(self.con)
         return report
 

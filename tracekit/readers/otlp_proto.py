@@ -1,0 +1,118 @@
+"""Decode OTLP protobuf (``ExportTraceServiceRequest`` / ``TracesData``) into flat spans.
+
+The protobuf path beside the JSON one (:mod:`tracekit.readers.otlp_json`):
+the same :class:`~tracekit.readers.otlp_json.Span` comes out of both, so the
+same spans map to the same v1 records whichever encoding carried them. Ids
+are bytes on the wire and hex here; a ``bytesValue`` attribute is base64, as
+OTLP/JSON writes it; only the attributes the mapping reads are kept.
+
+Example:
+    >>> from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ...     ExportTraceServiceRequest)
+    >>> request = ExportTraceServiceRequest()
+    >>> span = request.resource_spans.add().scope_spans.add().spans.add()
+    >>> span.trace_id, span.span_id = bytes(range(16)), bytes(range(8))
+    >>> span.name, span.start_time_unix_nano = "invoke_agent triage", 1_000_000
+    >>> [(s.id, s.name, s.start) for s in decode_spans_proto(request.SerializeToString())]
+    [('0001020304050607', 'invoke_agent triage', 1000000)]
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from tracekit.readers.otlp_json import SPAN_KEYS, Span
+from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
+
+__all__ = ["decode_spans_proto"]
+
+_ERROR = 2  # STATUS_CODE_ERROR
+
+
+def decode_spans_proto(data: bytes) -> list[Span]:
+    """Every span of one serialized ``ExportTraceServiceRequest`` (or ``TracesData``).
+
+    Both messages have ``resource_spans`` as field 1, so either decodes.
+
+    Raises:
+        ValueError: the bytes are not such a message (truncated, not protobuf),
+            or a span has no id or no start time.
+    """
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except (DecodeError, RecursionError) as exc:
+        raise ValueError(f"not an OTLP protobuf message ({exc})") from None
+    return spans_of_message(request)
+
+
+def spans_of_message(request: Any) -> list[Span]:
+    """Every span of a decoded ``ExportTraceServiceRequest`` (gRPC hands one over decoded).
+
+    Raises:
+        ValueError: a span has no id or no start time, or a value nests too deep.
+    """
+    out: list[Span] = []
+    for resource_spans in request.resource_spans:
+        service: Any = None
+        for kv in resource_spans.resource.attributes:
+            if kv.key == "service.name":
+                service = _plain(kv.value)
+        service = service if isinstance(service, str) else None
+        for scope in resource_spans.scope_spans:
+            out.extend(_span(raw, service) for raw in scope.spans)
+    return out
+
+
+def _plain(value: Any, depth: int = 1) -> Any:
+    if depth > MAX_DEPTH:
+        raise ValueError(VALUE_DEPTH_REASON)
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_plain(v, depth + 1) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _plain(kv.value, depth + 1) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return getattr(value, kind)
+
+
+def _span(raw: Any, service: str | None) -> Span:
+    span_id = raw.span_id.hex()
+    if not span_id:
+        raise ValueError(f"span {raw.name!r:.60} has no spanId")
+    if not raw.start_time_unix_nano:
+        raise ValueError(f"span {span_id} has no startTimeUnixNano")
+    attrs = {kv.key: _plain(kv.value) for kv in raw.attributes if kv.key in SPAN_KEYS}
+    return Span(
+        trace=raw.trace_id.hex(),
+        id=span_id,
+        parent=raw.parent_span_id.hex(),
+        name=raw.name,
+        start=raw.start_time_unix_nano,
+        end=raw.end_time_unix_nano or None,
+        attrs=attrs,
+        error=raw.status.code == _ERROR,
+        message=raw.status.message,
+        service=service,
+        exception=_exception_type(raw.events),
+    )
+
+
+def _exception_type(events: Any) -> str | None:
+    for event in events:
+        if event.name == "exception":
+            for kv in event.attributes:
+                if kv.key == "exception.type":
+                    found = _plain(kv.value)
+                    if found:
+                        return str(found)
+    return None

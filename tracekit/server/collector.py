@@ -1,0 +1,174 @@
+"""The collector: the store, the spool and the loader of one server, and what they count."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from tracekit.server.config import ServeConfig, spool_dir
+from tracekit.server.loader import Loader, SourceStats
+from tracekit.server.spool import Entry, Spool
+from tracekit.store import Store
+
+__all__ = ["Accepted", "Collector"]
+
+log = logging.getLogger("tracekit.server")
+
+
+@dataclass
+class Accepted:
+    """What a request got into the spool: spans (or lines) kept and refused."""
+
+    kept: int
+    refused: int
+    message: str = ""
+
+
+class Collector:
+    """Owns the store while serving: writes go through the spool, reads through cursors.
+
+    Args:
+        config: the server's settings (``config.db`` is opened for writing).
+
+    Raises:
+        StoreLockedError: another process holds the store.
+    """
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.store = Store(config.db, wait=config.wait)
+        self.spool = Spool(
+            spool_dir(self.store.path), limit=config.spool_limit, deliver=self._deliver
+        )
+        self.loader = Loader(self.store, self.spool, settle=config.settle)
+        # Cursors come from a connection no thread executes on: the loader's
+        # connection is busy writing, and a DuckDB connection is not shared.
+        self._reads = self.store.con.cursor()
+        self.sources: dict[str, SourceStats] = {}
+        self._stats_lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+
+    def _deliver(self, start: int, end: int, entry: Entry) -> None:
+        self.loader.deliver(start, end, entry)
+
+    def start(self) -> None:
+        """Replay what the spool holds past the checkpoint, then start writing and loading."""
+        import tracekit.failures.hard  # noqa: F401 - pandas and the rules: not on the first load
+        import tracekit.store.ingest  # noqa: F401 - pyarrow
+
+        replayed = self.loader.replay()
+        if replayed:
+            log.warning("replaying %d spooled batches not yet in the store", replayed)
+        self.spool.start()
+        self.loader.start()
+        self._started = True
+
+    def stop(self) -> None:
+        """Write what is queued, load everything spooled, checkpoint and close the store."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._started:
+            self.spool.stop()
+            self.loader.stop()
+        self._reads.close()
+        try:
+            self.store.con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            log.error("checkpoint failed: %s", exc)
+        self.store.close()
+
+    def read_cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor on the store's database: reads while the loader writes.
+
+        Each caller (thread) should take its own and close it when done.
+        """
+        return self._reads.cursor()
+
+    def count(self, entry: Entry) -> Accepted:
+        """Count an entry's spans (or lines) as received by its source."""
+        kept = len(entry.spans) or len(entry.lines)
+        refused = len(entry.rejects)
+        with self._stats_lock:
+            stats = self.sources.setdefault(entry.source, SourceStats())
+            stats.received += kept + refused
+            stats.refused += refused
+        message = ""
+        if refused:
+            message = f"{refused} span{'s' if refused > 1 else ''} refused: {entry.rejects[0][1]}"
+        return Accepted(kept, refused, message)
+
+    async def submit(self, entry: Entry) -> Accepted:
+        """Make the entry durable; returns once it is fsynced (then it may be acknowledged).
+
+        Raises:
+            SpoolFullError: the spool is full (the client should retry later).
+        """
+        future = self.spool.append(entry)
+        await asyncio.wrap_future(future)
+        return self.count(entry)
+
+    def submit_blocking(self, entry: Entry, timeout: float | None = None) -> Accepted:
+        """:meth:`submit` for a thread (the gRPC handlers)."""
+        self.spool.append(entry).result(timeout)
+        return self.count(entry)
+
+    def ingest_status(self) -> dict[str, Any]:
+        """The live reconciliation, per source (what ``GET /api/ingest`` answers)."""
+        cursor = self.read_cursor()
+        try:
+            rows = cursor.execute(
+                "SELECT source, count(*), sum(lines_read), sum(accepted), sum(rejected),"
+                " sum(duplicates) FROM ingest_log WHERE source LIKE 'serve:%'"
+                " GROUP BY source ORDER BY source"
+            ).fetchall()
+        finally:
+            cursor.close()
+        stored = {
+            r[0]: {
+                "loads": int(r[1]),
+                "read": int(r[2] or 0),
+                "accepted": int(r[3] or 0),
+                "rejected": int(r[4] or 0),
+                "duplicates": int(r[5] or 0),
+            }
+            for r in rows
+        }
+        with self._stats_lock:
+            received = {k: (v.received, v.refused) for k, v in self.sources.items()}
+        sources = {}
+        for name in sorted(set(stored) | set(received)):
+            counts = stored.get(
+                name, {"loads": 0, "read": 0, "accepted": 0, "rejected": 0, "duplicates": 0}
+            )
+            got, refused = received.get(name, (0, 0))
+            sources[name] = {"received": got, "refused_at_request": refused, **counts}
+        return {
+            "sources": sources,
+            "line": _line(stored),
+            "pending_spans": self.loader.pending_spans,
+            "skipped_spans": self.loader.converter.skipped,
+            "queued_batches": self.loader.queued,
+            "spool_backlog_bytes": self.spool.backlog(),
+            "loader_failed": self.loader.failed,
+        }
+
+
+def _line(stored: dict[str, dict[str, int]]) -> str:
+    """The line ``tracekit ingest`` prints, over what the server stored."""
+    read = sum(s["read"] for s in stored.values())
+    accepted = sum(s["accepted"] for s in stored.values())
+    rejected = sum(s["rejected"] for s in stored.values())
+    dups = sum(s["duplicates"] for s in stored.values())
+    n = len(stored)
+    word = "duplicate" if dups == 1 else "duplicates"
+    return (
+        f"ingested {n} source{'s' if n != 1 else ''}: {read} lines read = {accepted} accepted"
+        f" + {rejected} rejected + {dups} {word}"
+    )

@@ -1,0 +1,107 @@
+"""What ``tracekit serve`` is told: where the store is, where to listen, the limits."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracekit.errors import TracekitError
+
+__all__ = ["ServeConfig", "ServeError", "is_loopback", "sidecar_path", "spool_dir", "write_sidecar"]
+
+
+class ServeError(TracekitError):
+    """The server cannot start as asked (an address without a token, a port taken)."""
+
+
+@dataclass
+class ServeConfig:
+    """The server's settings; the defaults are those of ``tracekit serve``.
+
+    Example:
+        >>> ServeConfig(Path("fleet.duckdb")).port
+        4318
+    """
+
+    db: Path
+    host: str = "127.0.0.1"
+    port: int = 4318
+    grpc_port: int | None = None
+    token: str | None = None
+    #: Bytes a request body may have, compressed and again once inflated.
+    max_body: int = 32 << 20
+    #: Bytes acknowledged but not yet loaded before requests get 503.
+    spool_limit: int = 256 << 20
+    #: Requests decoding or waiting for the spool at once before more get 429.
+    max_inflight: int = 64
+    #: Seconds a trace whose root has come stays open for late spans.
+    settle: float = 1.0
+    #: Seconds to wait for the store when another process holds it.
+    wait: float = 0.0
+
+    def check(self) -> None:
+        """Refuse an address other than loopback without a token.
+
+        Raises:
+            ServeError: a non-loopback host and no token.
+
+        Example:
+            >>> ServeConfig(Path("x.duckdb"), host="0.0.0.0").check()
+            Traceback (most recent call last):
+            ...
+            tracekit.server.config.ServeError: refusing to listen on 0.0.0.0 without --token
+        """
+        if not is_loopback(self.host) and not self.token:
+            raise ServeError(
+                f"refusing to listen on {self.host} without --token",
+                hint="Give --token TOKEN (exporters send 'Authorization: Bearer TOKEN'),"
+                " or listen on 127.0.0.1.",
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback address.
+
+    Example:
+        >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+        (True, True, False)
+    """
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def sidecar_path(db: Path) -> Path:
+    """``<db>.server.json``: where a running server says where it listens.
+
+    Example:
+        >>> sidecar_path(Path("fleet.duckdb")).name
+        'fleet.duckdb.server.json'
+    """
+    return db.with_name(db.name + ".server.json")
+
+
+def spool_dir(db: Path) -> Path:
+    """``<db>.spool/``: the server's spool beside its store."""
+    return db.with_name(db.name + ".spool")
+
+
+def write_sidecar(db: Path, url: str, token_required: bool) -> None:
+    """Write the sidecar (mode 0600: it tells where the store's server is)."""
+    import json
+
+    path = sidecar_path(db)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        json.dump({"url": url, "pid": os.getpid(), "token_required": token_required}, out)
+    os.replace(tmp, path)

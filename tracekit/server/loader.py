@@ -1,0 +1,262 @@
+"""The loader: spooled batches into the store, in batches, with the existing set-based ingest.
+
+OTLP spans are held per trace until the trace looks complete (its root span
+has come and nothing of it has arrived for ``settle`` seconds, or it has
+waited ``linger`` seconds without a root), then mapped to v1 records by the
+reader's :class:`~tracekit.readers.otlp.OtlpConverter` and ingested with
+:meth:`Store.ingest_records` (duplicates by event key, derive, classify).
+After each ingest the checkpoint moves to the first spool entry that still
+has a span waiting, so a crash replays only what the store may not hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Final
+
+from tracekit.events import encode_event
+from tracekit.readers.otlp import OtlpConverter
+from tracekit.server.decode import span_of
+from tracekit.server.spool import Checkpoint, Entry, Spool
+from tracekit.store import Store
+
+__all__ = ["Loader", "SourceStats"]
+
+log = logging.getLogger("tracekit.server")
+
+OTLP_SOURCE: Final = "serve:otlp"
+
+
+@dataclass
+class SourceStats:
+    """What one source has received since the server started (spans or lines)."""
+
+    received: int = 0
+    refused: int = 0  # at the request: counted as rejected once loaded
+
+
+@dataclass
+class _Trace:
+    first: int  # start offset of the first spool entry with a span of it still held
+    last: int  # start offset of the latest one
+    seen: float  # when a span of it last came (monotonic)
+
+
+@dataclass
+class _Cycle:
+    lines: dict[str, list[bytes]] = field(default_factory=dict)
+    refused: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    end: int = 0
+
+
+class Loader:
+    """One thread that feeds spooled entries to the store.
+
+    Args:
+        store: the store, open for writing (this thread's connection).
+        spool: where entries come from; its ``loaded`` offset is kept here.
+        settle: seconds a rooted trace stays open for late spans.
+        linger: seconds a trace without a root waits before it is mapped anyway.
+        interval: seconds between loads when little arrives.
+        max_pending: spans held at most; past it the oldest traces are mapped.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        spool: Spool,
+        *,
+        settle: float = 1.0,
+        linger: float = 300.0,
+        interval: float = 0.25,
+        max_pending: int = 500_000,
+    ) -> None:
+        self.store = store
+        self.spool = spool
+        self.settle = settle
+        self.linger = linger
+        self.interval = interval
+        self.max_pending = max_pending
+        self.converter = OtlpConverter()
+        self.failed: str | None = None  # why loading stopped (the store refused a write)
+        self._queue: deque[tuple[int, int, Entry]] = deque()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._traces: dict[str, _Trace] = {}
+        self._rooted: set[str] = set()
+        self._pending_spans = 0
+        self._fed = 0  # end offset of the last entry fed
+        checkpoint = spool.read_checkpoint()
+        self._taken = dict(checkpoint.taken)
+        self._replay_taken = dict(checkpoint.taken)
+        self._checkpoint = checkpoint.position
+        self.spool.loaded = checkpoint.position
+        self._fed = checkpoint.position
+        self._next_line: dict[str, int] = {}
+        self.loads = 0
+        self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
+
+    # -- input -----------------------------------------------------------------
+    def deliver(self, start: int, end: int, entry: Entry) -> None:
+        """Queue a durable entry (called by the spool's writer thread)."""
+        self._queue.append((start, end, entry))
+        if len(self._queue) >= 64:
+            self._wake.set()
+
+    def replay(self) -> int:
+        """Queue what the spool holds past the checkpoint; return how many entries."""
+        count = 0
+        for item in self.spool.replay(self._checkpoint):
+            self._queue.append(item)
+            count += 1
+        return count
+
+    @property
+    def pending_spans(self) -> int:
+        """Spans held, waiting for the rest of their trace."""
+        return self._pending_spans
+
+    @property
+    def queued(self) -> int:
+        """Spooled entries not yet taken by this thread."""
+        return len(self._queue)
+
+    # -- the thread ------------------------------------------------------------
+    def start(self) -> None:
+        """Start loading in the background."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Load everything queued and held (every trace mapped as it is), then stop."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            self._step(final=False)
+        self._step(final=True)
+
+    def _step(self, *, final: bool) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self.load_once(final=final)
+        except Exception as exc:  # the store refused: stop loading, keep the spool
+            self.failed = f"{type(exc).__name__}: {exc}"
+            log.error("loading into the store failed, the spool is kept: %s", self.failed)
+
+    def load_once(self, *, final: bool = False) -> int:
+        """Feed what is queued, map the traces that are complete, ingest; return records stored."""
+        cycle = self._drain()
+        now = time.monotonic()
+        done = self._complete(now, final)
+        pairs = self.converter.take(done) if done else []
+        for trace in done:
+            state = self._traces.pop(trace, None)
+            self._rooted.discard(trace)
+            if state is not None:
+                self._taken[trace] = state.last
+        self._pending_spans = self.converter.pending
+        records = [encode_event(event) for _, event in pairs]
+        mapped_refused = [(text, reason) for _, text, reason in self.converter.take_rejects()]
+        if records or mapped_refused:
+            cycle.lines.setdefault(OTLP_SOURCE, []).extend(records)
+            cycle.refused.setdefault(OTLP_SOURCE, []).extend(mapped_refused)
+        stored = self._ingest(cycle)
+        self._advance(cycle.end)
+        return stored
+
+    def _drain(self) -> _Cycle:
+        cycle = _Cycle(end=self._fed)
+        now = time.monotonic()
+        while self._queue:
+            start, end, entry = self._queue.popleft()
+            self._feed(start, entry, now, cycle)
+            cycle.end = end
+        return cycle
+
+    def _feed(self, start: int, entry: Entry, now: float, cycle: _Cycle) -> None:
+        if entry.lines:
+            cycle.lines.setdefault(entry.source, []).extend(entry.lines)
+        if entry.rejects:
+            cycle.refused.setdefault(OTLP_SOURCE, []).extend(entry.rejects)
+        if not entry.spans:
+            return
+        spans = [span_of(row) for row in entry.spans]
+        if self._replay_taken:  # a replay: spans mapped before the crash are not mapped again
+            spans = [s for s in spans if self._replay_taken.get(s.trace, -1) < start]
+        self.converter.feed_spans(spans, line=start)
+        for span in spans:
+            state = self._traces.get(span.trace)
+            if state is None:
+                self._traces[span.trace] = _Trace(start, start, now)
+            else:
+                state.last, state.seen = start, now
+            if not span.parent and span.end is not None:
+                self._rooted.add(span.trace)
+
+    def _complete(self, now: float, final: bool) -> list[str]:
+        if final:
+            return list(self._traces)
+        done = [t for t in self._rooted if now - self._traces[t].seen >= self.settle]
+        done += [
+            t
+            for t, state in self._traces.items()
+            if t not in self._rooted and now - state.seen >= self.linger
+        ]
+        if self.converter.pending > self.max_pending:  # memory first: map the oldest half
+            chosen = set(done)
+            for trace, _state in sorted(self._traces.items(), key=lambda kv: kv[1].first):
+                if len(chosen) >= max(len(self._traces) // 2, 1):
+                    break
+                chosen.add(trace)
+            done = list(chosen)
+        return done
+
+    def _ingest(self, cycle: _Cycle) -> int:
+        stored = 0
+        for source in sorted(set(cycle.lines) | set(cycle.refused)):
+            lines = cycle.lines.get(source, [])
+            refused_pairs = cycle.refused.get(source, [])
+            first = self._first_line(source)
+            refused = [
+                (first + len(lines) + i, text, reason)
+                for i, (text, reason) in enumerate(refused_pairs)
+            ]
+            report = self.store.ingest_records(
+                lines, source=source, first_line=first, refused=refused
+            )
+            self._next_line[source] = first + len(lines) + len(refused)
+            stored += report.totals.accepted
+            self.loads += 1
+        return stored
+
+    def _first_line(self, source: str) -> int:
+        found = self._next_line.get(source)
+        if found is None:
+            row = self.store.con.execute(
+                "SELECT coalesce(max(end_line), 1) FROM ingest_log WHERE source = ?", [source]
+            ).fetchone()
+            found = int(row[0]) if row else 1
+        return found
+
+    def _advance(self, end: int) -> None:
+        """Move the checkpoint to the first entry that still has a span held."""
+        self._fed = end
+        if self._replay_taken and not self._queue:
+            self._replay_taken = {}
+        position = min((s.first for s in self._traces.values()), default=end)
+        self._taken = {t: last for t, last in self._taken.items() if last >= position}
+        if position != self._checkpoint or end != self.spool.loaded:
+            self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))
+            self._checkpoint = position
+            self.spool.trim(position)
+        self.spool.loaded = end

@@ -1,0 +1,274 @@
+"""The append-only spool: every accepted batch is on disk (fsynced) before it is acknowledged.
+
+Batches are framed (length, CRC-32, msgpack) and appended to segment files
+named by the global offset they start at. One writer thread owns the file:
+requests hand it their frames and wait; it writes whatever has queued up,
+fsyncs once, and wakes them all (group commit: concurrent requests share one
+fsync). The loader records how far the store holds what the spool has
+(:class:`Checkpoint`); after a crash the spool is replayed from there, and a
+torn frame at the end (never acknowledged: its fsync never returned) is cut off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from tracekit.errors import TracekitError
+
+__all__ = ["Checkpoint", "Entry", "Spool", "SpoolFullError"]
+
+log = logging.getLogger("tracekit.server")
+
+_MAGIC: Final = b"TKS1"
+_HEADER: Final = struct.Struct("<4sII")  # magic, payload length, crc32 of payload
+_SEGMENT_BYTES: Final = 64 << 20
+_SUFFIX: Final = ".seg"
+
+
+class SpoolFullError(TracekitError):
+    """The spool holds as much unloaded data as it may: the client should retry later."""
+
+
+class Entry(msgspec.Struct, array_like=True):
+    """One accepted batch: spans as tuples (see :mod:`tracekit.server.decode`), v1 lines, rejects."""
+
+    source: str
+    spans: list[tuple] = []  # type: ignore[type-arg]
+    lines: list[bytes] = []
+    rejects: list[tuple[str, str]] = []
+
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_DECODER: Final = msgspec.msgpack.Decoder(Entry)
+
+
+@dataclass
+class Checkpoint:
+    """How far the store holds the spool, and the traces already mapped past that point.
+
+    ``taken`` maps a trace id to the start of the last spool entry that had
+    a span of it when it was mapped: on replay those spans are not mapped
+    again (they would be mapped without the rest of their trace).
+    """
+
+    position: int = 0
+    taken: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Pending:
+    frame: bytes
+    entry: Entry
+    future: Future[int]
+
+
+class Spool:
+    """The spool directory ``<db>.spool/``: segments, a checkpoint, one writer thread.
+
+    Args:
+        directory: where the segments live (created).
+        limit: bytes acknowledged but not yet handed to the loader before
+            :meth:`append` refuses with :class:`SpoolFullError`.
+        deliver: called on the writer thread with ``(start, end, entry)``
+            for each entry once it is durable (the loader's queue).
+    """
+
+    def __init__(
+        self, directory: Path, *, limit: int, deliver: Callable[[int, int, Entry], None]
+    ) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.limit = limit
+        self._deliver = deliver
+        self._cond = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._queued_bytes = 0
+        self._stopping = False
+        self.loaded = 0  # bytes handed on and taken by the loader (set by it)
+        self.position = self._repair()
+        self._file = self._open_segment()
+        self._thread = threading.Thread(target=self._run, name="tracekit-spool", daemon=True)
+
+    # -- writing ---------------------------------------------------------------
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def backlog(self) -> int:
+        """Bytes acknowledged (or queued) but not yet taken by the loader."""
+        return self.position + self._queued_bytes - self.loaded
+
+    def append(self, entry: Entry) -> Future[int]:
+        """Queue an entry; the future resolves to its end offset once it is fsynced.
+
+        Raises:
+            SpoolFullError: the backlog is over the limit (nothing was queued).
+        """
+        payload = _ENCODER.encode(entry)
+        frame = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+        future: Future[int] = Future()
+        with self._cond:
+            if self._stopping:
+                raise SpoolFullError("the server is stopping")
+            if self.backlog() + len(frame) > self.limit and self.backlog() > 0:
+                raise SpoolFullError(
+                    f"the spool holds {self.backlog()} bytes not yet loaded (limit {self.limit})"
+                )
+            self._queue.append(_Pending(frame, entry, future))
+            self._queued_bytes += len(frame)
+            self._cond.notify()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    self._cond.wait()
+                batch, self._queue = self._queue, []
+                if not batch and self._stopping:
+                    return
+            try:
+                self._write(batch)
+            except OSError as exc:  # a full disk: refuse these, keep serving
+                log.error("spool write failed: %s", exc)
+                with self._cond:
+                    self._queued_bytes -= sum(len(p.frame) for p in batch)
+                for pending in batch:
+                    pending.future.set_exception(SpoolFullError(f"cannot write the spool ({exc})"))
+
+    def _write(self, batch: list[_Pending]) -> None:
+        if self._file.tell() >= _SEGMENT_BYTES:
+            self._file.close()
+            self._file = self._open_segment()
+        start = self.position
+        self._file.write(b"".join(p.frame for p in batch))
+        self._file.flush()
+        os.fdatasync(self._file.fileno())
+        for pending in batch:
+            end = start + len(pending.frame)
+            self._deliver(start, end, pending.entry)
+            with self._cond:
+                self.position = end
+                self._queued_bytes -= len(pending.frame)
+            pending.future.set_result(end)
+            start = end
+
+    def stop(self) -> None:
+        """Write what is queued, then stop the writer thread."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._file.close()
+
+    # -- segments --------------------------------------------------------------
+    def _segments(self) -> list[tuple[int, Path]]:
+        found = []
+        for path in self.dir.glob("*" + _SUFFIX):
+            with contextlib.suppress(ValueError):
+                found.append((int(path.stem), path))
+        return sorted(found)
+
+    def _open_segment(self) -> io.BufferedWriter:
+        segments = self._segments()
+        if segments and segments[-1][0] + segments[-1][1].stat().st_size == self.position:
+            path = segments[-1][1]
+        else:
+            path = self.dir / f"{self.position:020d}{_SUFFIX}"
+        handle = open(path, "ab")  # noqa: SIM115 - owned by the writer thread until stop
+        _fsync_dir(self.dir)
+        return handle
+
+    def _repair(self) -> int:
+        """Cut a torn last frame off; return the end offset of the spool."""
+        segments = self._segments()
+        if not segments:
+            return self.read_checkpoint().position
+        start, path = segments[-1]
+        good = 0
+        for _, end, _entry in _frames(path, start, 0):
+            good = end - start
+        if good < path.stat().st_size:
+            log.warning("spool %s: cut a torn frame at byte %d", path.name, good)
+            os.truncate(path, good)
+        return start + good
+
+    def replay(self, since: int) -> Iterator[tuple[int, int, Entry]]:
+        """Every durable entry from offset ``since`` on, as ``(start, end, entry)``."""
+        segments = self._segments()
+        for i, (start, path) in enumerate(segments):
+            end = segments[i + 1][0] if i + 1 < len(segments) else None
+            if end is not None and end <= since:
+                continue
+            yield from _frames(path, start, max(since - start, 0))
+
+    def trim(self, position: int) -> None:
+        """Delete the segments wholly before ``position`` (the store holds them)."""
+        segments = self._segments()
+        for (_, path), (next_start, _) in zip(segments, segments[1:], strict=False):
+            if next_start <= position:
+                path.unlink(missing_ok=True)
+
+    # -- the checkpoint --------------------------------------------------------
+    def read_checkpoint(self) -> Checkpoint:
+        """The last checkpoint written (a fresh spool's is offset 0)."""
+        path = self.dir / "checkpoint.json"
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=Checkpoint)
+        except FileNotFoundError:
+            return Checkpoint()
+
+    def write_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Replace the checkpoint atomically (written, fsynced, renamed)."""
+        path = self.dir / "checkpoint.json"
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as out:
+            out.write(msgspec.json.encode(checkpoint))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(self.dir)
+
+
+def _frames(path: Path, start: int, offset: int) -> Iterator[tuple[int, int, Entry]]:
+    """The whole, intact frames of one segment from ``offset`` on."""
+    with open(path, "rb") as stream:
+        stream.seek(offset)
+        at = offset
+        while True:
+            header = stream.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                return
+            magic, size, crc = _HEADER.unpack(header)
+            payload = stream.read(size)
+            if magic != _MAGIC or len(payload) < size or zlib.crc32(payload) != crc:
+                return
+            try:
+                entry = _DECODER.decode(payload)
+            except msgspec.DecodeError:
+                return
+            end = at + _HEADER.size + size
+            yield start + at, start + end, entry
+            at = end
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
