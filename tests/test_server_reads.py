@@ -134,6 +134,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ser
     finally:
         served.process.send_signal(signal.SIGTERM)
         served.process.wait(timeout=60)
+        if served.process.stderr is not None:
+            served.process.stderr.close()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -146,7 +148,10 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         ["runs", "--format", "json", "--limit", "500"],
         ["runs", "--status", "failed", "--limit", "500"],
         ["runs", "--agent", "billing", "--format", "csv", "--limit", "500"],
-        ["sql", "SELECT agent, count(*) AS calls, max(start_at) AS last FROM invocations GROUP BY agent ORDER BY agent"],
+        [
+            "sql",
+            "SELECT agent, count(*) AS calls, max(start_at) AS last FROM invocations GROUP BY agent ORDER BY agent",
+        ],
         ["fleet", "--format", "json"],
         ["fleet", "--color", "never"],
     ],
@@ -167,7 +172,7 @@ def test_a_read_command_prints_the_same_through_the_server(
 def test_a_tree_prints_the_same_through_the_server(stores: tuple[Path, Served]) -> None:
     free, served = stores
     with Store(free, read_only=True) as store:
-        run_ids = list(store.runs(limit=5)["run_id"]) + ["evil"]
+        run_ids = [*store.runs(limit=5)["run_id"], "evil"]
     for run_id in run_ids:
         direct = _run("tree", run_id, "--db", str(free), "--color", "never")
         through = _run("tree", run_id, "--server", served.url, "--color", "never")

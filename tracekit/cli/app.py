@@ -625,7 +625,8 @@ def serve_command(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="OTLP/HTTP port (0: any free port).")] = 4318,
     grpc_port: Annotated[
-        int | None, typer.Option("--grpc-port", help="Also take OTLP/gRPC on this port (off unless given).")
+        int | None,
+        typer.Option("--grpc-port", help="Also take OTLP/gRPC on this port (off unless given)."),
     ] = None,
     token: Annotated[
         str | None,

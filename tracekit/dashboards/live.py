@@ -145,7 +145,7 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
     script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms)))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>Fleet health (live) · tracekit</title><style>{_CSS}{_LIVE_CSS}</style>
 <script src="/static/plotly.min.js"></script></head>
 <body>
@@ -259,7 +259,7 @@ def run_page(store: Any, run_id: str) -> str:
     name = cell_text(run_id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>run {name} · tracekit</title><style>{_CSS}</style>
 <script src="/static/plotly.min.js"></script></head>
 <body>

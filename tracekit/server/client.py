@@ -115,7 +115,9 @@ class ServerClient:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
         return self._send("GET", f"{path}?{query}" if query else path, accept=accept)
 
-    def _send(self, method: str, path: str, *, body: bytes | None = None, accept: str = "*/*") -> bytes:
+    def _send(
+        self, method: str, path: str, *, body: bytes | None = None, accept: str = "*/*"
+    ) -> bytes:
         request = urllib.request.Request(self.url + path, data=body, method=method)
         request.add_header("Accept", accept)
         if body is not None:

@@ -68,7 +68,10 @@ def bounded_sql(store: Any, query: str, *, limit: int, timeout: float) -> SqlRes
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, query: str, limit: int) -> SqlResult:
-    reader = con.execute(query).fetch_record_batch(_BATCH)
+    relation = con.sql(query)
+    # A relation streams its batches (DuckDB 2 names it to_arrow_reader; 1.x, fetch_arrow_reader).
+    read = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    reader = read(_BATCH)
     batches: list[pa.RecordBatch] = []
     rows = 0
     truncated = False
