@@ -104,7 +104,7 @@ def _int(request: Request, name: str, default: int, top: int) -> int:
     return min(int(text), top)
 
 
-def _filters(request: Request) -> dict[str, str | None]:
+def _filters(request: Request) -> dict[str, Any]:
     q = request.query_params
     return {k: q.get(k) or None for k in ("since", "service", "agent")}
 
