@@ -636,6 +636,14 @@ def serve_command(
             help="Require 'Authorization: Bearer TOKEN' on every request.",
         ),
     ] = None,
+    max_body: Annotated[
+        int,
+        typer.Option("--max-body", help="Bytes a request body may have, also once inflated (413)."),
+    ] = 32 << 20,
+    spool_limit: Annotated[
+        int,
+        typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
+    ] = 256 << 20,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -649,7 +657,9 @@ def serve_command(
     from tracekit.store.db import default_path
 
     path = Path(db) if db is not None else default_path()
-    serve(ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token))
+    config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
+    config.max_body, config.spool_limit = max_body, spool_limit
+    serve(config)
 
 
 def main() -> None:

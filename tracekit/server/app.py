@@ -39,6 +39,7 @@ __all__ = ["create_app"]
 _NDJSON: Final = frozenset({"application/x-ndjson", "application/jsonl", "application/json-lines"})
 _OPEN: Final = frozenset({"/healthz"})
 _RETRY_SECONDS: Final = 1
+_DRAIN: Final = 64 << 20
 
 
 def create_app(
@@ -133,6 +134,7 @@ async def _receive(
             503, "the store refused a write; see the server's log", media, _RETRY_SECONDS
         )
     if gate.inflight >= gate.bound:
+        collector.busy_answers += 1
         return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
     gate.inflight += 1
     try:
@@ -145,6 +147,7 @@ async def _receive(
     except BadRequestError as exc:
         return failure(400, str(exc), media)
     except SpoolFullError as exc:
+        collector.busy_answers += 1
         return failure(503, str(exc), media, _RETRY_SECONDS)
     finally:
         gate.inflight -= 1
@@ -152,16 +155,21 @@ async def _receive(
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise TooLargeError(f"the body is over {limit} bytes")
+    """The body, at most ``limit`` bytes.
+
+    Past the limit the rest is read and dropped (up to a bound), so that the
+    client, still sending, gets the 413 rather than a reset connection.
+    """
     parts: list[bytes] = []
     size = 0
     async for piece in request.stream():
         size += len(piece)
-        if size > limit:
-            raise TooLargeError(f"the body is over {limit} bytes")
-        parts.append(piece)
+        if size > limit + _DRAIN:
+            break
+        if size <= limit:
+            parts.append(piece)
+    if size > limit:
+        raise TooLargeError(f"the body is over {limit} bytes")
     return b"".join(parts)
 
 

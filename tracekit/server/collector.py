@@ -52,6 +52,7 @@ class Collector:
         self.sources: dict[str, SourceStats] = {}
         self._stats_lock = threading.Lock()
         self._started = False
+        self.busy_answers = 0  # 429 and 503 answered (overload, never a silent drop)
         self._stopped = False
 
     def _deliver(self, start: int, end: int, entry: Entry) -> None:
@@ -152,6 +153,8 @@ class Collector:
         return {
             "sources": sources,
             "line": _line(stored),
+            "busy_answers": self.busy_answers,
+            "spans_loaded": self.loader.spans_loaded,
             "pending_spans": self.loader.pending_spans,
             "skipped_spans": self.loader.converter.skipped,
             "queued_batches": self.loader.queued,

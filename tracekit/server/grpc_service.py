@@ -41,6 +41,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignor
         try:
             accepted = self.collector.submit_blocking(entry, timeout=60)
         except (SpoolFullError, futures.TimeoutError) as exc:
+            self.collector.busy_answers += 1
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc) or "the spool is busy")
         reply = trace_service_pb2.ExportTraceServiceResponse()
         if accepted.refused:

@@ -98,6 +98,8 @@ class Loader:
         self._fed = checkpoint.position
         self._next_line: dict[str, int] = {}
         self.loads = 0
+        self.spans_fed = 0
+        self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
 
     # -- input -----------------------------------------------------------------
@@ -171,6 +173,7 @@ class Loader:
             cycle.lines.setdefault(OTLP_SOURCE, []).extend(records)
             cycle.refused.setdefault(OTLP_SOURCE, []).extend(mapped_refused)
         stored = self._ingest(cycle)
+        self.spans_loaded = self.spans_fed - self._pending_spans
         self._advance(cycle.end)
         return stored
 
@@ -194,6 +197,7 @@ class Loader:
         if self._replay_taken:  # a replay: spans mapped before the crash are not mapped again
             spans = [s for s in spans if self._replay_taken.get(s.trace, -1) < start]
         self.converter.feed_spans(spans, line=start)
+        self.spans_fed += len(spans)
         for span in spans:
             state = self._traces.get(span.trace)
             if state is None:
