@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -119,7 +120,7 @@ def _start(db: Path) -> Served:
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Served]]:
     base = tmp_path_factory.mktemp("serve-read")
-    simulate(base / "fleet.jsonl", runs=120, seed=4)
+    simulate(base / "fleet.jsonl", runs=60, seed=4)
     hand = write(base / "hand.jsonl", hostile_run("evil", t0=T0))
     free = base / "free.duckdb"
     with Store(free) as store:
@@ -147,7 +148,13 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     [
         ["runs", "--format", "json", "--limit", "500"],
         ["runs", "--status", "failed", "--limit", "500"],
-        ["runs", "--agent", "billing", "--format", "csv", "--limit", "500"],
+        ["runs", "--agent", "billing", "--limit", "500"],
+        [
+            "sql",
+            "SELECT run_id, agent, start_at, outcome FROM runs ORDER BY run_id",
+            "--format",
+            "csv",
+        ],
         [
             "sql",
             "SELECT agent, count(*) AS calls, max(start_at) AS last FROM invocations GROUP BY agent ORDER BY agent",
@@ -165,14 +172,19 @@ def test_a_read_command_prints_the_same_through_the_server(
     through = _run(*command, "--db", str(served.db))  # held: found by its sidecar
     assert direct.returncode == 0, direct.stderr
     assert through.returncode == 0, through.stderr
-    assert through.stdout == direct.stdout
+    assert _same(through.stdout) == _same(direct.stdout)
     assert through.stdout.strip()
+
+
+def _same(stdout: str) -> str:
+    """The output, but for when each store classified its runs (the only difference)."""
+    return re.sub(r'"classified_at": "[^"]*"', '"classified_at": ...', stdout)
 
 
 def test_a_tree_prints_the_same_through_the_server(stores: tuple[Path, Served]) -> None:
     free, served = stores
     with Store(free, read_only=True) as store:
-        run_ids = [*store.runs(limit=5)["run_id"], "evil"]
+        run_ids = [*store.runs(limit=2)["run_id"], "evil"]
     for run_id in run_ids:
         direct = _run("tree", run_id, "--db", str(free), "--color", "never")
         through = _run("tree", run_id, "--server", served.url, "--color", "never")
