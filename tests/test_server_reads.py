@@ -334,3 +334,45 @@ def test_plotly_is_served_not_fetched(stores: tuple[Path, Served]) -> None:
     assert b"cdn" not in page.lower()
     status, js = _call(served.url + "/static/plotly.min.js")
     assert status == 200 and len(js) > 1_000_000
+
+
+def test_dashboard_is_written_through_the_server(
+    stores: tuple[Path, Served], tmp_path: Path
+) -> None:
+    _, served = stores
+    out = tmp_path / "page.html"
+    result = _run("dashboard", "--db", str(served.db), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "<h1>Fleet health</h1>" in page and "<script>alert(1)</script>" not in page
+
+
+def test_a_server_with_a_token_wants_it_from_the_cli(tmp_path: Path) -> None:
+    port = _free_port()
+    db = tmp_path / "locked.duckdb"
+    process = subprocess.Popen(
+        [TRACEKIT, "serve", "--db", str(db), "--port", str(port), "--token", "s3cret"],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not db.with_name(db.name + ".server.json").exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        refused = _run("runs", "--db", str(db))
+        assert refused.returncode == 2 and "TRACEKIT_TOKEN" in refused.stderr
+        status, _ = _call(f"http://127.0.0.1:{port}/api/runs")
+        assert status == 401
+        allowed = subprocess.run(
+            [TRACEKIT, "runs", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            env={**ENV, "TRACEKIT_TOKEN": "s3cret"},
+            timeout=120,
+        )
+        assert allowed.returncode == 0, allowed.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
