@@ -94,6 +94,16 @@ def _print_view(stdout: str, stderr: list[str]) -> None:
         print(line, file=sys.stderr)
 
 
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        metavar="URL",
+        help="Read through this tracekit serve (default: the server holding the store, if any).",
+    ),
+]
+
+
 # A reader that finds an ingest running waits for it this long (seconds) by default.
 _DEFAULT_WAIT = 10.0
 WaitOption = Annotated[
@@ -170,6 +180,7 @@ def tree_command(
             " each with an optional [N] among same-named siblings (from 0): batch[2]/sql.",
         ),
     ] = None,
+    server: ServerOption = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -178,7 +189,7 @@ def tree_command(
     With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
     """
     shown = tuple(step.value for step in show or ())
-    if db is not None:
+    if db is not None or server is not None:
         from tracekit.cli.tree import store_tree_view
 
         view = store_tree_view(
@@ -193,6 +204,7 @@ def tree_command(
             show=shown,
             fold=fold,
             expand=expand or (),
+            server=server,
         )
         _print_view(view.stdout, view.stderr)
         return
@@ -560,11 +572,12 @@ def runs_command(
     ] = None,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """List root runs, newest first."""
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, server, wait) as store:
         df = store.runs(
             status=status, service=service, agent=agent, since=since, limit=limit, session=session
         )
@@ -615,11 +628,12 @@ def sql_command(
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, server, wait) as store:
         df = store.sql(query)
     _emit(df, format)
 
@@ -751,6 +765,7 @@ def fleet_command(
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
     lake: Annotated[
         str | None,
         typer.Option(
@@ -779,6 +794,7 @@ def fleet_command(
         format.value,
         color.value,
         wait,
+        server=server,
         lake=lake,
         engine=engine.value,
         remote=remote,
@@ -793,6 +809,7 @@ def _fleet(
     fmt: str,
     color: str,
     wait: float = _DEFAULT_WAIT,
+    server: str | None = None,
     *,
     lake: str | None = None,
     engine: str = "duckdb",
@@ -811,6 +828,7 @@ def _fleet(
         fmt=fmt,
         color=_use_color(ColorMode(color)),
         wait=wait,
+        server=server,
         lake=lake,
         engine=engine,
         remote=remote,
@@ -829,11 +847,20 @@ def dashboard_command(
     service: _Service = None,
     agent: _Agent = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    server: ServerOption = None,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
-    from tracekit.dashboards.page import write_dashboard
+    from tracekit.cli.remote import server_url
+    from tracekit.dashboards.page import save_page, write_dashboard
 
-    path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
+    url = server_url(db, server)
+    if url is not None:
+        from tracekit.server.client import ServerClient
+
+        page = ServerClient(url).dashboard(since=since, service=service, agent=agent)
+        path = save_page(out, page)
+    else:
+        path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
     print(f"dashboard written to {path}", file=sys.stderr)
 
 

@@ -54,14 +54,24 @@ def fleet_text(
     color: bool = False,
     width: int | None = None,
     wait: float = 0.0,
+    server: str | None = None,
     lake: str | None = None,
     engine: str = "duckdb",
     remote: str | None = None,
 ) -> str:
-    """Open the store (waiting up to ``wait`` seconds for a writer), or the lake
-    on its engine, and return the report as text or JSON."""
+    """Open the store (waiting up to ``wait`` seconds for a writer), or the lake on
+    its engine, and return the report as text or JSON; through the server that holds
+    the store, if one does."""
+    from tracekit.cli.remote import server_url
     from tracekit.fleet import fleet_report, open_for_report
 
+    url = server_url(db, server) if lake is None else None
+    if url is not None:
+        from tracekit.server.client import ServerClient
+
+        width = width or _terminal_width()
+        filters = {"since": since, "service": service, "agent": agent}
+        return ServerClient(url).fleet(fmt=fmt, width=width, color=color, **filters)
     if lake is not None:
         report = fleet_report(
             since=since,

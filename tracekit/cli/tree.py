@@ -136,7 +136,7 @@ def _no_records(source: str, result: ReadResult) -> TracekitError:
 
 
 def store_tree_view(
-    db: str,
+    db: str | None,
     run_id: str,
     *,
     run: str | None = None,
@@ -148,6 +148,7 @@ def store_tree_view(
     show: tuple[str, ...] = (),
     fold: bool | None = None,
     expand: Sequence[str] = (),
+    server: str | None = None,
 ) -> TreeView:
     """Read a run's tree from a store and render it: ``tracekit tree RUN --db``.
 
@@ -159,9 +160,9 @@ def store_tree_view(
         RunNotFoundError: the store has no such run, or its tree has no run ``run``.
         StoreLockedError: still locked after ``wait`` seconds.
     """
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, server, wait) as store:
         events = store.events(run_id)
     return render_forest(
         build_forest(events),
@@ -170,7 +171,7 @@ def store_tree_view(
         max_depth=max_depth,
         errors_only=errors_only,
         color=color,
-        source=f"{db}:{run_id}",
+        source=f"{db if db is not None else server}:{run_id}",
         show=show,
         fold=fold,
         expand=expand,

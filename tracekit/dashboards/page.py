@@ -43,7 +43,7 @@ from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.errors import TracekitError
 from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
 
-__all__ = ["build_dashboard", "write_dashboard"]
+__all__ = ["build_dashboard", "fleet_figures", "save_page", "write_dashboard"]
 
 _CSS: Final = """
 *{box-sizing:border-box}
@@ -217,8 +217,13 @@ def _nothing_here(span: StoreSpan) -> str:
 
 
 def _figures(store: Any, report: FleetReport) -> list[str]:
+    return [_figure(fig, i == 0) for i, fig in enumerate(fleet_figures(store, report))]
+
+
+def fleet_figures(store: Any, report: FleetReport) -> list[go.Figure]:
+    """The page's four figures: outcomes over time, delegation graph, failure rates, latency."""
     origins = origin_failures(store, report.filter)
-    figures = [
+    return [
         outcomes_figure(outcomes_over_time(store, report.filter)),
         delegation_graph(
             report.edges,
@@ -229,7 +234,6 @@ def _figures(store: Any, report: FleetReport) -> list[str]:
         failure_rate_figure(report.failures),
         latency_figure(report.latency),
     ]
-    return [_figure(fig, i == 0) for i, fig in enumerate(figures)]
 
 
 def _body(store: Any, report: FleetReport) -> str:
@@ -306,6 +310,15 @@ def write_dashboard(
 
     with open_for_report(db, wait=wait) as store:
         page = build_dashboard(store, since=since, service=service, agent=agent)
+    return save_page(out, page)
+
+
+def save_page(out: str | os.PathLike[str], page: str) -> Path:
+    """Write a page to ``out`` (folders made as needed).
+
+    Raises:
+        TracekitError: it cannot be written.
+    """
     path = Path(out)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -71,11 +71,16 @@ def _cell(value: Any, kind: str, links: Mapping[str, str]) -> str:
     elif kind == "act":
         shown = f'<span class="badge{" new" if value is True else ""}">ACT{" · NEW" if value is True else ""}</span>'
     elif kind == "run" and isinstance(value, str) and value in links:
-        shown = f'<a class="run" href="#{links[value]}"><code>{cell_text(value)}</code></a>'
+        shown = f'<a class="run" href="{_href(links[value])}"><code>{cell_text(value)}</code></a>'
     else:
         shown = f"<code>{cell_text(value)}</code>" if kind == "run" else cell_text(value)
     css = ' class="num"' if kind in _NUMERIC else ""
     return f'<td{css} data-v="{_sort_key(value, kind)}">{shown}</td>'
+
+
+def _href(link: str) -> str:
+    """An element id on this page (``#run-3``), or a page of the server's (``/runs/...``)."""
+    return html.escape(link if link.startswith("/") else f"#{link}")
 
 
 def table(
@@ -92,7 +97,8 @@ def table(
         frame: the rows, in the order to show first.
         columns: (column, header, kind) for each column shown.
         empty: the sentence shown instead of an empty table.
-        links: run id to the id of its element on the page (kind ``run``).
+        links: run id to the id of its element on the page, or to a path
+            starting with ``/`` (kind ``run``).
         name: what a row is, for the count above the table ("12 degraded runs").
     """
     if frame.empty:
@@ -157,9 +163,12 @@ function draw(d){
   var fig=JSON.parse(spec.textContent);box.dataset.drawn='1';
   Plotly.newPlot(box,fig.data,fig.layout,{displaylogo:false,responsive:true});
 }
-[].forEach.call(document.querySelectorAll('.tk-table'),setup);
-[].forEach.call(document.querySelectorAll('details.tk-run'),function(d){
-  d.addEventListener('toggle',function(){draw(d);});});
+function setupAll(root){
+  [].forEach.call(root.querySelectorAll('.tk-table'),setup);
+  [].forEach.call(root.querySelectorAll('details.tk-run'),function(d){
+    d.addEventListener('toggle',function(){draw(d);});});
+}
+window.tkSetup=setupAll;setupAll(document);
 window.addEventListener('hashchange',openRun);openRun();
 })();
 """

@@ -64,12 +64,29 @@ class Store:
         StoreError: read-only and there is no store at ``path``.
     """
 
+    _borrowed = False  # a view through another's connection (Store.over)
+
     def __init__(
         self, path: PathLike | None = None, *, read_only: bool = False, wait: float = 0.0
     ) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.read_only = read_only
         self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only, wait=wait)
+
+    @classmethod
+    def over(cls, con: duckdb.DuckDBPyConnection, path: PathLike) -> Store:
+        """A read-only view of a store through a connection already open on it.
+
+        ``tracekit serve`` holds its store's file; each request reads through a
+        cursor of that one database, wrapped here so that it has the same read
+        methods as a store opened by path. Closing the view closes ``con``.
+        """
+        view = cls.__new__(cls)
+        view.path = Path(path)
+        view.read_only = True
+        view.con = con
+        view._borrowed = True  # the database is writable: sql() must still roll back
+        return view
 
     def __enter__(self) -> Store:
         return self
@@ -286,7 +303,7 @@ class Store:
             2       documents     17
         """
         check_read_only(self.con, query)
-        if self.read_only:
+        if self.read_only and not self._borrowed:
             return self._query(query, params)
         # A SELECT can still move a sequence (nextval); roll back whatever it did.
         self.con.execute("BEGIN")

@@ -1,0 +1,43 @@
+"""Where a read command reads: the store file, or the server that holds it.
+
+While ``tracekit serve`` owns a store, DuckDB lets no other process open it;
+the read commands then go through the server's API (found from ``--server
+URL`` or the store's sidecar, ``<db>.server.json``) and print the same output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["open_reader", "server_url"]
+
+
+def server_url(db: str | None, server: str | None) -> str | None:
+    """``server`` if given, else the URL of a running server that holds ``db``, else None."""
+    if server:
+        return server
+    from tracekit.server.client import server_for
+    from tracekit.store.db import default_path
+
+    return server_for(Path(db) if db is not None else default_path())
+
+
+@contextlib.contextmanager
+def open_reader(db: str | None, server: str | None, wait: float) -> Iterator[Any]:
+    """A :class:`~tracekit.store.Store` opened read-only, or a client of the server holding it.
+
+    Both answer ``runs``, ``sql``, ``events`` and ``rejects`` alike.
+    """
+    url = server_url(db, server)
+    if url is not None:
+        from tracekit.server.client import ServerClient
+
+        yield ServerClient(url)
+        return
+    from tracekit.store import Store
+
+    with Store(db, read_only=True, wait=wait) as store:
+        yield store

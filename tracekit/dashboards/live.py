@@ -1,0 +1,296 @@
+"""The live fleet page that ``tracekit serve`` shows at ``/``, and its run pages.
+
+The page is a shell (filters, an empty body, the script) that asks the server
+for its content (:func:`live_content`) and asks again every few seconds; the
+answer carries the store's version, and an unchanged store sends back only
+that, so an idle page costs one small query. The content is the dashboard's
+(the same cards, figures and tables as :func:`~tracekit.dashboards.page.build_dashboard`),
+each run id a link to ``/runs/{run_id}`` (:func:`run_page`: its tree, timeline
+and root cause). plotly.js comes from the server (:func:`plotly_js`), never a
+CDN, so the page works offline. Names from traces are HTML-escaped where they
+enter the page, as on the static dashboard.
+
+Example:
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     content = live_content(store, version="1")
+    ...     run_id = store.runs(limit=1)["run_id"][0]
+    ...     page = run_page(store, run_id)
+    >>> content["version"], len(content["figures"]), "/runs/" in content["html"]
+    ('1', 4, True)
+    >>> "<h2>Root cause</h2>" in page
+    True
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable
+from functools import cache
+from typing import Any, Final
+from urllib.parse import quote
+
+import pandas as pd
+
+from tracekit.dashboards.page import (
+    _CSS,
+    _cards,
+    _circles,
+    _degraded,
+    _failures,
+    _nothing_here,
+    _version,
+    _window,
+    _worst,
+    fleet_figures,
+)
+from tracekit.dashboards.queries import circle_examples, store_span
+from tracekit.dashboards.run_figures import timeline_figure
+from tracekit.dashboards.tables import SCRIPT, cell_text, table
+from tracekit.fleet import fleet_report, worst_runs
+from tracekit.tree.html import tree_to_html
+
+__all__ = ["OUTCOME_FILTERS", "live_content", "live_shell", "plotly_js", "run_href", "run_page"]
+
+#: The outcomes the page's outcome filter offers (``failed`` is every failed:*).
+OUTCOME_FILTERS: Final = (
+    "ok",
+    "degraded",
+    "failed",
+    "failed:recursion",
+    "failed:child",
+    "failed:refused",
+    "cancelled",
+    "incomplete",
+)
+_RECENT_RUNS: Final = 200
+_MAX_STEPS: Final = 2000
+
+_LIVE_CSS: Final = """
+form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:10px}
+form.filters label{display:flex;flex-direction:column;font-size:12px;color:#59636e}
+form.filters input,form.filters select{font:inherit;padding:3px 6px;min-width:9em}
+#status{font-size:12px;color:#59636e;margin-left:auto}
+#status.error{color:#cf222e}
+.tk-fig{min-height:120px}
+"""
+
+_LIVE_SCRIPT: Final = """
+(function(){
+var form=document.getElementById('filters'), box=document.getElementById('content'),
+    status=document.getElementById('status'), version='', timer=null;
+function query(){
+  var q=new URLSearchParams();
+  [].forEach.call(form.elements,function(el){if(el.name&&el.value)q.set(el.name,el.value);});
+  return q;
+}
+function draw(data){
+  box.innerHTML=data.html;
+  document.getElementById('window').textContent=data.window;
+  [].forEach.call(box.querySelectorAll('.tk-fig'),function(el){
+    var fig=data.figures[+el.dataset.fig];
+    Plotly.react(el,fig.data,fig.layout,{displaylogo:false,responsive:true});
+  });
+  if(window.tkSetup)window.tkSetup(box);
+}
+function refresh(force){
+  var q=query(); if(!force&&version)q.set('version',version);
+  fetch('/api/live?'+q.toString(),{headers:{'Accept':'application/json'}})
+    .then(function(r){if(!r.ok)return r.text().then(function(t){throw new Error(t||r.status);});return r.json();})
+    .then(function(data){
+      status.className='';
+      status.textContent='updated '+new Date().toLocaleTimeString();
+      if(data.unchanged)return;
+      version=data.version; draw(data);
+    })
+    .catch(function(e){status.className='error';status.textContent='cannot refresh: '+e.message;});
+}
+function restart(){version='';history.replaceState(null,'','?'+query().toString());refresh(true);}
+var params=new URLSearchParams(location.search);
+[].forEach.call(form.elements,function(el){if(el.name&&params.get(el.name))el.value=params.get(el.name);});
+form.addEventListener('change',restart);
+form.addEventListener('submit',function(e){e.preventDefault();restart();});
+refresh(true);
+timer=setInterval(function(){refresh(false);},REFRESH_MS);
+})();
+"""
+
+
+def run_href(run_id: str) -> str:
+    """The path of a run's page on the server (the id percent-encoded, ``/`` too).
+
+    Example:
+        >>> run_href("run 7/a")
+        '/runs/run%207%2Fa'
+    """
+    return "/runs/" + quote(run_id, safe="")
+
+
+@cache
+def plotly_js() -> str:
+    """plotly.js as the installed plotly package carries it (served, so the page is offline)."""
+    from plotly.offline import get_plotlyjs
+
+    return str(get_plotlyjs())
+
+
+def live_shell(*, refresh_ms: int = 3000) -> str:
+    """The page at ``/``: the filters, an empty body, and the script that fills and refreshes it.
+
+    Args:
+        refresh_ms: how often the page asks the server whether the store changed.
+    """
+    outcomes = "".join(f'<option value="{o}">{o}</option>' for o in OUTCOME_FILTERS)
+    script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms)))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
+<title>Fleet health (live) · tracekit</title><style>{_CSS}{_LIVE_CSS}</style>
+<script src="/static/plotly.min.js"></script></head>
+<body>
+<header><h1>Fleet health <span class="badge">LIVE</span></h1><p id="window">loading…</p>
+<form id="filters" class="filters">
+<label>window<select name="since"><option value="">everything</option><option value="15m">15 minutes</option>
+<option value="1h">1 hour</option><option value="24h">24 hours</option><option value="7d">7 days</option></select></label>
+<label>service<input name="service" placeholder="any"></label>
+<label>agent<input name="agent" placeholder="any"></label>
+<label>outcome (runs list)<select name="outcome"><option value="">any</option>{outcomes}</select></label>
+<span id="status"></span>
+</form></header>
+<main id="content"><p class="empty">loading…</p></main>
+<footer>tracekit {html.escape(_version())} · refreshed every {refresh_ms / 1000:g} s</footer>
+<script>{SCRIPT}</script>
+<script>{script}</script>
+</body></html>
+"""
+
+
+def live_content(
+    store: Any,
+    *,
+    version: str,
+    since: str | None = None,
+    service: str | None = None,
+    agent: str | None = None,
+    outcome: str | None = None,
+) -> dict[str, Any]:
+    """The page's content for these filters, as the script draws it.
+
+    Returns ``{"version", "window", "html", "figures"}``: the body with a
+    placeholder for each figure, and the figures as plotly JSON.
+
+    Raises:
+        StoreError: an unknown service or agent (the message lists the known ones).
+    """
+    report = fleet_report(store, since=since, service=service, agent=agent)
+    window = html.unescape(_window(report))
+    if not report.runs:
+        body = _nothing_here(store_span(store))
+        return {"version": version, "window": window, "html": body, "figures": []}
+    figures = [json.loads(fig.to_json()) for fig in fleet_figures(store, report)]
+    examples = circle_examples(store, report.filter)
+    worst = worst_runs(store, report.filter)
+    recent = store.runs(
+        status=outcome, service=service, agent=agent, since=since, limit=_RECENT_RUNS
+    )
+    links = _links([*worst["run_id"], *examples.values(), *report.degraded["run_id"]])
+    links.update(_links(recent["run_id"]))
+    body = _live_body(report, examples, worst, recent, links, outcome)
+    return {"version": version, "window": window, "html": body, "figures": figures}
+
+
+def _links(run_ids: Iterable[Any]) -> dict[str, str]:
+    return {r: run_href(r) for r in run_ids if isinstance(r, str)}
+
+
+def _fig(n: int) -> str:
+    return f'<div class="tk-fig" data-fig="{n}"></div>'
+
+
+def _live_body(
+    report: Any,
+    examples: dict[str, str],
+    worst: pd.DataFrame,
+    recent: pd.DataFrame,
+    links: dict[str, str],
+    outcome: str | None,
+) -> str:
+    which = f"outcome {cell_text(outcome)}" if outcome else "every outcome"
+    return f"""{_cards(report)}
+<section>{_fig(0)}</section>
+<section><h2>Recursion circles</h2>
+<p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
+{_circles(report, examples, links)}
+<div class="graph">{_fig(1)}</div></section>
+<div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
+<section style="margin-top:18px"><h2>Failures by origin</h2>
+<p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
+{_failures(report)}</section>
+<section><h2>Degraded runs</h2>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.</p>
+{_degraded(report.degraded, links)}</section>
+<section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls.</p>
+{_worst(worst, links)}</section>
+<section><h2>Recent runs</h2><p class="note">The newest {_RECENT_RUNS} runs of {which}; a run id opens its page.</p>
+{_recent(recent, links)}</section>"""
+
+
+def _recent(recent: pd.DataFrame, links: dict[str, str]) -> str:
+    return table(
+        recent,
+        [("run_id", "run", "run"), ("start_at", "started", "text"), ("service", "service", "text"),
+         ("agent", "agent", "text"), ("outcome", "outcome", "text"),
+         ("invocations", "calls", "num"), ("duration_ms", "duration", "ms")],
+        "No run matches these filters.",
+        links=links, name="runs",
+    )  # fmt: skip
+
+
+def run_page(store: Any, run_id: str) -> str:
+    """A run's own page: its root cause, its tree and its timeline.
+
+    Raises:
+        RunNotFoundError: no run ``run_id`` in the store.
+    """
+    tree = store.tree(run_id)  # raises RunNotFoundError first
+    fig = timeline_figure(store.invocations(run_id))
+    spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    name = cell_text(run_id)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
+<title>run {name} · tracekit</title><style>{_CSS}</style>
+<script src="/static/plotly.min.js"></script></head>
+<body>
+<header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
+<main>
+<section><h2>Root cause</h2>{_root_cause(store, run_id)}</section>
+<section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
+<section><h2>Timeline</h2><div id="timeline"></div></section>
+</main>
+<footer>tracekit {html.escape(_version())}</footer>
+<script type="application/json" id="spec">{spec}</script>
+<script>var f=JSON.parse(document.getElementById('spec').textContent);
+Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}});</script>
+</body></html>
+"""
+
+
+def _root_cause(store: Any, run_id: str) -> str:
+    row = store.con.execute(
+        "SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, i.error_message, r.service,"
+        " r.agent FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id"
+        " WHERE r.run_id = ?",
+        [run_id],
+    ).fetchone()
+    if row is None:  # a child run: its root tells the story
+        return '<p class="note">A child run: its root run\'s page has the root cause.</p>'
+    outcome, circle, agent, code, message, service, entry = row
+    what = f"<p>Outcome <b>{cell_text(outcome)}</b> · service {cell_text(service)} · entry agent {cell_text(entry)}</p>"
+    if isinstance(circle, str):
+        return f'{what}<p>Recursion circle <span class="circle">{cell_text(circle)}</span>: wrong by construction, it will happen again.</p>'
+    if isinstance(agent, str):
+        said = f": {cell_text(message)}" if isinstance(message, str) and message else ""
+        return f"{what}<p>The failure began in agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}.</p>"
+    return f'{what}<p class="empty">No failure in this run.</p>'

@@ -1,0 +1,291 @@
+"""The read side of ``tracekit serve``: the store's runs, trees, fleet and SQL while it is written.
+
+Every handler reads through its own cursor on the server's one database
+(:meth:`Collector.read_cursor`), wrapped as a read-only :class:`~tracekit.store.Store`
+view, so the same library calls answer here as on a store opened by path
+(``tracekit runs``, ``tree --db``, ``fleet``, ``sql``, ``dashboard``), and
+the CLI prints the same output through this API as on a free store.
+
+Tables come as JSON, or as an Arrow IPC stream when the request accepts
+``application/vnd.apache.arrow.stream`` (the CLI asks for that: every type
+arrives as DuckDB gave it). Errors a user can cause are JSON
+``{"error", "hint"}`` with 400, or 404 for an unknown run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+import pyarrow as pa
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from tracekit.errors import RunNotFoundError, TracekitError
+from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, bounded_sql
+from tracekit.store import Store
+
+__all__ = ["ARROW", "NDJSON", "read_routes"]
+
+ARROW: Final = "application/vnd.apache.arrow.stream"
+NDJSON: Final = "application/x-ndjson"
+_MAX_RUNS: Final = 100_000
+_MAX_SQL_BODY: Final = 1 << 20
+
+
+@contextlib.contextmanager
+def _view(request: Request) -> Iterator[Store]:
+    collector = request.app.state.collector
+    view = Store.over(collector.read_cursor(), collector.store.path)
+    try:
+        yield view
+    finally:
+        view.close()
+
+
+def _reading(work: Callable[[Store], Response]) -> Callable[[Request], Any]:
+    """A handler that runs ``work`` on a store view in a worker thread, errors as JSON."""
+
+    async def handler(request: Request) -> Response:
+        def run() -> Response:
+            with _view(request) as store:
+                return work(store)
+
+        try:
+            return await run_in_threadpool(run)
+        except RunNotFoundError as exc:
+            return _error(404, exc)
+        except TracekitError as exc:
+            return _error(400, exc)
+
+    return handler
+
+
+def _error(status: int, exc: TracekitError) -> JSONResponse:
+    body = {"error": str(exc), "hint": exc.hint}
+    if isinstance(exc, RunNotFoundError):
+        body["run_id"] = exc.run_id
+    return JSONResponse(body, status)
+
+
+def _wants_arrow(request: Request) -> bool:
+    return ARROW in request.headers.get("accept", "")
+
+
+def _table(request: Request, table: pa.Table, extra: dict[str, Any] | None = None) -> Response:
+    """A table as Arrow IPC (for the CLI) or as JSON records."""
+    if _wants_arrow(request):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        headers = {k: json.dumps(v) for k, v in (extra or {}).items()}
+        return Response(sink.getvalue().to_pybytes(), media_type=ARROW, headers=headers)
+    rows = table.to_pandas().to_json(orient="records", date_format="iso", date_unit="us")
+    body = (
+        '{"rows":'
+        + rows
+        + "".join(f',"{k}":{json.dumps(v)}' for k, v in (extra or {}).items())
+        + "}"
+    )
+    return Response(body, media_type="application/json")
+
+
+def _int(request: Request, name: str, default: int, top: int) -> int:
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise TracekitError(f"{name} must be a whole number, not {text[:40]!r}")
+    return min(int(text), top)
+
+
+def _filters(request: Request) -> dict[str, Any]:
+    q = request.query_params
+    return {k: q.get(k) or None for k in ("since", "service", "agent")}
+
+
+def _runs(request: Request) -> Callable[[Store], Response]:
+    def work(store: Store) -> Response:
+        limit = _int(request, "limit", 50, _MAX_RUNS)
+        status = request.query_params.get("status") or None
+        df = store.runs(status=status, limit=limit, **_filters(request))
+        return _table(request, pa.Table.from_pandas(df, preserve_index=False))
+
+    return work
+
+
+def _records(request: Request) -> Callable[[Store], Response]:
+    """The v1 records of a run's whole tree, one per line: the CLI draws the tree from them."""
+    from tracekit.events import encode_event
+
+    def work(store: Store) -> Response:
+        events = store.events(request.path_params["run_id"])
+        return Response(b"\n".join(encode_event(e) for e in events) + b"\n", media_type=NDJSON)
+
+    return work
+
+
+def _tree(request: Request) -> Callable[[Store], Response]:
+    """A run's tree as the JSON of ``tracekit tree --json``, or as its text (``?format=text``)."""
+    from tracekit.tree.build import build_forest
+    from tracekit.tree.forest import forest_to_json
+    from tracekit.tree.text import describe_forest
+
+    def work(store: Store) -> Response:
+        run_id = request.path_params["run_id"]
+        forest = build_forest(store.events(run_id))
+        run = forest.run(run_id, source=f"{store.path}:{run_id}")
+        if request.query_params.get("format") == "text":
+            errors = request.query_params.get("errors") in ("1", "true", "yes")
+            return Response(
+                describe_forest(forest, run_id=run_id, errors_only=errors) + "\n",
+                media_type="text/plain; charset=utf-8",
+            )
+        return Response(forest_to_json(forest, [run]), media_type="application/json")
+
+    return work
+
+
+def _fleet(request: Request) -> Callable[[Store], Response]:
+    """The JSON of ``tracekit fleet`` (``?format=text&width=N&color=1`` for its tables)."""
+    from tracekit.fleet import fleet_report
+    from tracekit.fleet.text import render_fleet
+
+    def work(store: Store) -> Response:
+        report = fleet_report(store, **_filters(request))
+        if request.query_params.get("format") == "text":
+            width = _int(request, "width", 120, 1000)
+            color = request.query_params.get("color") in ("1", "true", "yes")
+            text = render_fleet(report, width=max(width, 40), color=color)
+            return Response(text, media_type="text/plain; charset=utf-8")
+        # As `tracekit fleet --format json` writes it (tracekit.cli.fleet.fleet_json).
+        text = json.dumps(report.to_dict(), indent=2, allow_nan=False)
+        return Response(text, media_type="application/json")
+
+    return work
+
+
+async def _sql(request: Request) -> Response:
+    """``POST /api/sql``: ``{"query": "...", "limit": N}`` (or the query as text/plain)."""
+    body = await request.body()
+    if len(body) > _MAX_SQL_BODY:
+        return JSONResponse({"error": "the query is over 1 MiB", "hint": None}, 413)
+    try:
+        query, limit, timeout = _sql_request(request, body)
+    except TracekitError as exc:
+        return _error(400, exc)
+
+    def work(store: Store) -> Response:
+        result = bounded_sql(store, query, limit=limit, timeout=timeout)
+        return _table(request, result.table, {"truncated": result.truncated})
+
+    return await _reading(work)(request)
+
+
+def _sql_request(request: Request, body: bytes) -> tuple[str, int, float]:
+    """The query, its row limit and its time limit (each at most the server's)."""
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        return body.decode("utf-8", "replace"), DEFAULT_LIMIT, DEFAULT_TIMEOUT
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise TracekitError('the body is not JSON: send {"query": "SELECT ..."}') from None
+    if not isinstance(data, dict) or not isinstance(data.get("query"), str):
+        raise TracekitError('send {"query": "SELECT ...", "limit": N, "timeout": SECONDS}')
+    limit, timeout = data.get("limit", DEFAULT_LIMIT), data.get("timeout", DEFAULT_TIMEOUT)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise TracekitError("limit must be a whole number of rows")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise TracekitError("timeout must be a number of seconds")
+    return data["query"], min(limit, DEFAULT_LIMIT), min(float(timeout), DEFAULT_TIMEOUT)
+
+
+def _version(store: Store) -> str:
+    """Changes whenever the loader stores a batch: the page redraws only then."""
+    row = store.con.execute(
+        "SELECT count(*), coalesce(max(ingest_id), 0), coalesce(sum(accepted), 0) FROM ingest_log"
+    ).fetchone()
+    classified = store.con.execute("SELECT max(classified_at) FROM runs").fetchone()
+    return hashlib.blake2s(repr((row, classified)).encode(), digest_size=8).hexdigest()
+
+
+def _live(request: Request) -> Callable[[Store], Response]:
+    from tracekit.dashboards.live import live_content
+
+    def work(store: Store) -> Response:
+        version = _version(store)
+        if request.query_params.get("version") == version:
+            return JSONResponse({"version": version, "unchanged": True})
+        outcome = request.query_params.get("outcome") or None
+        content = live_content(store, version=version, outcome=outcome, **_filters(request))
+        return Response(
+            json.dumps(content, allow_nan=False, default=str), media_type="application/json"
+        )
+
+    return work
+
+
+def _run_page(request: Request) -> Callable[[Store], Response]:
+    from tracekit.dashboards.live import run_page
+
+    def work(store: Store) -> Response:
+        return HTMLResponse(run_page(store, request.path_params["run_id"]))
+
+    return work
+
+
+def _dashboard(request: Request) -> Callable[[Store], Response]:
+    """The static dashboard of ``tracekit dashboard``, built here (the server holds the store)."""
+    from tracekit.dashboards.page import build_dashboard
+
+    def work(store: Store) -> Response:
+        return HTMLResponse(build_dashboard(store, **_filters(request)))
+
+    return work
+
+
+def _per_request(
+    make: Callable[[Request], Callable[[Store], Response]],
+) -> Callable[[Request], Any]:
+    async def handler(request: Request) -> Response:
+        return await _reading(make(request))(request)
+
+    return handler
+
+
+async def _home(request: Request) -> Response:
+    from tracekit.dashboards.live import live_shell
+
+    return HTMLResponse(live_shell())
+
+
+async def _plotly(request: Request) -> Response:
+    from tracekit.dashboards.live import plotly_js
+
+    text = await run_in_threadpool(plotly_js)
+    return Response(
+        text,
+        media_type="application/javascript",
+        headers={"Cache-Control": "public, max-age=86400"},
+    )
+
+
+def read_routes() -> list[BaseRoute]:
+    """The read API and the live page, for :func:`tracekit.server.app.create_app`."""
+    return [
+        Route("/", _home, methods=["GET"]),
+        Route("/static/plotly.min.js", _plotly, methods=["GET"]),
+        Route("/runs/{run_id:path}", _per_request(_run_page), methods=["GET"]),
+        Route("/api/runs", _per_request(_runs), methods=["GET"]),
+        Route("/api/runs/{run_id:path}/tree", _per_request(_tree), methods=["GET"]),
+        Route("/api/runs/{run_id:path}/records", _per_request(_records), methods=["GET"]),
+        Route("/api/fleet", _per_request(_fleet), methods=["GET"]),
+        Route("/api/live", _per_request(_live), methods=["GET"]),
+        Route("/api/dashboard", _per_request(_dashboard), methods=["GET"]),
+        Route("/api/sql", _sql, methods=["POST"]),
+    ]
