@@ -9,62 +9,36 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _fleet_helpers import HOSTILE, T0, hostile_run, write
+from _server_helpers import TRACEKIT, Server, post, request, start
+from test_dashboard import CHROMIUM, FLAGS
 
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store
 
-TRACEKIT = str(Path(sys.executable).with_name("tracekit"))
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ENV = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+_JSON = {"Content-Type": "application/json"}
 
 
 def _call(
     url: str, *, body: bytes | None = None, headers: dict[str, str] | None = None
 ) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=body, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    if body is None:
+        return request(url, headers)
+    status, answer, _ = post(url, body, headers)
+    return status, answer
 
 
 def _sql(url: str, query: str) -> list[dict[str, Any]]:
     status, body = _call(
-        f"{url}/api/sql",
-        body=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
+        f"{url}/api/sql", body=json.dumps({"query": query}).encode(), headers=_JSON
     )
     assert status == 200, body
     rows: list[dict[str, Any]] = json.loads(body)["rows"]
@@ -89,36 +63,8 @@ def _wait_for_runs(url: str, runs: int, timeout: float = 60) -> None:
     raise AssertionError(f"the server did not store {runs} runs in {timeout} s")
 
 
-class Served:
-    def __init__(self, db: Path, process: subprocess.Popen[bytes], url: str) -> None:
-        self.db, self.process, self.url = db, process, url
-
-
-def _start(db: Path) -> Served:
-    port = _free_port()
-    process = subprocess.Popen(
-        [TRACEKIT, "serve", "--db", str(db), "--port", str(port)],
-        env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if _call(f"{url}/healthz")[0] == 200:
-                return Served(db, process, url)
-        except OSError:
-            pass
-        if process.poll() is not None:
-            raise AssertionError(process.stderr.read().decode() if process.stderr else "")
-        time.sleep(0.1)
-    process.kill()
-    raise AssertionError("the server did not start")
-
-
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Served]]:
+def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Server]]:
     base = tmp_path_factory.mktemp("serve-read")
     simulate(base / "fleet.jsonl", runs=60, seed=4)
     hand = write(base / "hand.jsonl", hostile_run("evil", t0=T0))
@@ -126,17 +72,14 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Ser
     with Store(free) as store:
         store.ingest([base / "fleet.jsonl", hand])
         runs = int(store.sql("SELECT count(*) AS n FROM runs")["n"][0])
-    served = _start(base / "served.duckdb")
+    served = start(base / "served.duckdb")
     try:
         _post_records(served.url, base / "fleet.jsonl")
         _post_records(served.url, hand)
         _wait_for_runs(served.url, runs)
         yield free, served
     finally:
-        served.process.send_signal(signal.SIGTERM)
-        served.process.wait(timeout=60)
-        if served.process.stderr is not None:
-            served.process.stderr.close()
+        assert served.stop() == 0, served.err
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -165,7 +108,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     ids=lambda c: " ".join(c[:3]),
 )
 def test_a_read_command_prints_the_same_through_the_server(
-    stores: tuple[Path, Served], command: list[str]
+    stores: tuple[Path, Server], command: list[str]
 ) -> None:
     free, served = stores
     direct = _run(*command, "--db", str(free))
@@ -181,7 +124,7 @@ def _same(stdout: str) -> str:
     return re.sub(r'"classified_at": "[^"]*"', '"classified_at": ...', stdout)
 
 
-def test_a_tree_prints_the_same_through_the_server(stores: tuple[Path, Served]) -> None:
+def test_a_tree_prints_the_same_through_the_server(stores: tuple[Path, Server]) -> None:
     free, served = stores
     with Store(free, read_only=True) as store:
         run_ids = [*store.runs(limit=2)["run_id"], "evil"]
@@ -192,7 +135,7 @@ def test_a_tree_prints_the_same_through_the_server(stores: tuple[Path, Served]) 
         assert direct.returncode == 0, direct.stderr
 
 
-def test_an_unknown_run_is_a_clear_error_through_the_server(stores: tuple[Path, Served]) -> None:
+def test_an_unknown_run_is_a_clear_error_through_the_server(stores: tuple[Path, Server]) -> None:
     _, served = stores
     result = _run("tree", "no-such-run", "--db", str(served.db))
     assert result.returncode == 2
@@ -201,7 +144,7 @@ def test_an_unknown_run_is_a_clear_error_through_the_server(stores: tuple[Path, 
     assert status == 404 and "no-such-run" in json.loads(body)["error"]
 
 
-def test_tree_api_gives_json_and_text(stores: tuple[Path, Served]) -> None:
+def test_tree_api_gives_json_and_text(stores: tuple[Path, Server]) -> None:
     free, served = stores
     status, body = _call(f"{served.url}/api/runs/evil/tree")
     assert status == 200
@@ -212,7 +155,7 @@ def test_tree_api_gives_json_and_text(stores: tuple[Path, Served]) -> None:
     assert "\x1b" not in text.decode()  # the terminal escape in a name is shown escaped
 
 
-def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Served]) -> None:
+def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Server]) -> None:
     _, served = stores
     for query in (
         "DELETE FROM runs",
@@ -223,13 +166,13 @@ def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Se
         status, body = _call(
             f"{served.url}/api/sql",
             body=json.dumps({"query": query}).encode(),
-            headers={"Content-Type": "application/json"},
+            headers=_JSON,
         )
         assert status == 400, (query, body)
     status, body = _call(
         f"{served.url}/api/sql",
         body=json.dumps({"query": "SELECT * FROM range(100000)", "limit": 7}).encode(),
-        headers={"Content-Type": "application/json"},
+        headers=_JSON,
     )
     assert status == 200
     answer = json.loads(body)
@@ -239,13 +182,13 @@ def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Se
         body=json.dumps(
             {"query": "SELECT count(*) FROM range(10000000000) a", "timeout": 0.5}
         ).encode(),
-        headers={"Content-Type": "application/json"},
+        headers=_JSON,
     )
     assert status == 400 and "stopped after" in json.loads(body)["error"]
     assert _call(f"{served.url}/healthz")[0] == 200  # and the server goes on
 
 
-def test_runs_api_filters(stores: tuple[Path, Served]) -> None:
+def test_runs_api_filters(stores: tuple[Path, Server]) -> None:
     _, served = stores
     status, body = _call(f"{served.url}/api/runs?status=failed&limit=3")
     assert status == 200
@@ -266,7 +209,7 @@ def _browser(tmp_path: Path, p: Any) -> Any:
 
 @pytest.mark.browser
 def test_live_page_updates_and_links_to_run_pages(
-    stores: tuple[Path, Served], tmp_path: Path
+    stores: tuple[Path, Server], tmp_path: Path
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -301,7 +244,7 @@ def test_live_page_updates_and_links_to_run_pages(
 
 
 @pytest.mark.browser
-def test_live_page_filters_by_outcome(stores: tuple[Path, Served], tmp_path: Path) -> None:
+def test_live_page_filters_by_outcome(stores: tuple[Path, Server], tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     _, served = stores
@@ -327,7 +270,7 @@ def test_live_page_filters_by_outcome(stores: tuple[Path, Served], tmp_path: Pat
     assert outcomes > 0 and set(shown) == {"failed:recursion"}
 
 
-def test_plotly_is_served_not_fetched(stores: tuple[Path, Served]) -> None:
+def test_plotly_is_served_not_fetched(stores: tuple[Path, Server]) -> None:
     _, served = stores
     status, page = _call(served.url + "/")
     assert status == 200 and b'src="/static/plotly.min.js"' in page
@@ -337,7 +280,7 @@ def test_plotly_is_served_not_fetched(stores: tuple[Path, Served]) -> None:
 
 
 def test_dashboard_is_written_through_the_server(
-    stores: tuple[Path, Served], tmp_path: Path
+    stores: tuple[Path, Server], tmp_path: Path
 ) -> None:
     _, served = stores
     out = tmp_path / "page.html"
@@ -348,23 +291,12 @@ def test_dashboard_is_written_through_the_server(
 
 
 def test_a_server_with_a_token_wants_it_from_the_cli(tmp_path: Path) -> None:
-    port = _free_port()
     db = tmp_path / "locked.duckdb"
-    process = subprocess.Popen(
-        [TRACEKIT, "serve", "--db", str(db), "--port", str(port), "--token", "s3cret"],
-        env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    served = start(db, "--token", "s3cret")
     try:
-        deadline = time.monotonic() + 30
-        while not db.with_name(db.name + ".server.json").exists():
-            assert time.monotonic() < deadline and process.poll() is None
-            time.sleep(0.1)
         refused = _run("runs", "--db", str(db))
         assert refused.returncode == 2 and "TRACEKIT_TOKEN" in refused.stderr
-        status, _ = _call(f"http://127.0.0.1:{port}/api/runs")
-        assert status == 401
+        assert served.get("/api/runs")[0] == 401
         allowed = subprocess.run(
             [TRACEKIT, "runs", "--db", str(db)],
             capture_output=True,
@@ -374,5 +306,4 @@ def test_a_server_with_a_token_wants_it_from_the_cli(tmp_path: Path) -> None:
         )
         assert allowed.returncode == 0, allowed.stderr
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
+        assert served.stop() == 0, served.err

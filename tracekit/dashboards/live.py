@@ -47,6 +47,7 @@ from tracekit.dashboards.page import (
 )
 from tracekit.dashboards.queries import circle_examples, store_span
 from tracekit.dashboards.run_figures import timeline_figure
+from tracekit.dashboards.runs import _json_for_script
 from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.fleet import fleet_report, worst_runs
 from tracekit.tree.html import tree_to_html
@@ -255,7 +256,7 @@ def run_page(store: Any, run_id: str) -> str:
     """
     tree = store.tree(run_id)  # raises RunNotFoundError first
     fig = timeline_figure(store.invocations(run_id))
-    spec = fig.to_json().replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    spec = _json_for_script(fig.to_json())
     name = cell_text(run_id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

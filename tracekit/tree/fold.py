@@ -417,7 +417,7 @@ def describe_folded(
         text = line(group.first) if len(group.steps) == 1 else group_text(group, color)
         kids = folder.children(group)
         if kids and max_depth is not None and depth >= max_depth:
-            hidden = sum(_count(getattr(s, "steps", ())) for s in group.steps)
+            hidden = sum(count_steps(getattr(s, "steps", ())) for s in group.steps)
             out.append(f"{pad(depth)}{text} [{hidden} steps hidden]")
             continue
         out.append(pad(depth) + text)
@@ -426,7 +426,8 @@ def describe_folded(
     return "\n".join(out)
 
 
-def _count(steps: Sequence[Step]) -> int:
+def count_steps(steps: Sequence[Step]) -> int:
+    """Every step at and below ``steps``, walked without recursion."""
     total, stack = 0, [steps]
     while stack:
         level = stack.pop()

@@ -26,7 +26,14 @@ from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import STATUS_ANSI
 from tracekit.errors import TraceReadError
 from tracekit.events import ErrorInfo
-from tracekit.tree.fold import FOLD_AT, Folder, describe_folded, needs_folding, opened_steps
+from tracekit.tree.fold import (
+    FOLD_AT,
+    Folder,
+    count_steps,
+    describe_folded,
+    needs_folding,
+    opened_steps,
+)
 from tracekit.tree.model import AgentStep, NodeStep, Step
 
 if TYPE_CHECKING:  # the forest holds trees and renders them with this module
@@ -145,15 +152,6 @@ def _failure_paths(tree: Sequence[Step]) -> set[int]:
     return keep
 
 
-def _count(steps: Sequence[Step]) -> int:
-    total, stack = 0, [steps]
-    while stack:
-        level = stack.pop()
-        total += len(level)
-        stack.extend(s.steps for s in level if type(s) is AgentStep and s.steps)
-    return total
-
-
 def describe_agent_tree(
     tree: Sequence[Step],
     *,
@@ -223,7 +221,7 @@ def describe_agent_tree(
             if not children:
                 append(line)
             elif max_depth is not None and level - indent >= max_depth:
-                append(f"{line} [{_count(children)} steps hidden]")
+                append(f"{line} [{count_steps(children)} steps hidden]")
             else:
                 append(line)
                 stack.append((iter(children), level + 1))
