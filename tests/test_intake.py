@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from _tree_helpers import SAMPLES, node, write_jsonl
 
-import tracekit.readers as readers
+import tracekit.intake as intake
 from tracekit import TraceFileError, TraceReadError, read_trace
 from tracekit.events import Node
-from tracekit.readers.jsonl import read_jsonl_lines
-from tracekit.readers.lines import classify
+from tracekit.intake.jsonl import read_jsonl_lines
+from tracekit.intake.lines import classify
 
 GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
 
@@ -78,7 +78,7 @@ def test_rfc3339_times_are_read(tmp_path: Path) -> None:
 
 
 def test_line_numbers_hold_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readers, "_BLOCK", 100)  # several lines per block, cut mid-line
+    monkeypatch.setattr(intake, "_BLOCK", 100)  # several lines per block, cut mid-line
     path = tmp_path / "t.jsonl"
     lines = [GOOD] * 50
     lines[36] = b"broken\n"
