@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from _tree_helpers import SAMPLES, node, write_jsonl
+from _tree_helpers import SAMPLES, node, run_cli, write_jsonl
 
 import tracekit.intake as intake
 from tracekit import TraceFileError, TraceReadError, read_trace
@@ -136,3 +136,29 @@ def test_line_reader_directly() -> None:
     result = read_jsonl_lines([GOOD, b"{"], "x.jsonl")
     assert isinstance(result.events[0], Node)
     assert str(result.bad_lines[0]).startswith("x.jsonl:2: truncated last line")
+
+
+_DEEP = 20_000
+_GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b'{"a":' * _DEEP + b"1" + b"}" * _DEEP,
+        b'{"resourceSpans":' + b"[" * _DEEP + b"]" * _DEEP + b"}",
+        b"[" * _DEEP + b"]" * _DEEP,
+    ],
+    ids=["object", "otlp", "array"],
+)
+def test_a_first_line_nested_20000_deep_is_one_bad_line(tmp_path: Path, first: bytes) -> None:
+    """Format detection never recurses out: the line is refused in one line, the rest read."""
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(first + b"\n" + _GOOD)
+    assert classify([first, _GOOD]) in ("jsonl", "otlp")
+    tree = run_cli("tree", str(path))
+    ingest = run_cli("ingest", str(path), "--db", str(tmp_path / "t.duckdb"))
+    for done in (tree, ingest):
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
+    assert f"{path}:1:" in tree.stderr or "(line 1:" in tree.stderr
+    assert ingest.returncode == 0 and "2 read" in ingest.stdout
