@@ -461,7 +461,7 @@ def test_the_fast_path_and_the_dict_path_agree(tmp_path: Path) -> None:
     fast = OtlpConverter()
     assert fast.feed_json(json.dumps(doc(odd))) == 1
     # Only the attributes the mapping reads are kept; values keep their types.
-    assert fast._traces[TRACE][C].attrs == {
+    assert fast.assembler.take([TRACE])[(TRACE, C)].attrs == {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "odd",
     }
