@@ -123,7 +123,7 @@ class OtlpConverter:
 
     def __init__(self, assembler: TraceAssembler | None = None) -> None:
         #: The group-by-trace policy; a file's ticks are documents read.
-        self.assembler = assembler or TraceAssembler(remember=_REMEMBER)
+        self.assembler = TraceAssembler(remember=_REMEMBER) if assembler is None else assembler
         self._docs = 0
         self.skipped = 0  # spans outside any agent run, among those mapped so far
         #: Spans refused by the mapping (those in a loop of parent links), as
