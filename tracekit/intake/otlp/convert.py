@@ -44,6 +44,7 @@ from tracekit.events import (
     Usage,
 )
 from tracekit.intake.assemble import TraceAssembler
+from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span, check_span, decode_spans
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 from tracekit.intake.otlp.edges import OTEL
@@ -126,6 +127,8 @@ class OtlpConverter:
         self.assembler = TraceAssembler(remember=_REMEMBER) if assembler is None else assembler
         self._docs = 0
         self.skipped = 0  # spans outside any agent run, among those mapped so far
+        #: Where every span mapped so far went (agents, steps, wrappers, rejected).
+        self.counts = SpanCounts()
         #: Spans refused by the mapping (those in a loop of parent links), as
         #: ``(line, text, reason)``; :meth:`take_rejects` hands them over.
         self.rejects: list[Reject] = []
@@ -254,45 +257,59 @@ class OtlpConverter:
     def _take(self, traces: list[str]) -> list[tuple[int, Event]]:
         late = self.assembler.take_late(traces)
         spans = self.assembler.take(traces)
-        pairs, skipped = _map(spans, self.rejects)
-        self.skipped += skipped
-        return _without_given(pairs, late) if late else pairs
+        counts = SpanCounts()
+        pairs = _map(spans, self.rejects, counts)
+        self.counts.add(counts)
+        self.skipped += counts.outside
+        return self._without_given(pairs, late) if late else pairs
+
+    def _without_given(
+        self, pairs: list[tuple[int, Event]], late: dict[Key, Span]
+    ) -> list[tuple[int, Event]]:
+        """Drop the records that reopened traces gave before their late spans came.
+
+        Those are the records of their earlier spans mapped alone (the mapping
+        is deterministic), keyed as the store keys them: a trace mapped again
+        gives only what is new to a reader and to a store, and its earlier
+        spans are counted once.
+        """
+        before = SpanCounts()
+        given = {_event_key(event) for _, event in _map(dict(late), [], before)}
+        self.counts.add(before, -1)
+        self.skipped -= before.outside
+        return [(line, event) for line, event in pairs if _event_key(event) not in given]
 
 
-def _without_given(
-    pairs: list[tuple[int, Event]], late: dict[Key, Span]
+def _map(
+    spans: dict[Key, Span], rejects: list[Reject], counts: SpanCounts
 ) -> list[tuple[int, Event]]:
-    """Drop the records that reopened traces gave before their late spans came.
-
-    Those are the records of their earlier spans mapped alone (the mapping is
-    deterministic), keyed as the store keys them: a trace mapped again gives
-    only what is new to a reader and to a store.
-    """
-    given = {_event_key(event) for _, event in _map(dict(late), [])[0]}
-    return [(line, event) for line, event in pairs if _event_key(event) not in given]
-
-
-def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int, Event]], int]:
-    """The records of whole traces, each with its span's line, sorted; and the spans skipped.
+    """The records of whole traces with their spans' lines, sorted; ``counts`` says where spans went.
 
     The spans of a loop of parent links are taken out of ``spans`` and added
-    to ``rejects``; the other spans are mapped as if those were missing.
+    to ``rejects``; the other spans are mapped as if those were missing. A
+    trace with no agent span is a run of its own, its top span the root.
     """
-    _refuse_loops(spans, rejects)
+    counts.refused += _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
+    if _plain_roots(spans, index):
+        index = SpanIndex(spans)
     steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
-    skipped = 0
     failed_tools: dict[Key, Node] = {}  # each agent's last failed tool call
+    counts.agents += len(index.agent_set)
+    counts.steps += len(index.consumed)
     for key, span in spans.items():
         if key in index.agent_set or key in index.consumed:
             continue
         run = index.run_of(key)
         if run is None:
-            skipped += 1
+            counts.outside += 1
             continue
         node = steps.node(key, span, run)
-        if node is not None:
+        if node is None:
+            counts.wrappers += 1
+        else:
+            counts.steps += 1
             pairs.append((span.line, node))
             owner = index.otel.get(key)
             if node.call == "tool" and node.error is not None and owner is not None:
@@ -306,7 +323,25 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
         records = _agent_records(index, key, errors, steps.usage.get(key), sessions)
         pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
-    return pairs, skipped
+    return pairs
+
+
+def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
+    """Make the top span of each trace without an agent span a root run; whether any was.
+
+    Such a trace (a framework tracekit has no shape for, plain OpenTelemetry)
+    is still a run, named after its top span's service and name, with its
+    spans as steps: nothing read is dropped for want of an agent.
+    """
+    with_agents = {key[0] for key in index.agent_set}
+    found = False
+    for key, span in spans.items():
+        if key[0] in with_agents or (span.parent and (key[0], span.parent) in spans):
+            continue
+        name = f"{span.service} {span.name}" if span.service else span.name
+        span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
+        found = True
+    return found
 
 
 def _event_key(event: Event) -> tuple[Any, ...]:
@@ -318,9 +353,11 @@ def _event_key(event: Event) -> tuple[Any, ...]:
     return (type(event).__name__, event.runId)
 
 
-def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
-    """Move the spans of each loop of parent links from ``spans`` to ``rejects``."""
+def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> int:
+    """Move the spans of each loop of parent links from ``spans`` to ``rejects``; how many."""
+    refused = 0
     for loop in parent_loops(spans):
+        refused += len(loop)
         ids = [key[1] for key in loop]
         circle = " -> ".join([*ids, ids[0]])
         for key in loop:
@@ -329,6 +366,7 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
                 {"traceId": span.trace, "spanId": span.id, "parentSpanId": span.parent}
             ).decode()
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
+    return refused
 
 
 def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> Status:
