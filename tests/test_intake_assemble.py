@@ -150,3 +150,20 @@ def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path) -> No
     assert errors.stderr.strip().endswith(
         "3 spans read = 1 agents + 1 steps + 1 wrappers + 0 rejected"
     )
+
+
+def test_traces_joined_by_a_span_link_are_mapped_together() -> None:
+    """A runtime that starts each agent turn in a new trace links it to the turn before."""
+    from tracekit.intake.assemble import TraceAssembler
+    from tracekit.intake.otlp.decode_json import Span
+
+    def span(trace: str, i: str, parent: str = "", links: tuple = (), end: int | None = 2) -> Span:
+        return Span(trace, i, parent, i, 1, end, {}, False, "", None, links=links)
+
+    assembler = TraceAssembler(settle=2)
+    assembler.add([span("A", "a")], position=1, now=0)
+    assembler.add([span("B", "b", links=(("A", "a"),), end=None)], position=2, now=1)
+    assert assembler.ready(now=3) == []  # A is settled, but B (linked to it) is not: wait
+    assembler.add([span("B", "b", links=(("A", "a"),))], position=3, now=3)
+    assert assembler.ready(now=5) == ["A", "B"]
+    assert sorted(assembler.take(["A", "B"])) == [("A", "a"), ("B", "b")]

@@ -11,6 +11,12 @@ processor does:
   root may never come: a crashed parent, a sampled-out span);
 - **limit**: more than ``max_pending`` spans held: the oldest traces go first.
 
+Traces joined by a span link (a runtime that starts each agent turn in a
+new trace and links it to the turn before) are one group: a group is ready
+when each of its traces is, and its traces are taken together, so that the
+edge rules see both sides of the link. A link into a trace already taken
+reopens it.
+
 A tick is whatever the caller counts in: documents read (a file) or seconds
 (a live collector). Each trace remembers the first and last position its
 spans came from (a line, a spool offset), so a collector checkpoints before
@@ -83,6 +89,7 @@ class TraceAssembler:
         self._traces: dict[str, _Trace] = {}
         self._taken: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._late: dict[str, dict[Key, Span]] = {}  # reopened trace -> its spans before
+        self._linked: dict[str, set[str]] = {}  # held trace -> held traces it links with
         self.pending = 0  # spans held
         self.reopened = 0  # traces a late span reopened
 
@@ -108,6 +115,20 @@ class TraceAssembler:
                 state.spans[span.id] = span
             if not span.parent and span.end is not None:
                 state.rooted = True
+            if span.links:
+                self._link(span, position, now)
+
+    def _link(self, span: Span, position: int, now: float) -> None:
+        """Join the span's trace with the traces its links point into."""
+        for other, _ in span.links:
+            if other == span.trace or not other:
+                continue
+            if other not in self._traces and other in self._taken:  # reopen it: map both together
+                state = self._traces[other] = self._open(other, position)
+                state.seen = now
+            if other in self._traces:
+                self._linked.setdefault(span.trace, set()).add(other)
+                self._linked.setdefault(other, set()).add(span.trace)
 
     def _open(self, trace: str, position: int) -> _Trace:
         state = _Trace(first=position, last=position)
@@ -130,12 +151,15 @@ class TraceAssembler:
                 too (a file's end) or stay held for the rest (a collector's stop).
         """
         if final:
-            return [t for t, s in self._traces.items() if incomplete or s.rooted]
-        done = [
-            trace
-            for trace, state in self._traces.items()
-            if now - state.seen >= (self.settle if state.rooted else self.linger)
-        ]
+            done = [t for t, s in self._traces.items() if incomplete or s.rooted]
+        else:
+            done = [
+                trace
+                for trace, state in self._traces.items()
+                if now - state.seen >= (self.settle if state.rooted else self.linger)
+            ]
+        if self._linked:
+            done = self._whole_groups(done)
         if self.pending > self.max_pending:  # memory first: the oldest half goes
             chosen = dict.fromkeys(done)
             for trace, _ in sorted(self._traces.items(), key=lambda kv: kv[1].first):
@@ -145,6 +169,29 @@ class TraceAssembler:
             done = list(chosen)
         return done
 
+    def _whole_groups(self, done: list[str]) -> list[str]:
+        """Keep of ``done`` only the groups of linked traces that are ready whole."""
+        ready = set(done)
+        kept: set[str] = set()
+        seen: set[str] = set()
+        for trace in done:
+            if trace in seen:
+                continue
+            group = self._group(trace) if trace in self._linked else {trace}
+            seen |= group
+            if group <= ready:
+                kept |= group
+        return [t for t in done if t in kept]  # in the order given: the mapping is deterministic
+
+    def _group(self, trace: str) -> set[str]:
+        group, todo = {trace}, [trace]
+        while todo:
+            for other in self._linked.get(todo.pop(), ()):
+                if other not in group and other in self._traces:
+                    group.add(other)
+                    todo.append(other)
+        return group
+
     def take(self, traces: Iterable[str]) -> dict[Key, Span]:
         """Let go of the given traces (those held); their spans by ``(trace, span id)``."""
         spans: dict[Key, Span] = {}
@@ -152,6 +199,9 @@ class TraceAssembler:
             state = self._traces.pop(trace, None)
             if state is None:
                 continue
+            for other in self._linked.pop(trace, ()):
+                if other in self._linked:
+                    self._linked[other].discard(trace)
             self.pending -= len(state.spans)
             for span_id, span in state.spans.items():
                 spans[(trace, span_id)] = span
