@@ -218,8 +218,6 @@ class OtlpConverter:
         for span in spans:  # all checked before any is kept: a bad line is refused whole
             check_span(span)
         self._docs += 1
-        for span in spans:
-            span.line = line
         self.assembler.add(spans, position=line, now=self._docs if now is None else now)
 
     def take_complete(self, idle: int = 64) -> list[tuple[int, Event]]:
@@ -258,7 +256,7 @@ class OtlpConverter:
         late = self.assembler.take_late(traces)
         spans = self.assembler.take(traces)
         counts = SpanCounts()
-        pairs = _map(spans, self.rejects, counts)
+        pairs = _map(spans, self.rejects, counts, len(traces))
         self.counts.add(counts)
         self.skipped += counts.outside
         return self._without_given(pairs, late) if late else pairs
@@ -274,14 +272,15 @@ class OtlpConverter:
         spans are counted once.
         """
         before = SpanCounts()
-        given = {_event_key(event) for _, event in _map(dict(late), [], before)}
+        traces = len({key[0] for key in late})
+        given = {_event_key(event) for _, event in _map(dict(late), [], before, traces)}
         self.counts.add(before, -1)
         self.skipped -= before.outside
         return [(line, event) for line, event in pairs if _event_key(event) not in given]
 
 
 def _map(
-    spans: dict[Key, Span], rejects: list[Reject], counts: SpanCounts
+    spans: dict[Key, Span], rejects: list[Reject], counts: SpanCounts, traces: int
 ) -> list[tuple[int, Event]]:
     """The records of whole traces with their spans' lines, sorted; ``counts`` says where spans went.
 
@@ -291,7 +290,7 @@ def _map(
     """
     counts.refused += _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
-    if _plain_roots(spans, index):
+    if len({key[0] for key in index.agent_set}) < traces and _plain_roots(spans, index):
         index = SpanIndex(spans)
     steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
