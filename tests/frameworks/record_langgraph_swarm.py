@@ -27,7 +27,7 @@ from record_langgraph import SPOKE, agent_tool, call, model, plain_tool  # offli
 from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.prebuilt import create_react_agent  # noqa: E402
-from langgraph_swarm import create_handoff_tool, create_swarm  # noqa: E402
+from openinference.instrumentation import TraceConfig  # noqa: E402
 from openinference.instrumentation.langchain import LangChainInstrumentor  # noqa: E402
 
 HANDOFF = "transfer_to_"
@@ -38,11 +38,16 @@ def agent(name: str, turns: list[Any], tools: list[Any]) -> Any:
 
 
 def handoff(target: str) -> Any:
+    # Imported here: record_langgraph_supervisor.py shares this module's truth, not the swarm.
+    from langgraph_swarm import create_handoff_tool
+
     return create_handoff_tool(agent_name=target)
 
 
 def run(agents: list[Any], text: str) -> tuple[list[Any], str | None]:
     """Run a swarm of ``agents`` (the first speaks first); its messages, and what it raised."""
+    from langgraph_swarm import create_swarm
+
     graph = create_swarm(agents, default_active_agent=agents[0].name).compile(
         checkpointer=InMemorySaver(), name="swarm"
     )
@@ -65,21 +70,29 @@ def run(agents: list[Any], text: str) -> tuple[list[Any], str | None]:
 
 
 def truth_of(messages: list[Any], raised: str | None) -> Truth:
-    """Each agent's turns from the swarm's messages: tools, handoffs, tool results."""
+    """Each agent's turns from the graph's messages: tools, handoffs, tool results.
+
+    A new speaker (``AIMessage.name``) is a new invocation, called by the previous
+    speaker through the handoff tool it called last (``transfer_to_<agent>``); a
+    handoff written only as messages (langgraph-supervisor's handoff back, marked
+    ``__is_handoff_back``) ran no tool, so it has no node.
+    """
     truth = Truth()
     results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
     current: int | None = None
     speaker: str | None = None
+    node: str | None = None
     for message in messages:
         if not isinstance(message, AIMessage):
             continue
         if message.name != speaker:  # the first agent, or the target of the last handoff
-            node = None if current is None else f"{HANDOFF}{message.name}"
             kind = None if current is None else "handoff"
-            current = truth.agent(message.name, current, kind, node)
-            speaker = message.name
+            current = truth.agent(message.name, current, kind, node if current is not None else None)
+            speaker, node = message.name, None
         for tool_call in message.tool_calls:
-            if tool_call["name"].startswith(HANDOFF):
+            if tool_call["name"].startswith("transfer_"):
+                scripted = not message.response_metadata.get("__is_handoff_back")
+                node = tool_call["name"] if scripted else None
                 continue
             result = results.get(tool_call["id"])
             truth.tool(current, tool_call["name"], result is not None and result.status != "error")
@@ -184,7 +197,10 @@ def loop(recorder: Recorder) -> None:
 
 def main() -> None:
     provider, exporter = memory_provider("langgraph-swarm-recording")
-    LangChainInstrumentor().instrument(tracer_provider=provider)
+    # The graph's state (every message, on every span) is most of the bytes; the graph's
+    # shape is all in the names and the metadata without it.
+    config = TraceConfig(hide_inputs=True, hide_outputs=True)
+    LangChainInstrumentor().instrument(tracer_provider=provider, config=config)
     recorder = Recorder(
         "langgraph_swarm", "langgraph-swarm",
         instrumented_by("openinference-instrumentation-langchain"), exporter,
