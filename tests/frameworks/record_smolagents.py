@@ -70,7 +70,6 @@ class ScriptedModel(Model):
 
     def generate(self, messages: Any, stop_sequences: Any = None, response_format: Any = None,
                  tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:  # fmt: skip
-        started(self.agent)
         if not self.turns:
             raise AssertionError(f"{self.agent}'s scripted model ran out of turns")
         return ChatMessage(
@@ -118,8 +117,16 @@ class AgentTool(Tool):
         return str(self.agent.run(request))
 
 
+class Agent(ToolCallingAgent):
+    """A ToolCallingAgent that notes when it starts (concurrent managed agents start in any order)."""
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        started(self.name)
+        return super().run(*args, **kwargs)
+
+
 def agent(name: str, turns: list[Any], tools: list[Tool] = (), managed: list[Any] = ()) -> Any:  # type: ignore[assignment]
-    return ToolCallingAgent(
+    return Agent(
         tools=list(tools),
         model=ScriptedModel(name, turns),
         managed_agents=list(managed) or None,
