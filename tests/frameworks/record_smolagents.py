@@ -16,6 +16,7 @@ the tool calls its model made, and the errors the framework caught).
 from __future__ import annotations
 
 import sys
+import threading
 import warnings
 from itertools import count
 from pathlib import Path
@@ -70,6 +71,9 @@ class ScriptedModel(Model):
 
     def generate(self, messages: Any, stop_sequences: Any = None, response_format: Any = None,
                  tools_to_call_from: Any = None, **kwargs: Any) -> ChatMessage:  # fmt: skip
+        if getattr(self, "starting", False):
+            self.starting = False
+            STARTING.release()
         if not self.turns:
             raise AssertionError(f"{self.agent}'s scripted model ran out of turns")
         return ChatMessage(
@@ -117,11 +121,20 @@ class AgentTool(Tool):
         return str(self.agent.run(request))
 
 
+STARTING = threading.Lock()  # held from an agent's start until its model's first turn
+
+
 class Agent(ToolCallingAgent):
-    """A ToolCallingAgent that notes when it starts (concurrent managed agents start in any order)."""
+    """A ToolCallingAgent that notes when it starts.
+
+    Concurrent managed agents start in any order: the lock, released at the agent's
+    first model turn (its span has begun by then), keeps the order noted the order run.
+    """
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
+        STARTING.acquire()
         started(self.name)
+        self.model.starting = True
         return super().run(*args, **kwargs)
 
 
