@@ -108,8 +108,12 @@ def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | 
     parent = index.otel_agent(marker)
     if parent is None or parent == key or not index.may_call(parent, key):
         return None
-    mode = index.spans[marker].attrs.get("gen_ai.transfer.mode")
-    kind: Kind = "delegate" if mode == "return_to_caller" else "handoff"
+    span = index.spans[marker]
+    mode = span.attrs.get("gen_ai.transfer.mode")
+    if mode is not None or "to_agent" in span.attrs:
+        kind: Kind = "delegate" if mode == "return_to_caller" else "handoff"
+    else:  # a delegation tool (Agno's delegate_task_to_member) returns to its caller
+        kind = kind_of_node(span)
     return Edge(parent, marker, kind, source)
 
 
@@ -225,10 +229,13 @@ def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
 
     Serves every shape where a callee nests under its caller: Pydantic AI's
     delegation inside a tool, agents used as tools (OpenAI ``as_tool``, ADK
-    ``AgentTool``, Strands), tracekit's own SDK.
+    ``AgentTool``, Strands), tracekit's own SDK. When no tool span lies
+    between them, a tool span of the caller that encloses the callee in time
+    and names it (Agno's ``delegate_task_to_member``, whose member runs beside
+    it) is the node.
     """
     parent = index.otel_agent(key)
-    node = index.node_between(parent, key)
+    node = index.node_between(parent, key) or index.enclosing_tool(parent, key)
     return Edge(parent, node, kind_of_node(index.spans[node]) if node else "delegate", OTEL)
 
 

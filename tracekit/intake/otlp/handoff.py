@@ -32,8 +32,9 @@ __all__ = [
     "target_of_name",
 ]
 
-#: A span or tool name that reads as a handoff or transfer.
-_TRANSFER: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
+#: A span or tool name that reads as a handoff, transfer or delegation to another agent
+#: (``delegate_task_to_member``: Agno; ``Delegate work to coworker``: CrewAI).
+_TRANSFER: Final = re.compile("transfer|hand_?off|delegate", re.IGNORECASE)
 #: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
 #: OpenInference); read only to find the agent a transfer names.
 ARGUMENT_KEYS: Final = (
@@ -41,8 +42,9 @@ ARGUMENT_KEYS: Final = (
     "gen_ai.tool.call.arguments",
     "input.value",
 )
-#: The argument of a transfer tool that names the agent it hands to.
-TARGET_KEYS: Final = ("agent_name", "agent", "target_agent")
+#: The argument of a transfer tool that names the agent it hands to (``to_agent``:
+#: LlamaIndex's ``handoff``; ``member_id``: Agno; ``coworker``: CrewAI).
+TARGET_KEYS: Final = ("agent_name", "agent", "target_agent", "to_agent", "member_id", "coworker")
 #: Names that carry their target after the prefix (``transfer_to_billing``).
 _TARGET_PREFIXES: Final = ("handoff to ", "transfer_to_", "transfer to ")
 #: Generic transfer tools: the target is in their arguments, not their name.
@@ -66,7 +68,7 @@ def target_in(values: Iterable[Any]) -> str | None:
         'billing'
     """
     for value in values:
-        if isinstance(value, str) and "agent" in value:
+        if isinstance(value, str) and any(key in value for key in TARGET_KEYS):
             try:
                 value = json.loads(value)
             except ValueError:

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from tracekit.events import Usage
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp import shapes
 
 __all__ = [
     "CONTROL_FLOW",
@@ -73,6 +74,9 @@ def is_workflow(span: Span) -> bool:
         return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return False
+    verdict = shapes.workflow_verdict(span)
+    if verdict is not None:  # a framework's shape overrules the generic rules below
+        return verdict
     if span.name.startswith(_WORKFLOW_NAMES):
         return True
     kind = attrs.get("openinference.span.kind")

@@ -390,6 +390,26 @@ class SpanIndex:
                 return other
         return None
 
+    def enclosing_tool(self, parent: Key | None, key: Key) -> Key | None:
+        """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
+
+        Agno opens a team member's agent span beside the leader's
+        ``delegate_task_to_member`` span, not under it; the tool still spans
+        the member's whole run and names it (``member_id``).
+        """
+        if parent is None:
+            return None
+        span = self.spans[key]
+        agent = self.agent_name(span)
+        for marker in self._trace_markers(key[0]):
+            found = self.spans[marker]
+            if marker in self.claimed or self.otel.get(marker) != parent or self.below(key, marker):
+                continue
+            ends_after = found.end is None or (span.end is not None and found.end >= span.end)
+            if found.start <= span.start and ends_after and _marker_target(found) == agent:
+                return marker
+        return None
+
     def node_between(self, parent: Key | None, key: Key) -> Key | None:
         """The tool span between ``key`` and ``parent`` in the span tree (nearest to ``key``)."""
         cur = self.parent_of(key)
