@@ -118,8 +118,8 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
 
 
 def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted."""
-    return sorted(
+    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted (as JSON: None mixes)."""
+    found = [
         (
             row["agent"],
             rows[row["parent"]]["agent"] if row["parent"] is not None else None,
@@ -129,7 +129,8 @@ def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             json.dumps(row["tools"]),
         )
         for row in rows
-    )
+    ]
+    return sorted(found, key=json.dumps)
 
 
 def outcome_of(truth: dict[str, Any]) -> str:

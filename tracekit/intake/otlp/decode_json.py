@@ -69,6 +69,7 @@ SPAN_KEYS: Final = frozenset(
         "metadata",
         # What tells a framework's shape (tracekit.intake.otlp.shapes):
         "smolagents.max_steps",
+        "messaging.operation",
         # Model usage and sessions:
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",

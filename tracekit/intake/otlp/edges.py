@@ -118,11 +118,13 @@ def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | 
 
 
 def span_link(index: SpanIndex, key: Key) -> Edge | None:
-    """A span link to the caller's side (Microsoft Agent Framework, remote A2A agents).
+    """A span link to the caller's side (Microsoft Agent Framework, AutoGen, remote A2A agents).
 
     Runtimes that start the callee in a new trace, or under its own server
     span, join the two sides with a link from the callee's agent span to the
     caller's tool (or agent) span. The caller is the agent that span belongs to.
+    A link on a non-agent span above the agent (a runtime's message span) is
+    followed too, across traces (:func:`_runtime_link`).
     """
     for link in index.spans[key].links:
         if link not in index.spans or link == key:
@@ -133,7 +135,30 @@ def span_link(index: SpanIndex, key: Key) -> Edge | None:
         node = link if link not in index.agent_set and tool_name(index.spans[link]) else None
         kind = kind_of_node(index.spans[node]) if node else "delegate"
         return Edge(parent, node, kind, "span.link")
-    return None
+    return _runtime_link(index, key)
+
+
+def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
+    """A link on a non-agent span above the agent (a message runtime's), followed to its agent.
+
+    The caller's handoff span naming this agent (AutoGen's ``transfer_to_X``),
+    if it has one, is the node. A caller that had ended before this agent
+    started handed the conversation on (a handoff, a group chat's next
+    speaker, a sequential workflow's next step); one still running waits for
+    it (a delegation).
+    """
+    found = index.linked_caller(key)
+    if found is None:
+        return None
+    parent = found[0]
+    if parent == key or not index.may_call(parent, key):
+        return None
+    node = index.caller_marker(parent, key)
+    if node is not None:
+        return Edge(parent, node, kind_of_node(index.spans[node]), "span.link")
+    caller, callee = index.spans[parent], index.spans[key]
+    ended = caller.end is not None and caller.end <= callee.start
+    return Edge(parent, None, "handoff" if ended else "delegate", "span.link")
 
 
 def gen_ai_transfer(index: SpanIndex, key: Key) -> Edge | None:

@@ -135,6 +135,8 @@ def is_container(span: Span) -> bool:
     kind = span.attrs.get("openinference.span.kind")
     if kind is not None and kind not in (_OPENINFERENCE_TOOL, *_OPENINFERENCE_LLM):
         return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: OpenInference's wrappers
+    if "messaging.operation" in span.attrs:
+        return True  # a message runtime's plumbing (AutoGen's create/publish/process spans)
     name = span.name
     if span.attrs.get("gen_ai.tool.name") == _MERGED:
         return True

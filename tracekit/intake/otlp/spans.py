@@ -142,9 +142,12 @@ class SpanIndex:
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
         marks: list[Key] = []
+        linked: set[str] = set()
         for key, span in spans.items():  # one pass: a big file holds millions of spans
             if span.parent:
                 self.has_children.add((span.trace, span.parent))
+            if span.links:
+                linked.add(span.trace)
             if is_workflow(span):
                 self.workflows.add(key)
             elif is_agent(span):
@@ -161,7 +164,7 @@ class SpanIndex:
         self._markers: dict[str, list[Key]] = {}
         #: Traces with any evidence of an edge besides the span tree; in the
         #: others (most traces: nesting only) the rules are not tried.
-        self._evidence: set[str] = set()
+        self._evidence: set[str] = linked
         for key in marks:
             if key not in self.agent_set:
                 self._markers.setdefault(key[0], []).append(key)
@@ -171,6 +174,7 @@ class SpanIndex:
             if span.links or not _EVIDENCE.isdisjoint(span.attrs):
                 self._evidence.add(key[0])
         self._by_name: dict[tuple[str, str], list[Key]] | None = None
+        self._agent_children: dict[Key, list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
         # Only evidence rules need start order (a caller placed first); the span tree does not.
@@ -389,6 +393,84 @@ class SpanIndex:
             if meta is not None and namespace(meta) == ns:
                 return other
         return None
+
+    def linked_caller(self, key: Key) -> tuple[Key, Key] | None:
+        """The agent a span link leads to from ``key`` or a non-agent span above it.
+
+        Message-passing runtimes (AutoGen's, Microsoft Agent Framework's) start
+        each agent under the runtime's own ``process`` / ``executor`` span and
+        link *that* span to the message that woke it (``send``, ``create``),
+        often in another trace. The message is followed up to its agent: the
+        agent above it, else the agent that ran before it under the same parent
+        (the executor that sent it); a message with neither is itself linked
+        further (AutoGen's group manager relays every handoff), a few hops at most.
+
+        Returns:
+            ``(caller agent, the linked span)``, or None.
+        """
+        seen: set[Key] = set()
+        frontier = [self.parent_of(key)]
+        for _ in range(8):  # hops through relaying spans
+            links: list[Key] = []
+            for start in frontier:
+                cur = start
+                while cur is not None and cur not in self.agent_set and cur not in seen:
+                    seen.add(cur)
+                    links.extend(link for link in self.spans[cur].links if link in self.spans)
+                    cur = self.parent_of(cur)
+            frontier = []
+            for link in links:
+                owner = self._owner(link)
+                if owner is not None and owner != key:
+                    return owner, link
+                frontier.append(link)
+            if not frontier:
+                return None
+        return None
+
+    def _owner(self, key: Key) -> Key | None:
+        """The agent a (message) span belongs to: above it, else run just before it beside it."""
+        if key in self.agent_set:
+            return key
+        above = self.otel.get(key)
+        if above is not None:
+            return above
+        parent = self.parent_of(key)
+        start = self.spans[key].start
+        found: Key | None = None
+        for other in self.children_agents_of_span(parent):
+            if self.spans[other].start <= start and (
+                found is None or self.spans[other].start >= self.spans[found].start
+            ):
+                found = other
+        return found
+
+    def children_agents_of_span(self, parent: Key | None) -> list[Key]:
+        """The agent spans right under a (non-agent) span."""
+        if parent is None:
+            return []
+        if self._agent_children is None:
+            self._agent_children = {}
+            for agent in self.agent_set:
+                above = self.parent_of(agent)
+                if above is not None:
+                    self._agent_children.setdefault(above, []).append(agent)
+        return self._agent_children.get(parent, [])
+
+    def caller_marker(self, caller: Key, key: Key) -> Key | None:
+        """The caller's latest unclaimed handoff span before ``key`` that names it (or no one)."""
+        agent = self.agent_name(self.spans[key])
+        start = self.spans[key].start
+        found: Key | None = None
+        for marker in self._markers.get(caller[0], ()):
+            span = self.spans[marker]
+            if marker in self.claimed or self.otel.get(marker) != caller or span.start > start:
+                continue
+            if _marker_target(span) not in (agent, None):
+                continue
+            if found is None or span.start >= self.spans[found].start:
+                found = marker
+        return found
 
     def enclosing_tool(self, parent: Key | None, key: Key) -> Key | None:
         """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
