@@ -45,6 +45,7 @@ __all__ = [
     "handoff_span",
     "kind_of_node",
     "langgraph_metadata",
+    "langgraph_step",
     "otel_parent",
     "span_link",
 ]
@@ -57,6 +58,7 @@ Source: TypeAlias = Literal[
     "handoff.span",
     "graph.node.parent_id",
     "langgraph.metadata",
+    "langgraph.step",
 ]
 OTEL: Final = "otel.parent"
 
@@ -249,6 +251,42 @@ def langgraph_metadata(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, index.node_between(parent, key), "delegate", "langgraph.metadata")
 
 
+def langgraph_step(index: SpanIndex, key: Key) -> Edge | None:
+    """LangGraph's step order: the agent node that ran the step before this one.
+
+    A worker of langgraph-supervisor hands control back with no tool at all (a
+    pair of scripted messages and a graph edge back to the supervisor), so
+    nothing but the graph's ``langgraph_step`` says who passed it on: the
+    agent node of the same parent graph with the latest earlier step, which
+    had ended when this one started. Tried after the handoff spans, which
+    name their target.
+    """
+    meta = langgraph_meta(index.spans[key])
+    step = _step(meta)
+    workflow = index.otel_agent(key)
+    if step is None or workflow is None or workflow not in index.workflows:
+        return None
+    start = index.spans[key].start
+    best: tuple[int, int, Key] | None = None
+    for other in index.graph_agents:
+        span = index.spans[other]
+        if other == key or other[0] != key[0] or index.otel_agent(other) != workflow:
+            continue
+        before = _step(langgraph_meta(span))
+        if before is None or before >= step or span.end is None or span.end > start:
+            continue
+        if best is None or (before, span.start) > best[:2]:
+            best = (before, span.start, other)
+    if best is None or not index.may_call(best[2], key):
+        return None
+    return Edge(best[2], None, "handoff", "langgraph.step")
+
+
+def _step(meta: dict[str, object] | None) -> int | None:
+    found = meta.get("langgraph_step") if meta else None
+    return found if isinstance(found, int) else None
+
+
 def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
@@ -271,6 +309,7 @@ EDGE_RULES: Final[tuple[EdgeRule, ...]] = (
     gen_ai_caller,
     handoff_span,
     graph_node_parent,
+    langgraph_step,
     langgraph_metadata,
     otel_parent,
 )
