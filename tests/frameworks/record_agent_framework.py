@@ -50,7 +50,9 @@ _ids = count(1)
 DONE = "DONE"
 
 
-class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, BaseChatClient):
+class ScriptedClient(
+    FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetryLayer, BaseChatClient
+):
     """Answers each request with the next turn: a text, or one tool call (name, arguments)."""
 
     OTEL_PROVIDER_NAME = "scripted"
@@ -60,7 +62,9 @@ class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetry
         self.agent = agent
         self.turns = list(turns)
 
-    def _inner_get_response(self, *, messages: Any, stream: bool, options: Any, **kwargs: Any) -> Any:
+    def _inner_get_response(
+        self, *, messages: Any, stream: bool, options: Any, **kwargs: Any
+    ) -> Any:
         if stream:  # Agent.as_tool runs its agent streaming: the same turn, as one update
             return self._build_response_stream(self._one_update())
         return self._respond()
@@ -78,7 +82,9 @@ class ScriptedClient(FunctionInvocationLayer, ChatMiddlewareLayer, ChatTelemetry
         if isinstance(turn, str):
             content = Content.from_text(turn)
         else:
-            content = Content.from_function_call(call_id=f"call_{next(_ids)}", name=turn[0], arguments=turn[1])
+            content = Content.from_function_call(
+                call_id=f"call_{next(_ids)}", name=turn[0], arguments=turn[1]
+            )
         return ChatResponse(
             messages=[Message(role="assistant", contents=[content])],
             model=f"scripted-{self.agent}",
@@ -105,7 +111,11 @@ def done(conversation: Any) -> bool:
 
 
 def handoffs(agents: list[Agent]) -> Any:
-    return HandoffBuilder(participants=agents, termination_condition=done).with_start_agent(agents[0]).build()
+    return (
+        HandoffBuilder(participants=agents, termination_condition=done)
+        .with_start_agent(agents[0])
+        .build()
+    )
 
 
 def truth_of(responses: list[Any], nested: dict[str, str] | None = None) -> Truth:
@@ -127,7 +137,9 @@ def truth_of(responses: list[Any], nested: dict[str, str] | None = None) -> Trut
         kind = None if current is None else "handoff"
         current = truth.agent(name, current, kind, node if current is not None else None)
         node = None
-        results = {c.call_id: c for m in messages for c in m.contents if c.type == "function_result"}
+        results = {
+            c.call_id: c for m in messages for c in m.contents if c.type == "function_result"
+        }
         for m in messages:
             for c in m.contents:
                 if c.type != "function_call":
@@ -211,7 +223,9 @@ async def tool_raises(recorder: Recorder) -> None:
     recorder.start()
     responses = (await workflow.run("Charge my card.")).get_outputs()
     truth = truth_of(responses)
-    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], truth.invocations
+    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], (
+        truth.invocations
+    )
     write(recorder, "tool_raises",
           "billing's tool raises; the framework catches it and gives the model a function "
           "result carrying the exception; billing's model answers: billing and the run end "
@@ -258,7 +272,9 @@ def main() -> None:
     trace.set_tracer_provider(provider)
     enable_instrumentation()
     recorder = Recorder("agent_framework", "agent-framework-core", "native OpenTelemetry", exporter)
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, loop, sequential]):
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, loop, sequential]
+    ):
         asyncio.run(scenario(recorder))
     provider.shutdown()
 

@@ -183,11 +183,15 @@ def handoff_then_tool_agent(recorder: Recorder) -> None:
 def tool_raises(recorder: Recorder) -> None:
     billing = agent("billing", [[("charge_card", {"query": "C-1"})], "The card was declined."],
                     [plain_tool("charge_card", "", raises="card declined")])  # fmt: skip
-    triage = team("triage", [[delegate("billing", "Charge C-1.")], "Your card was declined."], [billing])
+    triage = team(
+        "triage", [[delegate("billing", "Charge C-1.")], "Your card was declined."], [billing]
+    )
     recorder.start()
     output = triage.run("Charge my card.")
     truth = truth_of(output)
-    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], truth.invocations
+    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], (
+        truth.invocations
+    )
     write(recorder, "tool_raises",
           "billing's tool raises; Agno catches it (tool_call_error) and gives the error to "
           "billing's model, which answers: billing and the run end well, only the tool failed.",
@@ -209,7 +213,12 @@ def parallel_delegates(recorder: Recorder) -> None:
     recorder.start()
     output = coordinator.run("Plan my Lisbon trip.")
     truth = truth_of(output)
-    assert [i["agent"] for i in truth.invocations] == ["coordinator", "flights", "hotels", "cars"], truth
+    assert [i["agent"] for i in truth.invocations] == [
+        "coordinator",
+        "flights",
+        "hotels",
+        "cars",
+    ], truth
     write(recorder, "parallel_delegates",
           "The coordinator team's leader delegates to three members in one model turn. cars' "
           "tool raises, Agno gives the error to cars' model, which answers. Agno's members "
@@ -219,8 +228,12 @@ def parallel_delegates(recorder: Recorder) -> None:
 def main() -> None:
     provider, exporter = memory_provider("agno-recording")
     AgnoInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder("agno", "agno", instrumented_by("openinference-instrumentation-agno"), exporter)
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]):
+    recorder = Recorder(
+        "agno", "agno", instrumented_by("openinference-instrumentation-agno"), exporter
+    )
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
+    ):
         scenario(recorder)
     provider.shutdown()
 

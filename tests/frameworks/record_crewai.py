@@ -91,7 +91,7 @@ def _tool_failed(source: Any, event: Any) -> None:
 class ScriptedLLM(BaseLLM):
     """Answers each call with the next turn (CrewAI's ReAct text)."""
 
-    turns: list[str] = []
+    turns: list[str] = []  # noqa: RUF012 (a pydantic field: copied per instance)
 
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
              from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:  # fmt: skip
@@ -209,7 +209,9 @@ def handoff_then_tool_agent(recorder: Recorder) -> None:
     support = agent("support", [act("ask_specialist", request="The router blinks red."),
                                 final("The specialist says: reset the router (KB-12).")],
                     [ask_specialist])  # fmt: skip
-    triage = agent("triage", [delegate("support", "Router blinks red."), final("Reset the router (KB-12).")])
+    triage = agent(
+        "triage", [delegate("support", "Router blinks red."), final("Reset the router (KB-12).")]
+    )
     recorder.start()
     out = crew(triage, [support], "My router blinks red.")
     truth = truth_of({"ask_specialist": "specialist"})
@@ -227,7 +229,9 @@ def tool_raises(recorder: Recorder) -> None:
     out = crew(triage, [billing], "Charge my card.")
     truth = truth_of()
     tools = truth.invocations[1]["tools"]
-    assert tools and all(t == {"name": "charge_card", "ok": False} for t in tools), truth.invocations
+    assert tools and all(t == {"name": "charge_card", "ok": False} for t in tools), (
+        truth.invocations
+    )
     write(recorder, "tool_raises",
           "billing's tool raises; CrewAI catches it, tries the tool again (its tool usage "
           "retries), then gives the error to billing's model as the observation, and billing "
@@ -252,9 +256,15 @@ def ask_then_delegate(recorder: Recorder) -> None:
 
 def main() -> None:
     provider, exporter = memory_provider("crewai-recording")
-    CrewAIInstrumentor().instrument(tracer_provider=provider, use_event_listener=True, create_llm_spans=False)
-    recorder = Recorder("crewai", "crewai", instrumented_by("openinference-instrumentation-crewai"), exporter)
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, ask_then_delegate]):
+    CrewAIInstrumentor().instrument(
+        tracer_provider=provider, use_event_listener=True, create_llm_spans=False
+    )
+    recorder = Recorder(
+        "crewai", "crewai", instrumented_by("openinference-instrumentation-crewai"), exporter
+    )
+    for scenario in recorder.chosen(
+        [handoff_chain, handoff_then_tool_agent, tool_raises, ask_then_delegate]
+    ):
         scenario(recorder)
     provider.shutdown()
 

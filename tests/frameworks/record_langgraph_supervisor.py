@@ -23,14 +23,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _recording import Recorder, Truth, instrumented_by, memory_provider, started
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
+from langgraph_supervisor import create_supervisor
+from openinference.instrumentation import TraceConfig
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import agent_tool, call, model, plain_tool  # offline from here on
 from record_langgraph_swarm import truth_of, write
-
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.prebuilt import create_react_agent  # noqa: E402
-from langgraph_supervisor import create_supervisor  # noqa: E402
-from openinference.instrumentation import TraceConfig  # noqa: E402
-from openinference.instrumentation.langchain import LangChainInstrumentor  # noqa: E402
 
 
 def agent(name: str, turns: list[Any], tools: list[Any]) -> Any:
@@ -41,9 +40,7 @@ def run(workers: list[Any], turns: list[Any], text: str) -> tuple[list[Any], str
     """Run the supervisor (its model playing ``turns``) over ``workers``."""
     graph = create_supervisor(
         workers, model=model("supervisor", *turns), output_mode="full_history"
-    ).compile(
-        checkpointer=InMemorySaver(), name="supervisor_graph"
-    )
+    ).compile(checkpointer=InMemorySaver(), name="supervisor_graph")
     config = {"configurable": {"thread_id": "t1"}}
     started("supervisor")
     raised = None

@@ -22,13 +22,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _recording import Recorder, Truth, instrumented_by, memory_provider, started
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
+from openinference.instrumentation import TraceConfig
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import SPOKE, agent_tool, call, model, plain_tool  # offline from here on
-
-from langchain_core.messages import AIMessage, ToolMessage  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.prebuilt import create_react_agent  # noqa: E402
-from openinference.instrumentation import TraceConfig  # noqa: E402
-from openinference.instrumentation.langchain import LangChainInstrumentor  # noqa: E402
 
 HANDOFF = "transfer_to_"
 
@@ -87,7 +86,9 @@ def truth_of(messages: list[Any], raised: str | None) -> Truth:
             continue
         if message.name != speaker:  # the first agent, or the target of the last handoff
             kind = None if current is None else "handoff"
-            current = truth.agent(message.name, current, kind, node if current is not None else None)
+            current = truth.agent(
+                message.name, current, kind, node if current is not None else None
+            )
             speaker, node = message.name, None
         for tool_call in message.tool_calls:
             if tool_call["name"].startswith("transfer_"):
@@ -114,8 +115,11 @@ def write(recorder: Recorder, scenario: str, note: str, messages: list[Any], rai
     recorder.write(
         scenario,
         note=note,
-        result={"final_output": final_text(messages, raised), "last_agent": last_agent(messages),
-                "raised": raised},  # fmt: skip
+        result={
+            "final_output": final_text(messages, raised),
+            "last_agent": last_agent(messages),
+            "raised": raised,
+        },
         run_ok=raised is None,
         truth=truth,
     )

@@ -92,7 +92,9 @@ def truth_of(events: list[Any], nested: dict[str, tuple[str, list[Any]]] | None 
     """
     nested = nested or {}
     truth = Truth()
-    results = {e.tool_id: not e.tool_output.is_error for e in events if isinstance(e, ToolCallResult)}
+    results = {
+        e.tool_id: not e.tool_output.is_error for e in events if isinstance(e, ToolCallResult)
+    }
     current: int | None = None
     speaker: str | None = None
     node: str | None = None
@@ -102,7 +104,9 @@ def truth_of(events: list[Any], nested: dict[str, tuple[str, list[Any]]] | None 
             continue
         if event.current_agent_name != speaker:
             kind = None if current is None else "handoff"
-            current = truth.agent(event.current_agent_name, current, kind, node if current is not None else None)
+            current = truth.agent(
+                event.current_agent_name, current, kind, node if current is not None else None
+            )
             speaker, node = event.current_agent_name, None
         for tool_call in event.tool_calls:
             if tool_call.tool_id in seen:
@@ -120,7 +124,9 @@ def truth_of(events: list[Any], nested: dict[str, tuple[str, list[Any]]] | None 
     return truth
 
 
-def write(recorder: Recorder, scenario: str, note: str, events: list[Any], result: Any, truth: Truth) -> None:
+def write(
+    recorder: Recorder, scenario: str, note: str, events: list[Any], result: Any, truth: Truth
+) -> None:
     last = [e.current_agent_name for e in events if isinstance(e, AgentOutput)][-1]
     recorder.write(scenario, note=note,
                    result={"final_output": str(result.response.content), "last_agent": last, "raised": None},
@@ -184,7 +190,9 @@ async def tool_raises(recorder: Recorder) -> None:
     recorder.start()
     events, result = await run(workflow, "Charge my card.")
     truth = truth_of(events)
-    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], truth.invocations
+    assert truth.invocations[1]["tools"] == [{"name": "charge_card", "ok": False}], (
+        truth.invocations
+    )
     write(recorder, "tool_raises",
           "billing's tool raises; the workflow catches it (a ToolOutput with is_error=True) "
           "and gives the error to billing's model, which answers: billing and the run end "

@@ -87,7 +87,7 @@ class ScriptedModel(Model):
 class PlainTool(Tool):
     """A plain tool answering ``answer``; with ``raises`` it raises."""
 
-    inputs = {"query": {"type": "string", "description": "what to look up"}}
+    inputs = {"query": {"type": "string", "description": "what to look up"}}  # noqa: RUF012 (smolagents reads it from the class)
     output_type = "string"
     skip_forward_signature_validation = True
 
@@ -107,7 +107,7 @@ class PlainTool(Tool):
 class AgentTool(Tool):
     """A tool whose body runs an agent and returns its answer (agent-as-tool)."""
 
-    inputs = {"request": {"type": "string", "description": "what to ask"}}
+    inputs = {"request": {"type": "string", "description": "what to ask"}}  # noqa: RUF012 (smolagents reads it from the class)
     output_type = "string"
     skip_forward_signature_validation = True
 

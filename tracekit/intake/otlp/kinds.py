@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.events import Usage
-from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp import shapes
+from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
     "CONTROL_FLOW",
