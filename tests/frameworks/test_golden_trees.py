@@ -150,7 +150,7 @@ def outcome_of(truth: dict[str, Any]) -> str:
     return "degraded" if any(not i["ok"] for i in truth["invocations"]) else "ok"
 
 
-@pytest.mark.parametrize("path", CASES)
+@pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_fleet_classifies_the_run_as_what_happened(path: Path, tmp_path: Path) -> None:
     from tracekit.store import Store
 

@@ -8,6 +8,7 @@ frameworks, only the files. Golden trees of tracekit's output are elsewhere.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -25,12 +26,6 @@ TRACEKIT = str(Path(sys.executable).parent / "tracekit")
 # The frameworks recorded so far (each has its record_<framework>.py script).
 FRAMEWORKS = sorted(p.name for p in RECORDINGS.iterdir() if p.is_dir())
 FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
-# LlamaIndex's AgentWorkflow writes no agent span at all: until a trace with no agent
-# span is read as a run of its own, its recordings hold no run for these checks.
-NO_AGENT_SPAN = pytest.mark.xfail(reason="LlamaIndex writes no agent span", strict=False)
-READABLE = [
-    pytest.param(p, marks=[NO_AGENT_SPAN]) if p.parent.name == "llama_index" else p for p in FILES
-]
 KEYS = {
     "framework",
     "version",
@@ -156,7 +151,7 @@ def test_every_framework_has_its_scripts_scenarios() -> None:
         assert recorded == made == expected, (framework, recorded, expected)
 
 
-@pytest.mark.parametrize("path", READABLE, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_recording_reads_with_no_rejected_line(path: Path) -> None:
     result = read_trace(path)
     assert result.format == "otlp"
@@ -222,17 +217,14 @@ def check_invocation(
         assert named_in(tool["name"], names, values), tool["name"]
 
 
-@pytest.mark.parametrize(
-    "framework",
-    [pytest.param(f, marks=[NO_AGENT_SPAN]) if f == "llama_index" else f for f in FRAMEWORKS],
-)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_tracekit_tree_reads_the_handoff_chain(framework: str) -> None:
     path = RECORDINGS / framework / "handoff_chain.otlp.json"
     done = subprocess.run(
         [TRACEKIT, "tree", str(path)],
         capture_output=True,
         text=True,
-        env={"COLUMNS": "100", "NO_COLOR": "1", "PATH": str(Path(TRACEKIT).parent)},
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
         check=False,
     )
     assert done.returncode == 0, done.stderr
