@@ -565,3 +565,36 @@ def test_a_genai_only_circle_is_classified_with_its_circle(tmp_path: Any) -> Non
     assert list(frame.itertuples(index=False, name=None)) == [
         ("failed:recursion", "billing -> orders -> billing", "orders")
     ]
+
+
+def test_a_crewai_coworker_with_no_span_of_its_own_is_an_invocation() -> None:
+    """The coworker exists only as the manager's delegation tool span naming it."""
+    coworker = json.dumps({"task": "Charge C-1.", "coworker": "billing"})
+    spans = [
+        oi(1, "crew.kickoff", "CHAIN", 0, 100),
+        oi(2, "triage.Charge my card..execute", "AGENT", 1, 99, 1, **{"graph.node.id": "triage"}),
+        oi(3, "Delegate work to coworker.run", "TOOL", 5, 90, 2,
+           **{"tool.name": "Delegate work to coworker", "input.value": coworker}),
+        oi(4, "charge_card.run", "TOOL", 10, 20, 3, **{"tool.name": "charge_card"},
+           status=error("RuntimeError", "RuntimeError: card declined")),
+        oi(5, "lookup.run", "TOOL", 30, 40, 2, **{"tool.name": "lookup"}),
+    ]  # fmt: skip
+    events = otlp_to_events(doc(*spans))
+    assert enters(events) == [("billing", "triage", "delegate", None, None)]
+    assert tools(events) == [
+        ("billing", "charge_card", False, "RuntimeError"),
+        ("triage", "lookup", True, None),
+    ]
+
+
+def test_a_delegation_span_with_the_coworker_agent_under_it_is_only_its_node() -> None:
+    coworker = json.dumps({"task": "Charge C-1.", "coworker": "billing"})
+    spans = [
+        oi(2, "triage.execute", "AGENT", 1, 99, **{"graph.node.id": "triage"}),
+        oi(3, "Delegate work to coworker.run", "TOOL", 5, 90, 2,
+           **{"tool.name": "Delegate work to coworker", "input.value": coworker}),
+        oi(4, "billing.execute", "AGENT", 6, 89, 3, **{"graph.node.id": "billing"}),
+        oi(5, "charge_card.run", "TOOL", 10, 20, 4, **{"tool.name": "charge_card"}),
+    ]  # fmt: skip
+    events = otlp_to_events(doc(*spans))
+    assert enters(events) == [("billing", "triage", "delegate", "Delegate work to coworker", None)]

@@ -15,7 +15,7 @@ from typing import Final
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.intake.otlp.handoff import is_transfer_name, target_of_name
+from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name, target_of_name
 from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
@@ -155,6 +155,7 @@ class SpanIndex:
             elif _may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
+        self._spanless_agents(marks)
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
@@ -190,6 +191,36 @@ class SpanIndex:
         self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
     # -- building ------------------------------------------------------------
+    def _spanless_agents(self, marks: list[Key]) -> None:
+        """Delegation tool spans that stand for an agent with no span of its own.
+
+        A coworker of a CrewAI crew may exist only as the manager's
+        ``Delegate work to coworker`` span, whose input names it, with the
+        coworker's own tool spans as its children: that span is then the
+        coworker's invocation (named by the tool's target), its children its
+        steps. A delegation span with an agent span under it is only a node.
+        """
+        below_agent = self._agents_below()
+        for key in marks:
+            span = self.spans[key]
+            target = _marker_target(span)
+            if target is None or key not in self.has_children or key in below_agent:
+                continue
+            if kind_of_name(tool_name(span) or span.name) != "delegate":
+                continue
+            span.attrs = {**span.attrs, "gen_ai.agent.name": target}
+            self.agent_set.add(key)
+
+    def _agents_below(self) -> set[Key]:
+        """The spans with an agent span somewhere under them."""
+        found: set[Key] = set()
+        for key in self.agent_set:
+            cur = self.parent_of(key)
+            while cur is not None and cur not in found:
+                found.add(cur)
+                cur = self.parent_of(cur)
+        return found
+
     def _inside_agent(self, key: Key) -> bool:
         cur = self.parent_of(key)
         for _ in range(100_000):
