@@ -26,6 +26,7 @@ from tracekit.events import Kind
 __all__ = [
     "ARGUMENT_KEYS",
     "TARGET_KEYS",
+    "is_handoff_word",
     "is_transfer_name",
     "kind_of_name",
     "target_in",
@@ -35,6 +36,8 @@ __all__ = [
 #: A span or tool name that reads as a handoff, transfer or delegation to another agent
 #: (``delegate_task_to_member``: Agno; ``Delegate work to coworker``: CrewAI).
 _TRANSFER: Final = re.compile("transfer|hand_?off|delegate", re.IGNORECASE)
+#: Of those, the words that mean control passes on whether or not an agent is named.
+_HANDOFF: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
 #: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
 #: OpenInference); read only to find the agent a transfer names.
 ARGUMENT_KEYS: Final = (
@@ -56,6 +59,19 @@ _SPAWN_PREFIX: Final = "spawn"
 def is_transfer_name(name: str) -> bool:
     """Whether a span or tool name reads as a handoff (``transfer_to_agent``, ``handoff to x``)."""
     return _TRANSFER.search(name) is not None
+
+
+def is_handoff_word(name: str) -> bool:
+    """Whether a name reads as a handoff by itself (``transfer``, ``handoff``).
+
+    A delegation word (``delegate``) is evidence of an edge only with a target
+    named in its arguments: a plain ``delegate`` tool is an ordinary nesting.
+
+    Example:
+        >>> is_handoff_word("transfer_to_agent"), is_handoff_word("delegate_task_to_member")
+        (True, False)
+    """
+    return _HANDOFF.search(name) is not None
 
 
 def target_in(values: Iterable[Any]) -> str | None:

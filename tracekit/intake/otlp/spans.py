@@ -15,7 +15,11 @@ from typing import Final
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name, target_of_name
+from tracekit.intake.otlp.handoff import (
+    is_handoff_word,
+    kind_of_name,
+    target_of_name,
+)
 from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
@@ -126,10 +130,10 @@ def _may_mark(span: Span) -> bool:
     attrs = span.attrs
     if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
         return True
-    if span.transfer:
+    if span.transfer and is_handoff_word(span.name):
         return is_tool(span)
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    return isinstance(name, str) and is_transfer_name(name)
+    return isinstance(name, str) and is_handoff_word(name)
 
 
 class SpanIndex:
@@ -200,16 +204,22 @@ class SpanIndex:
         coworker's invocation (named by the tool's target), its children its
         steps. A delegation span with an agent span under it is only a node.
         """
-        below_agent = self._agents_below()
-        for key in marks:
+        found: list[tuple[Key, str]] = []
+        for key in marks:  # cheap tests first: most traces have no such span
+            if key not in self.has_children:
+                continue
             span = self.spans[key]
             target = _marker_target(span)
-            if target is None or key not in self.has_children or key in below_agent:
-                continue
-            if kind_of_name(tool_name(span) or span.name) != "delegate":
-                continue
-            span.attrs = {**span.attrs, "gen_ai.agent.name": target}
-            self.agent_set.add(key)
+            if target is not None and kind_of_name(tool_name(span) or span.name) == "delegate":
+                found.append((key, target))
+        if not found:
+            return
+        below_agent = self._agents_below()
+        for key, target in found:
+            if key not in below_agent:
+                span = self.spans[key]
+                span.attrs = {**span.attrs, "gen_ai.agent.name": target}
+                self.agent_set.add(key)
 
     def _agents_below(self) -> set[Key]:
         """The spans with an agent span somewhere under them."""
