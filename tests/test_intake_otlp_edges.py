@@ -480,19 +480,40 @@ def test_recursion_refusal_without_chain_gets_the_circle_from_the_path_above() -
 # -- The property: evidence that agrees with the span tree changes nothing --
 @st.composite
 def nested_traces(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Agents that nest under their callers' tool spans, with tools named like handoffs."""
+    """Agents that nest under their callers' tool spans, with evidence that agrees.
+
+    Tools are named like handoffs and delegations, their inputs name the agent
+    they run (``member_id``, ``to_agent``, ``coworker``), and a runtime's
+    ``process`` span between tool and agent may link back to the caller's tool
+    or agent span (the evidence the link rule follows): all of it agrees with
+    the span tree.
+    """
     count = draw(st.integers(1, 8))
-    names = st.sampled_from(["a", "b", "c", "transfer_to_b", "handoff to c", "lookup"])
+    names = st.sampled_from(
+        ["a", "b", "c", "transfer_to_b", "handoff to c", "lookup", "delegate_task_to_member",
+         "Delegate work to coworker"]
+    )  # fmt: skip
     spans = [agent(sid(1), "a", 0, 10_000)]
     agents = [1]
     clock = 1
     for n in range(count):
         caller = draw(st.sampled_from(agents))
-        tool_id, agent_id = 100 + n, 200 + n
-        tool_name = draw(names)
-        spans.append(tool(sid(tool_id), tool_name, clock, clock + 50, sid(caller)))
+        tool_id, agent_id, process_id = 100 + n, 200 + n, 300 + n
         name = draw(st.sampled_from(["a", "b", "c"]))
-        spans.append(agent(sid(agent_id), name, clock + 1, clock + 49, sid(tool_id)))
+        tool_span = tool(sid(tool_id), draw(names), clock, clock + 50, sid(caller))
+        key = draw(st.sampled_from(["", "member_id", "to_agent", "coworker"]))
+        if key:
+            named = {"key": "input.value", "value": {"stringValue": json.dumps({key: name})}}
+            tool_span["attributes"].append(named)
+        spans.append(tool_span)
+        parent = tool_id
+        if draw(st.booleans()):  # a runtime's span between, linked to the caller's side
+            target = draw(st.sampled_from([tool_id, caller]))
+            links = [{"traceId": TRACE, "spanId": sid(target)}]
+            spans.append(span(sid(process_id), "process", clock + 1, clock + 49, sid(tool_id),
+                              links=links))  # fmt: skip
+            parent = process_id
+        spans.append(agent(sid(agent_id), name, clock + 2, clock + 48, sid(parent)))
         agents.append(agent_id)
         clock += 60
     return spans
@@ -544,3 +565,36 @@ def test_a_genai_only_circle_is_classified_with_its_circle(tmp_path: Any) -> Non
     assert list(frame.itertuples(index=False, name=None)) == [
         ("failed:recursion", "billing -> orders -> billing", "orders")
     ]
+
+
+def test_a_crewai_coworker_with_no_span_of_its_own_is_an_invocation() -> None:
+    """The coworker exists only as the manager's delegation tool span naming it."""
+    coworker = json.dumps({"task": "Charge C-1.", "coworker": "billing"})
+    spans = [
+        oi(1, "crew.kickoff", "CHAIN", 0, 100),
+        oi(2, "triage.Charge my card..execute", "AGENT", 1, 99, 1, **{"graph.node.id": "triage"}),
+        oi(3, "Delegate work to coworker.run", "TOOL", 5, 90, 2,
+           **{"tool.name": "Delegate work to coworker", "input.value": coworker}),
+        oi(4, "charge_card.run", "TOOL", 10, 20, 3, **{"tool.name": "charge_card"},
+           status=error("RuntimeError", "RuntimeError: card declined")),
+        oi(5, "lookup.run", "TOOL", 30, 40, 2, **{"tool.name": "lookup"}),
+    ]  # fmt: skip
+    events = otlp_to_events(doc(*spans))
+    assert enters(events) == [("billing", "triage", "delegate", None, None)]
+    assert tools(events) == [
+        ("billing", "charge_card", False, "RuntimeError"),
+        ("triage", "lookup", True, None),
+    ]
+
+
+def test_a_delegation_span_with_the_coworker_agent_under_it_is_only_its_node() -> None:
+    coworker = json.dumps({"task": "Charge C-1.", "coworker": "billing"})
+    spans = [
+        oi(2, "triage.execute", "AGENT", 1, 99, **{"graph.node.id": "triage"}),
+        oi(3, "Delegate work to coworker.run", "TOOL", 5, 90, 2,
+           **{"tool.name": "Delegate work to coworker", "input.value": coworker}),
+        oi(4, "billing.execute", "AGENT", 6, 89, 3, **{"graph.node.id": "billing"}),
+        oi(5, "charge_card.run", "TOOL", 10, 20, 4, **{"tool.name": "charge_card"}),
+    ]  # fmt: skip
+    events = otlp_to_events(doc(*spans))
+    assert enters(events) == [("billing", "triage", "delegate", "Delegate work to coworker", None)]

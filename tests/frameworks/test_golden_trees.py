@@ -29,8 +29,18 @@ from tracekit.tree import AgentStep, NodeStep, RunTree, Step, build_forest
 HERE = Path(__file__).parent
 RECORDINGS = HERE / "recordings"
 TRACEKIT = str(Path(sys.executable).parent / "tracekit")
+# LlamaIndex's AgentWorkflow writes no agent span at all (the agent is only in
+# ``current_agent_name`` inside its step spans' input): tracekit does not rebuild it yet.
+NOT_YET = {"llama_index"}
+NOT_YET_REASON = "LlamaIndex AgentWorkflow: agents with no span of their own are not rebuilt yet"
 FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
 IDS = [f"{p.parent.name}/{p.name.removesuffix('.otlp.json')}" for p in FILES]
+CASES = [
+    pytest.param(p, id=i, marks=[pytest.mark.xfail(strict=True, reason=NOT_YET_REASON)])
+    if p.parent.name in NOT_YET
+    else pytest.param(p, id=i)
+    for p, i in zip(FILES, IDS, strict=True)
+]
 
 
 def truth_of(path: Path) -> dict[str, Any]:
@@ -88,7 +98,7 @@ def invocations(run: RunTree, workflow: bool) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.mark.parametrize("path", FILES, ids=IDS)
+@pytest.mark.parametrize("path", CASES)
 def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
     truth = truth_of(path)
     events = read_trace(path).events
@@ -101,7 +111,7 @@ def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
     assert sum(isinstance(e, RunStart) for e in events) == 1
 
 
-@pytest.mark.parametrize("path", FILES, ids=IDS)
+@pytest.mark.parametrize("path", CASES)
 def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
     golden = path.with_name(path.name.replace(".otlp.json", ".tree.txt"))
     done = subprocess.run(
@@ -118,8 +128,8 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
 
 
 def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted."""
-    return sorted(
+    """Invocations as (agent, caller agent, kind, node, ok, tools), sorted (as JSON: None mixes)."""
+    found = [
         (
             row["agent"],
             rows[row["parent"]]["agent"] if row["parent"] is not None else None,
@@ -129,7 +139,8 @@ def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
             json.dumps(row["tools"]),
         )
         for row in rows
-    )
+    ]
+    return sorted(found, key=json.dumps)
 
 
 def outcome_of(truth: dict[str, Any]) -> str:

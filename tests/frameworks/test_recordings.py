@@ -8,6 +8,7 @@ frameworks, only the files. Golden trees of tracekit's output are elsewhere.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,9 +40,10 @@ INVOCATION_KEYS = {"agent", "parent", "kind", "node", "ok", "tools"}
 
 
 def scenarios_of(framework: str) -> set[str]:
-    """The scenarios the framework's script writes (its ``recorder.write("<scenario>"`` calls)."""
+    """The scenarios the framework's script writes (its ``recorder.write("<scenario>"`` calls,
+    or ``write(recorder, "<scenario>"`` through a helper of the script's)."""
     source = (HERE / f"record_{framework}.py").read_text()
-    return set(re.findall(r'recorder\.write\(\s*"(\w+)"', source))
+    return set(re.findall(r'(?:recorder\.write\(|write\(recorder,)\s*"(\w+)"', source))
 
 
 def span_strings(path: Path) -> tuple[set[str], set[str]]:
@@ -71,19 +73,46 @@ def spans_of(path: Path) -> list[dict[str, Any]]:
 
 def first_start(agent: str, spans: list[dict[str, Any]]) -> int:
     """When the first span of ``agent`` began: named after it, or with it as its agent name."""
-    starts = [
-        int(span["startTimeUnixNano"])
-        for span in spans
-        if span["name"] == agent
-        or span["name"].endswith(f" {agent}")
-        or any(
-            a["key"] in ("agent.name", "gen_ai.agent.name")
-            and a["value"].get("stringValue") == agent
-            for a in span.get("attributes", [])
-        )
-    ]
+    starts = [int(span["startTimeUnixNano"]) for span in spans if names_agent(span, agent)]
     assert starts, f"no span of {agent}"
     return min(starts)
+
+
+def names_agent(span: dict[str, Any], agent: str) -> bool:
+    """The span is the agent's: named after it (``invoke_agent x``, ``x``, smolagents' ``x.run``,
+    Agent Framework's ``executor.process x``), with it as its agent name, or (CrewAI, LlamaIndex)
+    a span whose input names it (``coworker``, ``current_agent_name``)."""
+    name = span["name"]
+    if name in (agent, f"{agent}.run") or name.endswith(f" {agent}"):
+        return True
+    for a in span.get("attributes", []):
+        value = a["value"].get("stringValue")
+        if a["key"] in ("agent.name", "gen_ai.agent.name", "graph.node.id") and value == agent:
+            return True
+        if a["key"] == "input.value" and value and input_names(value, agent):
+            return True
+    return False
+
+
+def input_names(value: str, agent: str) -> bool:
+    """A span's input names the agent: ``"coworker": "x"`` (JSON) or ``current_agent_name='x'``."""
+    keys = ("coworker", "current_agent_name", "member_id", "agent_name")
+    return any(f'"{key}": "{agent}"' in value or f"{key}='{agent}'" in value for key in keys)
+
+
+def tool_spans(spans: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    """The spans of a tool: named after it, or with it as their tool name (smolagents'
+    tool spans are named after the tool's class)."""
+    return [
+        s
+        for s in spans
+        if s["name"] == tool
+        or s["name"].endswith(f" {tool}")
+        or any(
+            a["key"] in ("tool.name", "gen_ai.tool.name") and a["value"].get("stringValue") == tool
+            for a in s.get("attributes", [])
+        )
+    ]
 
 
 def failed(span: dict[str, Any]) -> bool:
@@ -101,8 +130,13 @@ def failed(span: dict[str, Any]) -> bool:
 
 
 def named_in(name: str, names: set[str], values: set[str]) -> bool:
-    """A span is named after it (``invoke_agent triage``, ``triage``) or an attribute is it."""
-    return name in values or any(n == name or n.endswith(f" {name}") for n in names)
+    """A span is named after it (``invoke_agent triage``, ``triage``, ``triage.run``), an
+    attribute is it, or an input names it as an agent (``"coworker": "triage"``)."""
+    return (
+        name in values
+        or any(n in (name, f"{name}.run") or n.endswith(f" {name}") for n in names)
+        or any(input_names(v, name) for v in values)
+    )
 
 
 def test_every_framework_has_its_scripts_scenarios() -> None:
@@ -110,7 +144,7 @@ def test_every_framework_has_its_scripts_scenarios() -> None:
     for framework in FRAMEWORKS:
         assert (HERE / f"record_{framework}.py").is_file(), framework
         made = scenarios_of(framework)
-        assert len(made) == 4, (framework, made)
+        assert len(made) >= 4, (framework, made)
         folder = RECORDINGS / framework
         recorded = {p.name.removesuffix(".otlp.json") for p in folder.glob("*.otlp.json")}
         expected = {p.name.removesuffix(".expected.json") for p in folder.glob("*.expected.json")}
@@ -142,7 +176,9 @@ def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
         check_invocation(index, invocation, names, values)
     assert truth["result"]["last_agent"] in {i["agent"] for i in invocations}
     spans = spans_of(path)
-    starts = [first_start(i["agent"], spans) for i in invocations]
+    # An agent invoked again (a loop, a supervisor) is checked at its first invocation.
+    agents = list(dict.fromkeys(i["agent"] for i in invocations))
+    starts = [first_start(agent, spans) for agent in agents]
     assert starts == sorted(starts), "the invocations are not in order of start"
     check_failures_are_in_the_spans(invocations, spans)
 
@@ -153,16 +189,12 @@ def check_failures_are_in_the_spans(
     """A tool or agent the truth says raised has a failed span of that name; one that did not, none."""
     for invocation in invocations:
         for tool in invocation["tools"]:
-            mine = [
-                s
-                for s in spans
-                if s["name"] == tool["name"] or s["name"].endswith(f" {tool['name']}")
-            ]
+            mine = tool_spans(spans, tool["name"])
             assert mine and any(map(failed, mine)) is not tool["ok"], tool
     failed_agents = {i["agent"] for i in invocations if not i["ok"]}
     for invocation in invocations:
         agent = invocation["agent"]
-        mine = [s for s in spans if s["name"] == agent or s["name"] == f"invoke_agent {agent}"]
+        mine = [s for s in spans if s["name"] in (agent, f"invoke_agent {agent}", f"{agent}.run")]
         assert any(map(failed, mine)) is (agent in failed_agents), agent
 
 
@@ -176,7 +208,9 @@ def check_invocation(
     else:
         assert 0 <= invocation["parent"] < index
         assert invocation["kind"] in ("handoff", "delegate")
-        assert named_in(invocation["node"], names, values), invocation["node"]
+        # No node: the framework ran no tool for the call (a managed agent in smolagents,
+        # a handoff short-circuited by Agent Framework or written as messages only).
+        assert invocation["node"] is None or named_in(invocation["node"], names, values)
     assert isinstance(invocation["ok"], bool)
     for tool in invocation["tools"]:
         assert set(tool) == {"name", "ok"} and isinstance(tool["ok"], bool)
@@ -190,7 +224,7 @@ def test_tracekit_tree_reads_the_handoff_chain(framework: str) -> None:
         [TRACEKIT, "tree", str(path)],
         capture_output=True,
         text=True,
-        env={"COLUMNS": "100", "NO_COLOR": "1", "PATH": str(Path(TRACEKIT).parent)},
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
         check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -333,14 +333,29 @@ def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
     spans as steps: nothing read is dropped for want of an agent.
     """
     with_agents = {key[0] for key in index.agent_set}
+    # A message runtime's own traces (AutoGen's publish/process) carry no agent but
+    # are linked to those that do: they are the plumbing of those runs, not runs.
+    linked = _linked_traces(spans) if with_agents else set()
     found = False
     for key, span in spans.items():
-        if key[0] in with_agents or (span.parent and (key[0], span.parent) in spans):
+        if key[0] in with_agents or key[0] in linked:
+            continue
+        if span.parent and (key[0], span.parent) in spans:
             continue
         name = f"{span.service} {span.name}" if span.service else span.name
         span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
         found = True
     return found
+
+
+def _linked_traces(spans: dict[Key, Span]) -> set[str]:
+    """The traces that a span link joins to another trace (either end)."""
+    linked: set[str] = set()
+    for span in spans.values():
+        for trace, _ in span.links:
+            if trace != span.trace:
+                linked.update((trace, span.trace))
+    return linked
 
 
 def _event_key(event: Event) -> tuple[Any, ...]:

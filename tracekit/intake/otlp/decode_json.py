@@ -67,6 +67,9 @@ SPAN_KEYS: Final = frozenset(
         "graph.node.id",
         "graph.node.parent_id",
         "metadata",
+        # What tells a framework's shape (tracekit.intake.otlp.shapes):
+        "smolagents.max_steps",
+        "messaging.operation",
         # Model usage and sessions:
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",

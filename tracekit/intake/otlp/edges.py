@@ -45,6 +45,7 @@ __all__ = [
     "handoff_span",
     "kind_of_node",
     "langgraph_metadata",
+    "langgraph_step",
     "otel_parent",
     "span_link",
 ]
@@ -57,6 +58,7 @@ Source: TypeAlias = Literal[
     "handoff.span",
     "graph.node.parent_id",
     "langgraph.metadata",
+    "langgraph.step",
 ]
 OTEL: Final = "otel.parent"
 
@@ -108,17 +110,23 @@ def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | 
     parent = index.otel_agent(marker)
     if parent is None or parent == key or not index.may_call(parent, key):
         return None
-    mode = index.spans[marker].attrs.get("gen_ai.transfer.mode")
-    kind: Kind = "delegate" if mode == "return_to_caller" else "handoff"
+    span = index.spans[marker]
+    mode = span.attrs.get("gen_ai.transfer.mode")
+    if mode is not None or "to_agent" in span.attrs:
+        kind: Kind = "delegate" if mode == "return_to_caller" else "handoff"
+    else:  # a delegation tool (Agno's delegate_task_to_member) returns to its caller
+        kind = kind_of_node(span)
     return Edge(parent, marker, kind, source)
 
 
 def span_link(index: SpanIndex, key: Key) -> Edge | None:
-    """A span link to the caller's side (Microsoft Agent Framework, remote A2A agents).
+    """A span link to the caller's side (Microsoft Agent Framework, AutoGen, remote A2A agents).
 
     Runtimes that start the callee in a new trace, or under its own server
     span, join the two sides with a link from the callee's agent span to the
     caller's tool (or agent) span. The caller is the agent that span belongs to.
+    A link on a non-agent span above the agent (a runtime's message span) is
+    followed too, across traces (:func:`_runtime_link`).
     """
     for link in index.spans[key].links:
         if link not in index.spans or link == key:
@@ -129,7 +137,30 @@ def span_link(index: SpanIndex, key: Key) -> Edge | None:
         node = link if link not in index.agent_set and tool_name(index.spans[link]) else None
         kind = kind_of_node(index.spans[node]) if node else "delegate"
         return Edge(parent, node, kind, "span.link")
-    return None
+    return _runtime_link(index, key)
+
+
+def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
+    """A link on a non-agent span above the agent (a message runtime's), followed to its agent.
+
+    The caller's handoff span naming this agent (AutoGen's ``transfer_to_X``),
+    if it has one, is the node. A caller that had ended before this agent
+    started handed the conversation on (a handoff, a group chat's next
+    speaker, a sequential workflow's next step); one still running waits for
+    it (a delegation).
+    """
+    found = index.linked_caller(key)
+    if found is None:
+        return None
+    parent = found[0]
+    if parent == key or not index.may_call(parent, key):
+        return None
+    node = index.caller_marker(parent, key)
+    if node is not None:
+        return Edge(parent, node, kind_of_node(index.spans[node]), "span.link")
+    caller, callee = index.spans[parent], index.spans[key]
+    ended = caller.end is not None and caller.end <= callee.start
+    return Edge(parent, None, "handoff" if ended else "delegate", "span.link")
 
 
 def gen_ai_transfer(index: SpanIndex, key: Key) -> Edge | None:
@@ -220,15 +251,54 @@ def langgraph_metadata(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, index.node_between(parent, key), "delegate", "langgraph.metadata")
 
 
+def langgraph_step(index: SpanIndex, key: Key) -> Edge | None:
+    """LangGraph's step order: the agent node that ran the step before this one.
+
+    A worker of langgraph-supervisor hands control back with no tool at all (a
+    pair of scripted messages and a graph edge back to the supervisor), so
+    nothing but the graph's ``langgraph_step`` says who passed it on: the
+    agent node of the same parent graph with the latest earlier step, which
+    had ended when this one started. Tried after the handoff spans, which
+    name their target.
+    """
+    meta = langgraph_meta(index.spans[key])
+    step = _step(meta)
+    workflow = index.otel_agent(key)
+    if step is None or workflow is None or workflow not in index.workflows:
+        return None
+    start = index.spans[key].start
+    best: tuple[int, int, Key] | None = None
+    for other in index.graph_agents:
+        span = index.spans[other]
+        if other == key or other[0] != key[0] or index.otel_agent(other) != workflow:
+            continue
+        before = _step(langgraph_meta(span))
+        if before is None or before >= step or span.end is None or span.end > start:
+            continue
+        if best is None or (before, span.start) > best[:2]:
+            best = (before, span.start, other)
+    if best is None or not index.may_call(best[2], key):
+        return None
+    return Edge(best[2], None, "handoff", "langgraph.step")
+
+
+def _step(meta: dict[str, object] | None) -> int | None:
+    found = meta.get("langgraph_step") if meta else None
+    return found if isinstance(found, int) else None
+
+
 def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
     Serves every shape where a callee nests under its caller: Pydantic AI's
     delegation inside a tool, agents used as tools (OpenAI ``as_tool``, ADK
-    ``AgentTool``, Strands), tracekit's own SDK.
+    ``AgentTool``, Strands), tracekit's own SDK. When no tool span lies
+    between them, a tool span of the caller that encloses the callee in time
+    and names it (Agno's ``delegate_task_to_member``, whose member runs beside
+    it) is the node.
     """
     parent = index.otel_agent(key)
-    node = index.node_between(parent, key)
+    node = index.node_between(parent, key) or index.enclosing_tool(parent, key)
     return Edge(parent, node, kind_of_node(index.spans[node]) if node else "delegate", OTEL)
 
 
@@ -239,6 +309,7 @@ EDGE_RULES: Final[tuple[EdgeRule, ...]] = (
     gen_ai_caller,
     handoff_span,
     graph_node_parent,
+    langgraph_step,
     langgraph_metadata,
     otel_parent,
 )

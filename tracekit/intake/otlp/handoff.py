@@ -26,14 +26,18 @@ from tracekit.events import Kind
 __all__ = [
     "ARGUMENT_KEYS",
     "TARGET_KEYS",
+    "is_handoff_word",
     "is_transfer_name",
     "kind_of_name",
     "target_in",
     "target_of_name",
 ]
 
-#: A span or tool name that reads as a handoff or transfer.
-_TRANSFER: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
+#: A span or tool name that reads as a handoff, transfer or delegation to another agent
+#: (``delegate_task_to_member``: Agno; ``Delegate work to coworker``: CrewAI).
+_TRANSFER: Final = re.compile("transfer|hand_?off|delegate", re.IGNORECASE)
+#: Of those, the words that mean control passes on whether or not an agent is named.
+_HANDOFF: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
 #: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
 #: OpenInference); read only to find the agent a transfer names.
 ARGUMENT_KEYS: Final = (
@@ -41,8 +45,9 @@ ARGUMENT_KEYS: Final = (
     "gen_ai.tool.call.arguments",
     "input.value",
 )
-#: The argument of a transfer tool that names the agent it hands to.
-TARGET_KEYS: Final = ("agent_name", "agent", "target_agent")
+#: The argument of a transfer tool that names the agent it hands to (``to_agent``:
+#: LlamaIndex's ``handoff``; ``member_id``: Agno; ``coworker``: CrewAI).
+TARGET_KEYS: Final = ("agent_name", "agent", "target_agent", "to_agent", "member_id", "coworker")
 #: Names that carry their target after the prefix (``transfer_to_billing``).
 _TARGET_PREFIXES: Final = ("handoff to ", "transfer_to_", "transfer to ")
 #: Generic transfer tools: the target is in their arguments, not their name.
@@ -56,6 +61,19 @@ def is_transfer_name(name: str) -> bool:
     return _TRANSFER.search(name) is not None
 
 
+def is_handoff_word(name: str) -> bool:
+    """Whether a name reads as a handoff by itself (``transfer``, ``handoff``).
+
+    A delegation word (``delegate``) is evidence of an edge only with a target
+    named in its arguments: a plain ``delegate`` tool is an ordinary nesting.
+
+    Example:
+        >>> is_handoff_word("transfer_to_agent"), is_handoff_word("delegate_task_to_member")
+        (True, False)
+    """
+    return _HANDOFF.search(name) is not None
+
+
 def target_in(values: Iterable[Any]) -> str | None:
     """The agent named by a transfer's arguments: an ``agent_name`` (or ``agent``) key.
 
@@ -66,7 +84,7 @@ def target_in(values: Iterable[Any]) -> str | None:
         'billing'
     """
     for value in values:
-        if isinstance(value, str) and "agent" in value:
+        if isinstance(value, str) and any(key in value for key in TARGET_KEYS):
             try:
                 value = json.loads(value)
             except ValueError:

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.events import Usage
+from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
@@ -51,6 +52,9 @@ _LLM_OPERATIONS: Final = frozenset(
 _CONTAINER_NAMES: Final = frozenset({"turn", "task", "call_llm", "invocation"})
 _CONTAINER_PREFIXES: Final = ("execute_event_loop_cycle", "event_loop", "cycle")
 _MERGED: Final = "(merged tools)"
+#: A graph's entry and exit nodes only route (langgraph-swarm's ``__start__`` runs
+#: ``route_to_active_agent``): they do not make the graph an agent of its own.
+_GRAPH_ENDS: Final = frozenset({"__start__", "__end__"})
 #: Exceptions that are control flow, not failures (LangGraph's Command.PARENT, interrupts).
 CONTROL_FLOW: Final = frozenset(
     {"ParentCommand", "GraphInterrupt", "GraphBubbleUp", "NodeInterrupt"}
@@ -73,6 +77,9 @@ def is_workflow(span: Span) -> bool:
         return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return False
+    verdict = shapes.workflow_verdict(span)
+    if verdict is not None:  # a framework's shape overrules the generic rules below
+        return verdict
     if span.name.startswith(_WORKFLOW_NAMES):
         return True
     kind = attrs.get("openinference.span.kind")
@@ -131,6 +138,8 @@ def is_container(span: Span) -> bool:
     kind = span.attrs.get("openinference.span.kind")
     if kind is not None and kind not in (_OPENINFERENCE_TOOL, *_OPENINFERENCE_LLM):
         return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: OpenInference's wrappers
+    if "messaging.operation" in span.attrs:
+        return True  # a message runtime's plumbing (AutoGen's create/publish/process spans)
     name = span.name
     if span.attrs.get("gen_ai.tool.name") == _MERGED:
         return True
@@ -165,6 +174,25 @@ def _is_graph_node(span: Span) -> bool:
     return meta is not None and meta.get("langgraph_node") == span.name
 
 
+def _node_of(spans: dict[Any, Span], run: Any) -> Any:
+    """The parent graph's node span that stands for a subgraph run, else the run itself.
+
+    The node is the run's parent of the same name, or its grandparent of the same
+    name through a function node that calls the subgraph (langgraph-supervisor's
+    ``call_agent``, an ``AGENT`` span only by its name).
+    """
+    span = spans[run]
+    cur = (span.trace, span.parent)
+    for _ in range(2):
+        if cur not in spans:
+            return run
+        above = spans[cur]
+        if above.name == span.name and _is_graph_node(above):
+            return cur
+        cur = (above.trace, above.parent)
+    return run
+
+
 def langgraph_shapes(spans: dict[Any, Span]) -> tuple[set[Any], set[Any]]:
     """LangGraph's agents and workflow runs among the spans, by the graph's structure.
 
@@ -190,14 +218,15 @@ def langgraph_shapes(spans: dict[Any, Span]) -> tuple[set[Any], set[Any]]:
     }
     agent_of: dict[Any, Any] = {}  # graph run -> the span that stands for it
     for run in runs:
-        span = spans[run]
-        wrapper = (span.trace, span.parent)
-        wrapped = wrapper in spans and spans[wrapper].name == span.name
-        agent_of[run] = wrapper if wrapped and _is_graph_node(spans[wrapper]) else run
+        agent_of[run] = _node_of(spans, run)
     wrappers = set(agent_of.values())
     workflows: set[Any] = set()
     for run in runs:
-        nodes = [k for k in children.get(run, ()) if _is_graph_node(spans[k])]
+        nodes = [
+            k
+            for k in children.get(run, ())
+            if _is_graph_node(spans[k]) and spans[k].name not in _GRAPH_ENDS
+        ]
         if nodes and all(k in wrappers or k in runs for k in nodes):
             workflows.add(agent_of[run])
     return wrappers - workflows, workflows

@@ -15,7 +15,11 @@ from typing import Final
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.intake.otlp.handoff import is_transfer_name, target_of_name
+from tracekit.intake.otlp.handoff import (
+    is_handoff_word,
+    kind_of_name,
+    target_of_name,
+)
 from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
@@ -126,10 +130,10 @@ def _may_mark(span: Span) -> bool:
     attrs = span.attrs
     if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
         return True
-    if span.transfer:
+    if span.transfer and is_handoff_word(span.name):
         return is_tool(span)
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    return isinstance(name, str) and is_transfer_name(name)
+    return isinstance(name, str) and is_handoff_word(name)
 
 
 class SpanIndex:
@@ -142,9 +146,12 @@ class SpanIndex:
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
         marks: list[Key] = []
+        linked: set[str] = set()
         for key, span in spans.items():  # one pass: a big file holds millions of spans
             if span.parent:
                 self.has_children.add((span.trace, span.parent))
+            if span.links:
+                linked.add(span.trace)
             if is_workflow(span):
                 self.workflows.add(key)
             elif is_agent(span):
@@ -152,6 +159,7 @@ class SpanIndex:
             elif _may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
+        self._spanless_agents(marks)
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
@@ -161,7 +169,7 @@ class SpanIndex:
         self._markers: dict[str, list[Key]] = {}
         #: Traces with any evidence of an edge besides the span tree; in the
         #: others (most traces: nesting only) the rules are not tried.
-        self._evidence: set[str] = set()
+        self._evidence: set[str] = linked
         for key in marks:
             if key not in self.agent_set:
                 self._markers.setdefault(key[0], []).append(key)
@@ -171,6 +179,7 @@ class SpanIndex:
             if span.links or not _EVIDENCE.isdisjoint(span.attrs):
                 self._evidence.add(key[0])
         self._by_name: dict[tuple[str, str], list[Key]] | None = None
+        self._agent_children: dict[Key, list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
         # Only evidence rules need start order (a caller placed first); the span tree does not.
@@ -186,6 +195,42 @@ class SpanIndex:
         self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
     # -- building ------------------------------------------------------------
+    def _spanless_agents(self, marks: list[Key]) -> None:
+        """Delegation tool spans that stand for an agent with no span of its own.
+
+        A coworker of a CrewAI crew may exist only as the manager's
+        ``Delegate work to coworker`` span, whose input names it, with the
+        coworker's own tool spans as its children: that span is then the
+        coworker's invocation (named by the tool's target), its children its
+        steps. A delegation span with an agent span under it is only a node.
+        """
+        found: list[tuple[Key, str]] = []
+        for key in marks:  # cheap tests first: most traces have no such span
+            if key not in self.has_children:
+                continue
+            span = self.spans[key]
+            target = _marker_target(span)
+            if target is not None and kind_of_name(tool_name(span) or span.name) == "delegate":
+                found.append((key, target))
+        if not found:
+            return
+        below_agent = self._agents_below()
+        for key, target in found:
+            if key not in below_agent:
+                span = self.spans[key]
+                span.attrs = {**span.attrs, "gen_ai.agent.name": target}
+                self.agent_set.add(key)
+
+    def _agents_below(self) -> set[Key]:
+        """The spans with an agent span somewhere under them."""
+        found: set[Key] = set()
+        for key in self.agent_set:
+            cur = self.parent_of(key)
+            while cur is not None and cur not in found:
+                found.add(cur)
+                cur = self.parent_of(cur)
+        return found
+
     def _inside_agent(self, key: Key) -> bool:
         cur = self.parent_of(key)
         for _ in range(100_000):
@@ -388,6 +433,104 @@ class SpanIndex:
             meta = langgraph_meta(self.spans[other])
             if meta is not None and namespace(meta) == ns:
                 return other
+        return None
+
+    def linked_caller(self, key: Key) -> tuple[Key, Key] | None:
+        """The agent a span link leads to from ``key`` or a non-agent span above it.
+
+        Message-passing runtimes (AutoGen's, Microsoft Agent Framework's) start
+        each agent under the runtime's own ``process`` / ``executor`` span and
+        link *that* span to the message that woke it (``send``, ``create``),
+        often in another trace. The message is followed up to its agent: the
+        agent above it, else the agent that ran before it under the same parent
+        (the executor that sent it); a message with neither is itself linked
+        further (AutoGen's group manager relays every handoff), a few hops at most.
+
+        Returns:
+            ``(caller agent, the linked span)``, or None.
+        """
+        seen: set[Key] = set()
+        frontier = [self.parent_of(key)]
+        for _ in range(8):  # hops through relaying spans
+            links: list[Key] = []
+            for start in frontier:
+                cur = start
+                while cur is not None and cur not in self.agent_set and cur not in seen:
+                    seen.add(cur)
+                    links.extend(link for link in self.spans[cur].links if link in self.spans)
+                    cur = self.parent_of(cur)
+            frontier = []
+            for link in links:
+                owner = self._owner(link)
+                if owner is not None and owner != key:
+                    return owner, link
+                frontier.append(link)
+            if not frontier:
+                return None
+        return None
+
+    def _owner(self, key: Key) -> Key | None:
+        """The agent a (message) span belongs to: above it, else run just before it beside it."""
+        if key in self.agent_set:
+            return key
+        above = self.otel.get(key)
+        if above is not None:
+            return above
+        parent = self.parent_of(key)
+        start = self.spans[key].start
+        found: Key | None = None
+        for other in self.children_agents_of_span(parent):
+            if self.spans[other].start <= start and (
+                found is None or self.spans[other].start >= self.spans[found].start
+            ):
+                found = other
+        return found
+
+    def children_agents_of_span(self, parent: Key | None) -> list[Key]:
+        """The agent spans right under a (non-agent) span."""
+        if parent is None:
+            return []
+        if self._agent_children is None:
+            self._agent_children = {}
+            for agent in self.agent_set:
+                above = self.parent_of(agent)
+                if above is not None:
+                    self._agent_children.setdefault(above, []).append(agent)
+        return self._agent_children.get(parent, [])
+
+    def caller_marker(self, caller: Key, key: Key) -> Key | None:
+        """The caller's latest unclaimed handoff span before ``key`` that names it (or no one)."""
+        agent = self.agent_name(self.spans[key])
+        start = self.spans[key].start
+        found: Key | None = None
+        for marker in self._markers.get(caller[0], ()):
+            span = self.spans[marker]
+            if marker in self.claimed or self.otel.get(marker) != caller or span.start > start:
+                continue
+            if _marker_target(span) not in (agent, None):
+                continue
+            if found is None or span.start >= self.spans[found].start:
+                found = marker
+        return found
+
+    def enclosing_tool(self, parent: Key | None, key: Key) -> Key | None:
+        """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
+
+        Agno opens a team member's agent span beside the leader's
+        ``delegate_task_to_member`` span, not under it; the tool still spans
+        the member's whole run and names it (``member_id``).
+        """
+        if parent is None:
+            return None
+        span = self.spans[key]
+        agent = self.agent_name(span)
+        for marker in self._trace_markers(key[0]):
+            found = self.spans[marker]
+            if marker in self.claimed or self.otel.get(marker) != parent or self.below(key, marker):
+                continue
+            ends_after = found.end is None or (span.end is not None and found.end >= span.end)
+            if found.start <= span.start and ends_after and _marker_target(found) == agent:
+                return marker
         return None
 
     def node_between(self, parent: Key | None, key: Key) -> Key | None:

@@ -24,15 +24,16 @@ from __future__ import annotations
 from typing import Final
 
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.shapes import genai, openinference
+from tracekit.intake.otlp.shapes import genai, openinference, smolagents
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["DECIDES", "SHAPES", "Shape", "agent_name", "agent_verdict"]
+__all__ = ["DECIDES", "SHAPES", "Shape", "agent_name", "agent_verdict", "workflow_verdict"]
 
 #: Framework shapes first, the generic conventions last (their answers are the fallback).
-SHAPES: Final[tuple[Shape, ...]] = (openinference.SHAPE, genai.SHAPE)
+SHAPES: Final[tuple[Shape, ...]] = (smolagents.SHAPE, openinference.SHAPE, genai.SHAPE)
 _NAMERS: Final = tuple(s for s in SHAPES if s.agent_name is not None)
 _VERDICTS: Final = tuple(s for s in SHAPES if s.is_agent is not None)
+_WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)
 #: Whether any shape decides agents (if none does, the span index skips asking).
 DECIDES: Final = bool(_VERDICTS)
 
@@ -52,6 +53,16 @@ def agent_verdict(span: Span) -> bool | None:
     for shape in _VERDICTS:
         if shape.recognise(span):
             verdict = shape.is_agent(span)  # type: ignore[misc]
+            if verdict is not None:
+                return verdict
+    return None
+
+
+def workflow_verdict(span: Span) -> bool | None:
+    """Whether a framework's shape says the span is a whole run (None: the generic rules decide)."""
+    for shape in _WORKFLOWS:
+        if shape.recognise(span):
+            verdict = shape.is_workflow(span)  # type: ignore[misc]
             if verdict is not None:
                 return verdict
     return None

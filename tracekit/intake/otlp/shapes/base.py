@@ -20,9 +20,13 @@ class Shape:
         agent_name: the name of an agent span, or None to leave it to the next shape.
         is_agent: True (an agent invocation), False (a wrapper, router or step
             that only looks like one), None (the generic rules decide).
+        is_workflow: True (the whole run: its agents are its invocations), False
+            (an agent, though the generic rules would take it for a run's root),
+            None (the generic rules decide).
     """
 
     name: str
     recognise: Callable[[Span], bool]
     agent_name: Callable[[Span], str | None] | None = None
     is_agent: Callable[[Span], bool | None] | None = None
+    is_workflow: Callable[[Span], bool | None] | None = None
