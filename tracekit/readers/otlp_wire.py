@@ -19,6 +19,7 @@ from tracekit.readers.otlp_json import (
     ERROR_CODES,
     SPAN_KEYS,
     Span,
+    chained_causes,
     hex_id,
     is_transfer_name,
     target_in,
@@ -164,7 +165,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         raise ValueError("a span without spanId or start")
     status = raw.status
     transfer = is_transfer_name(raw.name)
-    exception = message = None
+    exception = message = cause = None
     for event in raw.events:
         if event.name == "exception":
             found = _attrs(event.attributes)
@@ -172,6 +173,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
                 exception = str(found["exception.type"])
                 message = found.get("exception.message")
                 message = str(message) if message else None
+                cause = chained_causes(found.get("exception.stacktrace"))
                 break
     return Span(
         trace=_id(raw.traceId, ids),
@@ -186,6 +188,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         service=service,
         exception=exception,
         exception_message=message,
+        exception_cause=cause,
         links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
         if raw.links
         else (),

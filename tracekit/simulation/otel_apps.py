@@ -100,6 +100,7 @@ class Apps:
     max_depth: int = 12
     _tracers: dict[str, Tracer] = field(default_factory=dict)
     _handled: list[_Origin] = field(default_factory=list)
+    _handed: tuple[str, tuple[tuple[str, int], ...]] | None = None
 
     def __post_init__(self) -> None:
         for service in self.services:
@@ -128,6 +129,9 @@ class Apps:
         agent's own span, as a guard at the top of the agent's code would.
         """
         stack = _STACK.get()
+        handed, self._handed = self._handed, None
+        if handed is not None and handed[0] == name and handed[1][:-1] == stack:
+            stack = handed[1]  # handed over: it runs in the place of the agent that handed off
         depth = len(stack)
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
         token = _STACK.set((*stack, (name, depth)))
@@ -171,6 +175,15 @@ class Apps:
             attrs["gen_ai.tool.call.arguments"] = json.dumps(args)
         with self._span(service, f"execute_tool {name}", attrs):
             return body() if body is not None else None
+
+    def transfer(self, service: str, target: str) -> None:
+        """The current agent hands the conversation to ``target`` (a transfer tool call).
+
+        The next agent started is ``target``, at the depth below the agent
+        that handed off, as tracekit draws a handoff.
+        """
+        self.tool(service, f"transfer_to_{target}", args={"agent_name": target})
+        self._handed = (target, _STACK.get())
 
     def model(self, service: str, input_tokens: int, output_tokens: int) -> None:
         """A model call with its usage, in a ``chat`` span."""

@@ -205,7 +205,7 @@ def _handoff(r: _Run) -> Callable[[], Any]:
 
     def triage() -> None:
         r.think(service)
-        r.apps.tool(service, f"transfer_to_{target}", args={"agent_name": target})
+        r.apps.transfer(service, target)
 
     def body() -> None:
         r.apps.agent(service, "triage", triage)
