@@ -37,7 +37,7 @@ PHASES = (
     "import sys, time\n"
     "t0 = time.process_time()\n"
     "from tracekit._util.gcpause import gc_paused\n"
-    "from tracekit.readers import read_trace\n"
+    "from tracekit.intake import read_trace\n"
     "from tracekit.tree import build_forest\n"
     "from tracekit.tree.text import describe_agent_tree\n"
     "from tracekit.tree.html import tree_to_html\n"

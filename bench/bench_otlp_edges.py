@@ -4,7 +4,7 @@ Usage:
     .venv/bin/python bench/bench_otlp_edges.py --baseline /work/main [--events 200000] [--repeat 5]
 
 Writes a simulated OTLP fleet (``tracekit simulate --format otlp``, seed 0)
-once, then maps it with :class:`tracekit.readers.otlp.OtlpConverter`
+once, then maps it with :class:`tracekit.intake.otlp.convert.OtlpConverter`
 (``feed_json`` line by line, ``take_complete`` as ``tracekit tree`` and
 ``ingest`` do, then ``finish_lines``) in child processes, alternating this
 tree's code and the baseline checkout's (``PYTHONPATH``), so that a loaded
@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 CHILD = """
 import sys, time
-from tracekit.readers.otlp import OtlpConverter
+from tracekit.intake.otlp.convert import OtlpConverter
 path = sys.argv[1]
 started = time.process_time()
 converter = OtlpConverter()

@@ -377,7 +377,7 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
     import msgspec
 
     from tracekit.events import encode_event
-    from tracekit.readers.otlp import OtlpConverter
+    from tracekit.intake.otlp.convert import OtlpConverter
     from tracekit.server.decode import decode_otlp_proto, span_of, spans_entry
     from tracekit.store import Store
 

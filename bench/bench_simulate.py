@@ -26,7 +26,7 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 ENCODE_ONLY = """
 import sys, msgspec
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 simulate(sys.argv[2] + ".one", runs=1, seed=1)
 batch = read_trace(sys.argv[2] + ".one").events
@@ -37,7 +37,7 @@ with open(sys.argv[2], "wb") as out:
         out.write(encoder.encode_lines(chunk))
         done += len(chunk)
 """
-READ = "import sys\nfrom tracekit.readers import read_trace\nread_trace(sys.argv[1])\n"
+READ = "import sys\nfrom tracekit.intake import read_trace\nread_trace(sys.argv[1])\n"
 
 
 def timed(argv: list[str]) -> tuple[float, float]:

@@ -84,7 +84,7 @@ BREAKDOWN = (
     "t0 = time.perf_counter()\n"
     "from tracekit._util.gcpause import gc_paused\n"
     "from tracekit.cli.tree import render_forest\n"
-    "from tracekit.readers import read_trace\n"
+    "from tracekit.intake import read_trace\n"
     "from tracekit.tree import build_forest\n"
     "t1 = time.perf_counter()\n"
     "with gc_paused():\n"

@@ -25,7 +25,7 @@ from tracekit.failures import (
     run_facts,
 )
 from tracekit.failures.rules import STALE_AFTER_MS, innermost
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 
 

@@ -11,7 +11,7 @@ from _store_helpers import cli
 
 from tracekit.events import Exit
 from tracekit.failures import classify_run, classify_store, run_facts
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store, StoreSink
 from tracekit.store.ingest import ingest_paths

@@ -1,6 +1,6 @@
 """The package's one-way layers, checked on the source.
 
-The event model sits at the bottom; readers and the SDK on it; the tree (and
+The event model sits at the bottom; intake (the readers) and the SDK on it; the tree (and
 the simulator) on those; the failure rules on the tree; the store, which
 classifies as it writes, on the rules; fleet metrics on the store; dashboards
 next; the CLI and the notebook helpers on top (docs/architecture.md). A module may import its own layer and
@@ -29,7 +29,7 @@ LAYERS = {
     "errors": 0,
     "events": 0,
     "validate": 0,
-    "readers": 1,
+    "intake": 1,
     "sdk": 1,
     "tree": 2,
     "simulation": 2,

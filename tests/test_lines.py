@@ -7,7 +7,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracekit.readers.lines import BOM, split_lines
+from tracekit.intake.lines import BOM, split_lines
 
 
 def expected(data: bytes, limit: int) -> tuple[bytes, list[tuple[int, int]]]:

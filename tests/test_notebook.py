@@ -11,13 +11,13 @@ import pytest
 
 from tracekit.errors import RunNotFoundError, TracekitError
 from tracekit.events import Enter, ErrorInfo, Event, Exit, RunEnd, RunStart, encode_event
+from tracekit.intake import read_trace
 from tracekit.notebook import (
     INVOCATION_COLUMNS,
     invocations_frame,
     open_run,
     read_invocations,
 )
-from tracekit.readers import read_trace
 from tracekit.tree import agent_tree, agents_in, build_forest
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"

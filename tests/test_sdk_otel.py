@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from tracekit.errors import AgentError, AgentRecursionError
 from tracekit.events import Enter, Exit, Node
-from tracekit.readers.otlp import otlp_to_events
+from tracekit.intake.otlp.convert import otlp_to_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
 from tracekit.tree import agent_tree
 from tracekit.tree.text import describe_agent_tree

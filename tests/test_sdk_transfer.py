@@ -14,7 +14,7 @@ from test_sdk_otel import _otlp
 
 from tracekit.errors import AgentError
 from tracekit.events import RunStart
-from tracekit.readers.otlp import otlp_to_events
+from tracekit.intake.otlp.convert import otlp_to_events
 from tracekit.sdk import AgentTracer, Guards, MemorySink
 from tracekit.tree import agent_tree
 from tracekit.tree.text import describe_agent_tree

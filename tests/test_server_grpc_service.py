@@ -7,7 +7,7 @@ from pathlib import Path
 
 from _server_helpers import readable_spans, simulate_otlp, spans_of, start
 
-from tracekit.readers.otlp import otlp_to_events
+from tracekit.intake.otlp.convert import otlp_to_events
 from tracekit.store import Store
 
 

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tracekit.errors import TracekitError
 from tracekit.events import ErrorInfo
 from tracekit.failures import canonical_circle
-from tracekit.readers import read_trace
-from tracekit.readers.otlp import REFUSALS
+from tracekit.intake import read_trace
+from tracekit.intake.otlp.convert import REFUSALS
 from tracekit.simulation.simulator import (
     SimulationRates,
     parse_duration_ms,

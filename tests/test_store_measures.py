@@ -11,7 +11,7 @@ import pytest
 from _tree_helpers import call, enter, exit_, write_jsonl
 
 from tracekit.events import EdgeInfo, Event, RunEnd, RunStart, Usage
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.simulation import SimulationRates, simulate
 from tracekit.store import Store
 from tracekit.store.schema import MIGRATIONS

@@ -113,7 +113,7 @@ def test_the_spans_of_a_parent_loop_are_rejected_lines(tmp_path: Path) -> None:
     import json
 
     from tests._store_helpers import cli
-    from tests.test_readers_otlp import DELEGATION, L1, L2, LOOP_REASON, _loop_trace
+    from tests.test_intake_otlp import DELEGATION, L1, L2, LOOP_REASON, _loop_trace
 
     path = _loop_trace(tmp_path / "loop.otlp.jsonl")
     db = tmp_path / "s.duckdb"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tracekit._util.theme import RECURSION_COLOR, STATUS_COLORS
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.tree import AgentStep, NodeStep, agent_tree
 from tracekit.tree.html import tree_to_html
 

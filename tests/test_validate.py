@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests._store_helpers import cli, write
 from tracekit import Store
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.validate import MAX_DEPTH, MAX_TS_MS
 
 SAMPLE = Path(__file__).parent.parent / "sample_traces" / "child_failure.jsonl"

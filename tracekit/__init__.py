@@ -48,10 +48,10 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.failures import classify_events, classify_store
     from tracekit.fleet import FleetReport, fleet_report
     from tracekit.fleet.rare import FleetComparison, against_fleet
+    from tracekit.intake import ReadResult, read_trace
+    from tracekit.intake.otlp.convert import OtlpConverter, otlp_to_events
     from tracekit.lake import export_lake
     from tracekit.notebook import RootCause, RunView, SessionView, open_run, open_session
-    from tracekit.readers import ReadResult, read_trace
-    from tracekit.readers.otlp import OtlpConverter, otlp_to_events
     from tracekit.sdk import AgentTracer, Guards, JsonlSink, MemorySink, Sink, propagate_context
     from tracekit.sdk.http_sink import HttpSink
     from tracekit.simulation import SimulationRates, SimulationReport, simulate
@@ -75,7 +75,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
 # Public names loaded on first use, so that ``import tracekit`` (and so every
 # CLI call) pays only for the modules it uses.
 _LAZY: dict[str, str] = {
-    # The event model and the readers: msgspec, not needed by `tracekit fleet`.
+    # The event model and intake (the readers): msgspec, not needed by `tracekit fleet`.
     "Enter": "tracekit.events",
     "ErrorInfo": "tracekit.events",
     "Event": "tracekit.events",
@@ -85,10 +85,10 @@ _LAZY: dict[str, str] = {
     "RunStart": "tracekit.events",
     "decode_event": "tracekit.events",
     "encode_event": "tracekit.events",
-    "ReadResult": "tracekit.readers",
-    "read_trace": "tracekit.readers",
-    "OtlpConverter": "tracekit.readers.otlp",
-    "otlp_to_events": "tracekit.readers.otlp",
+    "ReadResult": "tracekit.intake",
+    "read_trace": "tracekit.intake",
+    "OtlpConverter": "tracekit.intake.otlp.convert",
+    "otlp_to_events": "tracekit.intake.otlp.convert",
     # The SDK imports opentelemetry-sdk (~90 ms), which the CLI never needs.
     "AgentTracer": "tracekit.sdk",
     "Guards": "tracekit.sdk",

@@ -53,7 +53,7 @@ from tracekit.errors import TracekitError
 from tracekit.events import Event
 from tracekit.failures import Finding, classify_run, run_facts
 from tracekit.failures.rules import FAILED_STATUSES, RECURSION
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.tree import AgentTree, Forest, RunTree, build_forest
 from tracekit.tree.frame import INVOCATION_COLUMNS, invocations_frame, read_invocations
 from tracekit.tree.html import tree_to_html

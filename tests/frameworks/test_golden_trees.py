@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from tracekit.events import RunStart
-from tracekit.readers import read_trace
-from tracekit.readers.otlp_json import decode_spans
-from tracekit.readers.otlp_spans import SpanIndex
+from tracekit.intake import read_trace
+from tracekit.intake.otlp.decode_json import decode_spans
+from tracekit.intake.otlp.spans import SpanIndex
 from tracekit.tree import AgentStep, NodeStep, RunTree, Step, build_forest
 
 HERE = Path(__file__).parent

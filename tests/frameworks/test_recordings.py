@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tracekit.events import RunStart
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 
 HERE = Path(__file__).parent
 RECORDINGS = HERE / "recordings"

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.tree.build import build_forest
 from tracekit.tree.diff import RunDiff, Slower, diff_runs
 from tracekit.tree.diff_view import describe_diff

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
-from tracekit.readers import ReadResult, read_trace
+from tracekit.intake import ReadResult, read_trace
 from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity

@@ -14,7 +14,7 @@ from typing import Any, Final
 import msgspec
 
 from tracekit.events import MAX_LINE_BYTES
-from tracekit.readers.otlp_json import Span, check_span
+from tracekit.intake.otlp.decode_json import Span, check_span
 from tracekit.server.spool import Entry
 
 __all__ = [
@@ -124,8 +124,8 @@ def decode_otlp_json(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not JSON, not OTLP traces, or a span is malformed.
     """
-    from tracekit.readers.otlp_json import decode_spans
-    from tracekit.readers.otlp_wire import decode_spans_fast
+    from tracekit.intake.otlp.decode_json import decode_spans
+    from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 
     try:
         return decode_spans_fast(body)
@@ -151,7 +151,7 @@ def decode_otlp_proto(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    from tracekit.readers.otlp_proto import decode_spans_proto
+    from tracekit.intake.otlp.decode_proto import decode_spans_proto
 
     try:
         return decode_spans_proto(body)

@@ -15,7 +15,7 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from tracekit.readers.otlp_proto import spans_of_message
+from tracekit.intake.otlp.decode_proto import spans_of_message
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError
 from tracekit.server.decode import spans_entry

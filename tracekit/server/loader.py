@@ -3,7 +3,7 @@
 OTLP spans are held per trace until the trace looks complete (its root span
 has come and nothing of it has arrived for ``settle`` seconds, or it has
 waited ``linger`` seconds without a root), then mapped to v1 records by the
-reader's :class:`~tracekit.readers.otlp.OtlpConverter` and ingested with
+reader's :class:`~tracekit.intake.otlp.convert.OtlpConverter` and ingested with
 :meth:`Store.ingest_records` (duplicates by event key, derive, classify).
 After each ingest the checkpoint moves to the first spool entry that still
 has a span waiting, so a crash replays only what the store may not hold.
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tracekit.events import encode_event
-from tracekit.readers.otlp import OtlpConverter
+from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.server.decode import span_of
 from tracekit.server.spool import Checkpoint, Entry, Spool
 from tracekit.store import Store

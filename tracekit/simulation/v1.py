@@ -5,7 +5,7 @@ from __future__ import annotations
 from operator import attrgetter
 
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
-from tracekit.readers.otlp import event_sort_key, failure_of
+from tracekit.intake.otlp.convert import event_sort_key, failure_of
 from tracekit.simulation.catalog import TOOL_STEPS
 from tracekit.simulation.model import Inv, Step
 from tracekit.simulation.usage import usage_of

@@ -1,6 +1,6 @@
 """OTLP JSON sources: each line (or the one document) mapped to v1 records.
 
-The mapping itself is the reader's (:func:`tracekit.readers.otlp.otlp_to_events`);
+The mapping itself is the reader's (:func:`tracekit.intake.otlp.convert.otlp_to_events`);
 here its records are encoded as v1 JSON lines and join the same set-based
 load as a v1 file, numbered by the source line they came from and their
 position in it (``item``).
@@ -16,7 +16,7 @@ import msgspec
 import pyarrow as pa
 
 from tracekit.events import MAX_LINE_BYTES, Event, encode_event
-from tracekit.readers.lines import sniff
+from tracekit.intake.lines import sniff
 from tracekit.store.sources import Chunk, Source, open_stream, read_chunks, text_table
 
 __all__ = ["detect_format", "is_document", "otlp_batches"]
@@ -30,7 +30,7 @@ def detect_format(source: Source) -> str:
     A JSON document over several lines that is not OTLP is ``"other"``: a
     file such as a saved tree, which an ingest skips rather than rejecting
     every line of it. A first line that is cut off or long is a line like any
-    other (see :func:`~tracekit.readers.lines.classify`).
+    other (see :func:`~tracekit.intake.lines.classify`).
     """
     found = _sniff(source)
     if found == "document":
@@ -80,13 +80,13 @@ def is_document(source: Source) -> bool:
 def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     """Map OTLP lines to batches of v1 lines; a multi-line document is read whole.
 
-    Spans are collected across lines (:class:`~tracekit.readers.otlp.OtlpConverter`)
+    Spans are collected across lines (:class:`~tracekit.intake.otlp.convert.OtlpConverter`)
     and a trace is mapped once it looks complete, so a parent and its children
     in different lines still nest; whatever is left is mapped at the end.
     Spans the mapping refuses (a loop of parent links) are refused lines of
     the batch they are mapped in.
     """
-    from tracekit.readers.otlp import OtlpConverter
+    from tracekit.intake.otlp.convert import OtlpConverter
 
     converter = OtlpConverter()
     stream = iter(chunks)

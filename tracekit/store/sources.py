@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from tracekit.errors import TraceFileError
-from tracekit.readers.lines import Chunk, guarded, split_lines
+from tracekit.intake.lines import Chunk, guarded, split_lines
 
 __all__ = [
     "Chunk",
@@ -157,7 +157,7 @@ def open_stream(source: Source) -> IO[bytes]:
 def read_chunks(
     stream: IO[bytes], *, start: int, first_line: int, final: bool, size: int = CHUNK_BYTES
 ) -> Iterator[Chunk]:
-    """Yield chunks of whole lines from ``start`` (see :func:`~tracekit.readers.lines.split_lines`).
+    """Yield chunks of whole lines from ``start`` (see :func:`~tracekit.intake.lines.split_lines`).
 
     The bytes after the last newline are a line still being written: they are
     held back unless ``final`` (stdin, gzip) or they already form a complete

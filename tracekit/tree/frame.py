@@ -23,7 +23,7 @@ import msgspec
 import pandas as pd
 
 from tracekit.events import Enter, Event, Exit
-from tracekit.readers import read_trace
+from tracekit.intake import read_trace
 from tracekit.tree.build import build_forest
 from tracekit.tree.measures import measure
 from tracekit.tree.model import AgentStep, Step

@@ -271,6 +271,8 @@ def classify(lines: Iterable[bytes], head: bytes = b"") -> str:
 
     try:
         value = msgspec.json.decode(text)
+    except RecursionError:  # nested past any record: a bad line of records, refused by its reader
+        return "otlp" if _opens_with_resource_spans(text) else "jsonl"
     except msgspec.DecodeError:
         if second.strip() and not second.startswith(b"{"):
             return _document(first + b"\n" + second, head)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from tracekit.readers.otlp_edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.readers.otlp_json import Span, is_transfer_name
-from tracekit.readers.otlp_kinds import (
+from tracekit.intake.otlp.decode_json import Span, is_transfer_name
+from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
+from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
     is_tool,
@@ -131,7 +131,7 @@ def _may_mark(span: Span) -> bool:
 
 
 class SpanIndex:
-    """Agent spans, their edges (:mod:`tracekit.readers.otlp_edges`), and what the rest are."""
+    """Agent spans, their edges (:mod:`tracekit.intake.otlp.edges`), and what the rest are."""
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans

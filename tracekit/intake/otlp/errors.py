@@ -1,6 +1,6 @@
 """Why each agent span failed: its own error, and what the spans around it add.
 
-An agent's error is its span's own (:func:`~tracekit.readers.otlp_steps.own_error`),
+An agent's error is its span's own (:func:`~tracekit.intake.otlp.steps.own_error`),
 completed from the spans around it: the child an ``AGENT_FAILED`` wraps, the
 circle of a recursion refusal, the tool that raised inside it, and for a
 workflow root that a processor marked OK, the agent that was speaking last.
@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Final
 
 from tracekit.events import ErrorInfo, Node
-from tracekit.readers.otlp_json import Span
-from tracekit.readers.otlp_spans import Key, SpanIndex
-from tracekit.readers.otlp_steps import own_error
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.spans import Key, SpanIndex
+from tracekit.intake.otlp.steps import own_error
 
 __all__ = ["CANCELLED_CODES", "agent_errors"]
 

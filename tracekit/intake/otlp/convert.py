@@ -43,13 +43,13 @@ from tracekit.events import (
     Status,
     Usage,
 )
-from tracekit.readers.otlp_edges import OTEL
-from tracekit.readers.otlp_errors import CANCELLED_CODES, agent_errors
-from tracekit.readers.otlp_json import Span, check_span, decode_spans
-from tracekit.readers.otlp_kinds import session_of
-from tracekit.readers.otlp_spans import Key, SpanIndex, parent_loops
-from tracekit.readers.otlp_steps import Steps
-from tracekit.readers.otlp_wire import decode_spans_fast
+from tracekit.intake.otlp.decode_json import Span, check_span, decode_spans
+from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+from tracekit.intake.otlp.edges import OTEL
+from tracekit.intake.otlp.errors import CANCELLED_CODES, agent_errors
+from tracekit.intake.otlp.kinds import session_of
+from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
+from tracekit.intake.otlp.steps import Steps
 from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = ["OtlpConverter", "event_sort_key", "failure_of", "otlp_to_events"]

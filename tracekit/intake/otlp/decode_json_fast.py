@@ -3,7 +3,7 @@
 The structs below mirror ``TracesData`` in its OTLP/JSON (lowerCamelCase)
 spelling; unknown fields are ignored. Anything this path cannot take (the
 snake_case spelling, a value of an unexpected type, a malformed span) raises,
-and the caller falls back to the dict path in :mod:`tracekit.readers.otlp_json`,
+and the caller falls back to the dict path in :mod:`tracekit.intake.otlp.decode_json`,
 which accepts every spelling and words the error. On the simulated fleet this
 path reads a line several times faster than decoding to dicts first.
 """
@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.readers.otlp_json import (
+from tracekit.intake.otlp.decode_json import (
     ARGUMENT_KEYS,
     ERROR_CODES,
     SPAN_KEYS,

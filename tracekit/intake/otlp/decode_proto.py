@@ -1,7 +1,7 @@
 """Decode OTLP protobuf (``ExportTraceServiceRequest`` / ``TracesData``) into flat spans.
 
-The protobuf path beside the JSON one (:mod:`tracekit.readers.otlp_json`):
-the same :class:`~tracekit.readers.otlp_json.Span` comes out of both, so the
+The protobuf path beside the JSON one (:mod:`tracekit.intake.otlp.decode_json`):
+the same :class:`~tracekit.intake.otlp.decode_json.Span` comes out of both, so the
 same spans map to the same v1 records whichever encoding carried them. Ids
 are bytes on the wire and hex here; a ``bytesValue`` attribute is base64, as
 OTLP/JSON writes it; only the attributes the mapping reads are kept.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tracekit.readers.otlp_json import SPAN_KEYS, Span, chained_causes
+from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_proto"]

@@ -3,7 +3,7 @@
 Frameworks wrap an agent's tool calls in model turns (OpenAI Agents' ``turn``
 spans), loop cycles (Strands' ``execute_event_loop_cycle``) or chains
 (LangGraph's ``agent``/``tools`` nodes). Those wrappers are neither steps nor
-nodes (:func:`~tracekit.readers.otlp_kinds.is_container`): the tool calls
+nodes (:func:`~tracekit.intake.otlp.kinds.is_container`): the tool calls
 and model calls inside them belong to the agent, so a tool that raised is
 seen. A tool call becomes ``Node(call="tool")`` named by the tool, with its
 ``ok`` and ``error``; a model call becomes ``Node(call="llm")`` with its
@@ -23,8 +23,8 @@ from typing import Final
 import msgspec
 
 from tracekit.events import ErrorInfo, Node, Usage, check_error
-from tracekit.readers.otlp_json import Span
-from tracekit.readers.otlp_kinds import (
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.kinds import (
     CONTROL_FLOW,
     is_container,
     is_llm,
@@ -32,7 +32,7 @@ from tracekit.readers.otlp_kinds import (
     sum_usage,
     usage_of,
 )
-from tracekit.readers.otlp_spans import Key, SpanIndex
+from tracekit.intake.otlp.spans import Key, SpanIndex
 
 __all__ = ["Steps", "own_error", "short_code"]
 

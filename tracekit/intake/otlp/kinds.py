@@ -9,7 +9,7 @@ agents (subgraphs) are found per trace, from their checkpoint namespaces
 (:func:`langgraph_agents`).
 
 Example:
-    >>> from tracekit.readers.otlp_json import Span
+    >>> from tracekit.intake.otlp.decode_json import Span
     >>> span = Span("t", "a", "", "execute_tool lookup", 1, 2,
     ...     {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}, False, "", None)
     >>> is_tool(span), tool_name(span), is_llm(span)
@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.events import Usage
-from tracekit.readers.otlp_json import Span
+from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
     "CONTROL_FLOW",
@@ -85,7 +85,7 @@ def tool_name(span: Span) -> str | None:
     """The tool a span calls: ``gen_ai.tool.name``, ``tool.name``, else a tool span's name.
 
     Example:
-        >>> from tracekit.readers.otlp_json import Span
+        >>> from tracekit.intake.otlp.decode_json import Span
         >>> tool_name(Span("t", "a", "", "handoff to billing", 1, 2,
         ...     {"openinference.span.kind": "TOOL"}, False, "", None))
         'handoff to billing'
@@ -215,7 +215,7 @@ def usage_of(span: Span) -> Usage | None:
     """A span's model usage: GenAI ``gen_ai.usage.*`` or OpenInference ``llm.token_count.*``.
 
     Example:
-        >>> from tracekit.readers.otlp_json import Span
+        >>> from tracekit.intake.otlp.decode_json import Span
         >>> usage_of(Span("t", "a", "", "chat", 1, 2, {"gen_ai.usage.input_tokens": 12,
         ...     "gen_ai.usage.output_tokens": 3, "gen_ai.response.model": "m1"}, False, "", None))
         Usage(inputTokens=12, outputTokens=3, models=['m1'])

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from tracekit.events import Kind
-from tracekit.readers.otlp_json import Span, is_transfer_name
-from tracekit.readers.otlp_kinds import langgraph_meta, namespace, tool_name
+from tracekit.intake.otlp.decode_json import Span, is_transfer_name
+from tracekit.intake.otlp.kinds import langgraph_meta, namespace, tool_name
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
-    from tracekit.readers.otlp_spans import Key, SpanIndex
+    from tracekit.intake.otlp.spans import Key, SpanIndex
 
 __all__ = [
     "EDGE_RULES",

@@ -57,7 +57,7 @@ SPAN_KEYS: Final = frozenset(
         "tracekit.error",
         "tracekit.failure",
         "tracekit.delegated",
-        # Edges between agents that are not OTel parents (tracekit.readers.otlp_edges):
+        # Edges between agents that are not OTel parents (tracekit.intake.otlp.edges):
         "gen_ai.transfer.mode",
         "gen_ai.transfer.target.name",
         "gen_ai.caller.name",

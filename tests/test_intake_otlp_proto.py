@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from _server_helpers import readable_spans, simulate_otlp, spans_of
 
-from tracekit.readers.otlp import OtlpConverter
-from tracekit.readers.otlp_proto import decode_spans_proto
+from tracekit.intake.otlp.convert import OtlpConverter
+from tracekit.intake.otlp.decode_proto import decode_spans_proto
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_readers_otlp import TRACE, agent, doc, error, span, tool
+from tests.test_intake_otlp import TRACE, agent, doc, error, span, tool
 from tracekit.events import Enter, Exit, Node, RunEnd, RunStart, Usage
-from tracekit.readers.otlp import otlp_to_events
-from tracekit.readers.otlp_edges import EDGE_RULES, otel_parent
-from tracekit.readers.otlp_spans import SpanIndex
+from tracekit.intake.otlp.convert import otlp_to_events
+from tracekit.intake.otlp.edges import EDGE_RULES, otel_parent
+from tracekit.intake.otlp.spans import SpanIndex
 from tracekit.tree import build_forest
 from tracekit.tree.text import describe_forest
 
@@ -503,7 +503,7 @@ def nested_traces(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_rules_change_nothing_when_every_edge_is_an_otel_parent(
     spans: list[dict[str, Any]],
 ) -> None:
-    from tracekit.readers.otlp_json import decode_spans
+    from tracekit.intake.otlp.decode_json import decode_spans
 
     keyed = {(s.trace, s.id): s for s in decode_spans(doc(*spans))}
     full = SpanIndex(dict(keyed), EDGE_RULES)

@@ -11,9 +11,9 @@ import pytest
 
 from tests._tree_helpers import run_cli
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
-from tracekit.readers import read_trace
-from tracekit.readers.otlp import OtlpConverter, otlp_to_events
-from tracekit.readers.otlp_json import attributes, hex_id
+from tracekit.intake import read_trace
+from tracekit.intake.otlp.convert import OtlpConverter, otlp_to_events
+from tracekit.intake.otlp.decode_json import attributes, hex_id
 from tracekit.simulation.simulator import simulate
 
 TRACE = "5b8efff798038103d269b633813fc60c"

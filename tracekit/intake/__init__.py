@@ -26,9 +26,9 @@ import msgspec
 
 from tracekit._util.gcpause import gc_paused
 from tracekit.errors import TraceFileError, TracekitError, TraceReadError
-from tracekit.readers.jsonl import ReadResult, read_jsonl_blocks
-from tracekit.readers.lines import Chunk, guarded, sniff, split_lines
-from tracekit.readers.otlp import OtlpConverter
+from tracekit.intake.jsonl import ReadResult, read_jsonl_blocks
+from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
+from tracekit.intake.otlp.convert import OtlpConverter
 
 __all__ = ["ReadResult", "read_trace"]
 
@@ -42,7 +42,7 @@ def read_trace(
 ) -> ReadResult:
     """Read every record of a trace; bad lines are collected, not fatal.
 
-    Lines are split as everywhere in tracekit (:mod:`tracekit.readers.lines`):
+    Lines are split as everywhere in tracekit (:mod:`tracekit.intake.lines`):
     at ``\\n``, a BOM dropped, a line over ``MAX_LINE_BYTES`` refused by its
     number without being read whole.
 

@@ -7,13 +7,13 @@ import random
 from pathlib import Path
 
 import pytest
-from _tree_helpers import SAMPLES, node, write_jsonl
+from _tree_helpers import SAMPLES, node, run_cli, write_jsonl
 
-import tracekit.readers as readers
+import tracekit.intake as intake
 from tracekit import TraceFileError, TraceReadError, read_trace
 from tracekit.events import Node
-from tracekit.readers.jsonl import read_jsonl_lines
-from tracekit.readers.lines import classify
+from tracekit.intake.jsonl import read_jsonl_lines
+from tracekit.intake.lines import classify
 
 GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
 
@@ -78,7 +78,7 @@ def test_rfc3339_times_are_read(tmp_path: Path) -> None:
 
 
 def test_line_numbers_hold_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readers, "_BLOCK", 100)  # several lines per block, cut mid-line
+    monkeypatch.setattr(intake, "_BLOCK", 100)  # several lines per block, cut mid-line
     path = tmp_path / "t.jsonl"
     lines = [GOOD] * 50
     lines[36] = b"broken\n"
@@ -136,3 +136,29 @@ def test_line_reader_directly() -> None:
     result = read_jsonl_lines([GOOD, b"{"], "x.jsonl")
     assert isinstance(result.events[0], Node)
     assert str(result.bad_lines[0]).startswith("x.jsonl:2: truncated last line")
+
+
+_DEEP = 20_000
+_GOOD = b'{"type":"node","ts":1,"runId":"r","id":"a"}\n'
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        b'{"a":' * _DEEP + b"1" + b"}" * _DEEP,
+        b'{"resourceSpans":' + b"[" * _DEEP + b"]" * _DEEP + b"}",
+        b"[" * _DEEP + b"]" * _DEEP,
+    ],
+    ids=["object", "otlp", "array"],
+)
+def test_a_first_line_nested_20000_deep_is_one_bad_line(tmp_path: Path, first: bytes) -> None:
+    """Format detection never recurses out: the line is refused in one line, the rest read."""
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(first + b"\n" + _GOOD)
+    assert classify([first, _GOOD]) in ("jsonl", "otlp")
+    tree = run_cli("tree", str(path))
+    ingest = run_cli("ingest", str(path), "--db", str(tmp_path / "t.duckdb"))
+    for done in (tree, ingest):
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
+    assert f"{path}:1:" in tree.stderr or "(line 1:" in tree.stderr
+    assert ingest.returncode == 0 and "2 read" in ingest.stdout
