@@ -74,15 +74,20 @@ def failure_origin(error: ErrorInfo | None, steps: Sequence[Step]) -> AgentStep 
     return found
 
 
-def why_text(error: ErrorInfo | None, steps: Sequence[Step]) -> str | None:
-    """``CODE <- ORIGIN_CODE in agent "message"`` for a wrapped failure, else None (escaped)."""
+def why_text(error: ErrorInfo | None, steps: Sequence[Step], *, plain: bool = False) -> str | None:
+    """``CODE <- ORIGIN_CODE in agent "message"`` for a wrapped failure, else None.
+
+    Names are escaped for a terminal unless ``plain`` (for JSON, which its
+    reader escapes where it shows it).
+    """
     origin = failure_origin(error, steps)
     if origin is None or origin.error is None or error is None:
         return None
     first = _innermost(origin.error)
-    text = f"{escape(error.code)} <- {escape(first.code)} in {escape(origin.agent)}"
+    esc = (lambda text: text) if plain else escape
+    text = f"{esc(error.code)} <- {esc(first.code)} in {esc(origin.agent)}"
     message = first.message.removeprefix(f"{first.code}: ").strip()
     if message and not first.chain:  # a circle is printed after it, and says it all
         short = message if len(message) <= _MESSAGE_CHARS else message[: _MESSAGE_CHARS - 1] + "…"
-        text += f' "{escape(short)}"'
+        text += f' "{esc(short)}"'
     return text
