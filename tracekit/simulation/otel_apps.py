@@ -35,7 +35,7 @@ from typing import Any, Final
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
-from opentelemetry.trace import Status, StatusCode, Tracer
+from opentelemetry.trace import Tracer
 
 from tracekit.events import canonical_circle
 
@@ -64,7 +64,7 @@ class Truth:
         origin_agent: the agent whose code first raised (None when nothing did).
         origin_depth: its depth (0 for the run's root agent, 1 for the agents it calls).
         origin_code: the class name of the exception first raised.
-        circle: the canonical circle a guard or depth limit refused.
+        circle: the canonical circle a guard or depth limit refused, when that ended the run.
     """
 
     outcome: str = "ok"
@@ -230,5 +230,6 @@ def _origin_of(exc: BaseException | None) -> _Origin | None:
 
 
 def _truth(outcome: str, origin: _Origin) -> Truth:
-    circle = origin.circle if outcome != "failed:child" else None
+    # A circle is the class's: a refused loop that was handled leaves the run degraded.
+    circle = origin.circle if outcome == "failed:recursion" else None
     return Truth(outcome, origin.agent, origin.depth, origin.code, circle)

@@ -268,9 +268,7 @@ def _error(error: ErrorInfo, steps: Sequence[Step] = ()) -> str:
         where = f" in <b>{_text(below.agent)}</b>" if below is not None else ""
         if below is not None and below.error is not None:
             origin = _origin(below.error)
-        parts.append(
-            f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b>{where}</span>'
-        )
+        parts.append(f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b>{where}</span>')
     message = origin.message or error.message
     if message and not error.chain:  # a recursion message only repeats the circle
         short = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."
