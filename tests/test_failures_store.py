@@ -10,7 +10,8 @@ from _fleet_helpers import CASES, ROLES, T0, all_cases, deep_failure, handled, w
 from _store_helpers import cli
 
 from tracekit.events import Exit
-from tracekit.failures import classify_run, classify_store, run_facts
+from tracekit.failures import classify_run, run_facts
+from tracekit.store.classify import classify_store
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store, StoreSink

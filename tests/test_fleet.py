@@ -139,7 +139,7 @@ def test_to_dict_is_plain_json(db: Path) -> None:
 
 
 def test_the_join_agrees_with_fleet_calls(db: Path) -> None:
-    from tracekit.failures import classify_store
+    from tracekit.store.classify import classify_store
     from tracekit.fleet.queries import calls_source
 
     with Store(db, read_only=True) as store:
