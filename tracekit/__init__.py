@@ -46,7 +46,6 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
         encode_event,
     )
     from tracekit.failures import classify_events
-    from tracekit.store.classify import classify_store
     from tracekit.fleet import FleetReport, fleet_report
     from tracekit.fleet.rare import FleetComparison, against_fleet
     from tracekit.intake import ReadResult, read_trace
@@ -57,6 +56,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.sdk.http_sink import HttpSink
     from tracekit.simulation import SimulationRates, SimulationReport, simulate
     from tracekit.store import FindResult, FindSyntaxError, IngestReport, Store, StoreSink
+    from tracekit.store.classify import classify_store
     from tracekit.tree import (
         AgentStep,
         AgentTree,

@@ -221,9 +221,9 @@ def _origin_of(exc: BaseException | None) -> _Origin | None:
     """The origin an exception carries, or one of the exceptions it was raised from."""
     seen = 0
     while exc is not None and seen < 32:
-        origin = getattr(exc, _ORIGIN, None)
+        origin: _Origin | None = getattr(exc, _ORIGIN, None)
         if origin is not None:
-            return origin  # type: ignore[no-any-return]
+            return origin
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return None
