@@ -304,8 +304,8 @@ def chained_causes(stacktrace: Any) -> str | None:
     matched to the child that raised first.
 
     Example:
-        >>> text = "KeyError: 'x'\n\nThe above exception was the direct cause of the following exception:\n\nAppError: bad"
-        >>> chained_causes(text), chained_causes("AppError: bad")
+        >>> said = "The above exception was the direct cause of the following exception:"
+        >>> chained_causes(f"KeyError: 'x' {said} AppError: bad"), chained_causes("AppError: bad")
         ("KeyError: 'x'", None)
     """
     if not isinstance(stacktrace, str):

@@ -12,7 +12,7 @@ is a plain step, and what it nests is part of it.
 
 Example:
     >>> own_error(Span("t", "a", "", "x", 1, 2, {}, True, "boom", None, "ValueError"))
-    ErrorInfo(code='ValueError', message='boom', chain=None, cause=None)
+    ErrorInfo(code='ValueError', message='boom', chain=None, cause=None, type=None)
 """
 
 from __future__ import annotations
