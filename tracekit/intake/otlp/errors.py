@@ -46,7 +46,11 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
                 continue
         if error.code == "AGENT_FAILED" and error.cause is None:
             error.cause = _cause(index, key, out)
-        elif error.cause is None and not error.code.startswith("AGENT_"):
+        elif (
+            error.cause is None
+            and not error.code.startswith("AGENT_")
+            and error.code not in _CANCELLED  # a cancellation is no failure to trace back
+        ):
             # tracekit's own codes say what they wrap; an app's exception is
             # matched to the callee it came from
             error.cause = _raised_from(index, key, error, out)
@@ -74,7 +78,11 @@ def _raised_from(
     (``raise AppError(...) from e``, or a raise while handling it). Among
     callees that match, the first to end: it failed first.
     """
-    failed = [c for c in index.children_agents.get(key, ()) if c in errors]
+    failed = [
+        c
+        for c in index.children_agents.get(key, ())
+        if c in errors and errors[c].code not in _CANCELLED
+    ]
     if not failed:
         return None
     failed.sort(key=lambda c: (index.spans[c].end or 0, index.spans[c].start, c))
