@@ -530,6 +530,8 @@ def ingest_command(
                 f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
                 f" {c.rejected} rejected, {c.duplicates} duplicates{note}"
             )
+            if source.spans is not None:  # OTLP: where every span read went
+                print(f"  {source.spans.line()}")
         if report.totals.rejected:
             print(f"{report.totals.rejected} bad lines kept in the rejects table: tracekit rejects")
         print(report.reconciliation())

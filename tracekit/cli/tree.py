@@ -110,6 +110,8 @@ def tree_view(
     if hold is not None:
         hold.extend((result, forest))
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
+    if result.spans is not None:  # OTLP: where every span read went
+        notes.append(result.spans.line())
     return TreeView(view.stdout, notes)
 
 

@@ -185,6 +185,7 @@ def _read_otlp_lines(
                 # Traces that look complete are mapped now, so spans are not all held.
                 result.events.extend(event for _, event in converter.take_complete())
     result.events.extend(converter.finish())
+    result.spans = converter.counts
     _refused_spans(result, converter, strict=strict)
     return result
 

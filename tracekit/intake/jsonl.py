@@ -22,6 +22,7 @@ import msgspec
 
 from tracekit.errors import TraceReadError
 from tracekit.events import Event, decode_event
+from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.validate import reject_reason
 
 __all__ = ["ReadResult", "read_jsonl_blocks", "read_jsonl_lines"]
@@ -46,6 +47,8 @@ class ReadResult:
     lines_read: int = 0
     path: str = "-"
     format: str = "jsonl"
+    #: OTLP only: where every span read went (agents, steps, wrappers, rejected).
+    spans: SpanCounts | None = None
 
 
 def read_jsonl_blocks(blocks: Iterable[bytes], path: str, *, strict: bool = False) -> ReadResult:

@@ -1,12 +1,15 @@
 """The loader: spooled batches into the store, in batches, with the existing set-based ingest.
 
-OTLP spans are held per trace until the trace looks complete (its root span
-has come and nothing of it has arrived for ``settle`` seconds, or it has
-waited ``linger`` seconds without a root), then mapped to v1 records by the
-reader's :class:`~tracekit.intake.otlp.convert.OtlpConverter` and ingested with
-:meth:`Store.ingest_records` (duplicates by event key, derive, classify).
+It keeps only spool offsets, loading and checkpoints: when a trace is
+complete is intake's :class:`~tracekit.intake.assemble.TraceAssembler`
+(settle, linger, limit, in seconds here), and the mapping is
+:class:`~tracekit.intake.otlp.convert.OtlpConverter`'s. Records are ingested
+with :meth:`Store.ingest_records` (duplicates by event key, derive, classify).
 After each ingest the checkpoint moves to the first spool entry that still
-has a span waiting, so a crash replays only what the store may not hold.
+has a span held, so a crash replays only what the store may not hold; at a
+graceful stop a trace without its root is not mapped but kept (the
+checkpoint stays before it), so its spans join their run when the rest of
+the trace comes after the next start.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from tracekit.events import encode_event
+from tracekit.intake.assemble import TraceAssembler
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.server.decode import span_of
 from tracekit.server.spool import Checkpoint, Entry, Spool
@@ -29,6 +33,8 @@ __all__ = ["Loader", "SourceStats"]
 log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
+#: Traces remembered after they are stored, so that a late span joins its run.
+_REMEMBER: Final = 4096
 
 
 @dataclass
@@ -37,13 +43,6 @@ class SourceStats:
 
     received: int = 0
     refused: int = 0  # at the request: counted as rejected once loaded
-
-
-@dataclass
-class _Trace:
-    first: int  # start offset of the first spool entry with a span of it still held
-    last: int  # start offset of the latest one
-    seen: float  # when a span of it last came (monotonic)
 
 
 @dataclass
@@ -92,13 +91,15 @@ class Loader:
         self._count_lock = threading.Lock()
         self._last_load = time.monotonic()
         self.max_pending = max_pending
-        self.converter = OtlpConverter()
+        assembler = TraceAssembler(
+            settle=settle, linger=linger, max_pending=max_pending, remember=_REMEMBER
+        )
+        self.converter = OtlpConverter(assembler)
+        self.assembler = assembler
         self.failed: str | None = None  # why loading stopped (the store refused a write)
         self._queue: deque[tuple[int, int, Entry, float]] = deque()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._traces: dict[str, _Trace] = {}
-        self._rooted: set[str] = set()
         self._pending_spans = 0
         self._fed = 0  # end offset of the last entry fed
         checkpoint = spool.read_checkpoint()
@@ -150,7 +151,11 @@ class Loader:
         self._thread.start()
 
     def stop(self) -> None:
-        """Load everything queued and held (every trace mapped as it is), then stop."""
+        """Load everything queued and every trace that has its root, then stop.
+
+        A trace without its root stays in the spool (the checkpoint is before
+        it) for the next start: its spans are not mapped alone.
+        """
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
@@ -185,13 +190,10 @@ class Loader:
             return 0
         self._last_load = now
         cycle = self._drain()
-        done = self._complete(now, final)
-        pairs = self.converter.take(done) if done else []
+        done = self.assembler.ready(now=now, final=final, incomplete=False)
         for trace in done:
-            state = self._traces.pop(trace, None)
-            self._rooted.discard(trace)
-            if state is not None:
-                self._taken[trace] = state.last
+            self._taken[trace] = self.assembler.last_position(trace)
+        pairs = self.converter.take(done) if done else []
         self._pending_spans = self.converter.pending
         records = [encode_event(event) for _, event in pairs]
         mapped_refused = [(text, reason) for _, text, reason in self.converter.take_rejects()]
@@ -227,34 +229,8 @@ class Loader:
         spans = [span_of(row) for row in entry.spans]
         if self._replay_taken:  # a replay: spans mapped before the crash are not mapped again
             spans = [s for s in spans if self._replay_taken.get(s.trace, -1) < start]
-        self.converter.feed_spans(spans, line=start)
+        self.converter.feed_spans(spans, line=start, now=now)
         self.spans_fed += len(spans)
-        for span in spans:
-            state = self._traces.get(span.trace)
-            if state is None:
-                self._traces[span.trace] = _Trace(start, start, now)
-            else:
-                state.last, state.seen = start, now
-            if not span.parent and span.end is not None:
-                self._rooted.add(span.trace)
-
-    def _complete(self, now: float, final: bool) -> list[str]:
-        if final:
-            return list(self._traces)
-        done = [t for t in self._rooted if now - self._traces[t].seen >= self.settle]
-        done += [
-            t
-            for t, state in self._traces.items()
-            if t not in self._rooted and now - state.seen >= self.linger
-        ]
-        if self.converter.pending > self.max_pending:  # memory first: map the oldest half
-            chosen = set(done)
-            for trace, _state in sorted(self._traces.items(), key=lambda kv: kv[1].first):
-                if len(chosen) >= max(len(self._traces) // 2, 1):
-                    break
-                chosen.add(trace)
-            done = list(chosen)
-        return done
 
     def _ingest(self, cycle: _Cycle) -> int:
         stored = 0
@@ -288,7 +264,7 @@ class Loader:
         self._fed = end
         if self._replay_taken and not self._queue:
             self._replay_taken = {}
-        position = min((s.first for s in self._traces.values()), default=end)
+        position = self.assembler.first_held(default=end)
         self._taken = {t: last for t, last in self._taken.items() if last >= position}
         if position != self._checkpoint or end != self.spool.loaded:
             self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))

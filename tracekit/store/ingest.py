@@ -20,6 +20,7 @@ from typing import Literal
 import duckdb
 
 from tracekit.errors import StoreError, StoreWriteError, TraceDamagedError, TraceFileError
+from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.derive import derive
 from tracekit.store.ingest_log import (
     Resume,
@@ -68,6 +69,7 @@ class SourceReport:
     unchanged: bool = False  # nothing new since the last ingest
     skipped: str = ""  # why the source was not read at all
     damage: str = ""  # why a compressed source ended early, and where
+    spans: SpanCounts | None = None  # where an OTLP source's spans went
 
 
 @dataclass
@@ -273,7 +275,11 @@ def _read_source(
             chunks = read_chunks(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
-            batches = otlp_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
+            if chosen == "otlp":
+                report.spans = SpanCounts()
+                batches = otlp_batches(chunks, report.spans)
+            else:
+                batches = _jsonl_batches(chunks)
             for chunk, batch, refused in batches:
                 next_end = (chunk.end, chunk.last_line)
                 # A transaction per chunk keeps memory bounded; its ingest_log

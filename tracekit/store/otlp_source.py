@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from tracekit.events import MAX_LINE_BYTES, Event, encode_event
 from tracekit.intake.lines import sniff
+from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.sources import Chunk, Source, open_stream, read_chunks, text_table
 
 __all__ = ["detect_format", "is_document", "otlp_batches"]
@@ -77,14 +78,15 @@ def is_document(source: Source) -> bool:
     return _sniff(source) in ("otlp-document", "document")
 
 
-def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
+def otlp_batches(chunks: Iterable[Chunk], spans: SpanCounts | None = None) -> Iterator[Batch]:
     """Map OTLP lines to batches of v1 lines; a multi-line document is read whole.
 
     Spans are collected across lines (:class:`~tracekit.intake.otlp.convert.OtlpConverter`)
     and a trace is mapped once it looks complete, so a parent and its children
     in different lines still nest; whatever is left is mapped at the end.
     Spans the mapping refuses (a loop of parent links) are refused lines of
-    the batch they are mapped in.
+    the batch they are mapped in. ``spans``, if given, is told at the end
+    where every span went (:class:`~tracekit.intake.otlp.counts.SpanCounts`).
     """
     from tracekit.intake.otlp.convert import OtlpConverter
 
@@ -94,6 +96,8 @@ def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     chunks = itertools.chain(head, stream)
     if head and head[0].first_line == 1 and found.endswith("document"):
         yield _document(converter, list(chunks))
+        if spans is not None:
+            spans.add(converter.counts)
         return
     last: Chunk | None = None
     for chunk in chunks:
@@ -104,6 +108,8 @@ def otlp_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
     if last is not None:
         table = _table(converter.finish_lines())
         yield last, table, converter.take_rejects()
+    if spans is not None:
+        spans.add(converter.counts)
 
 
 def _document(converter: Any, document: list[Chunk]) -> Batch:

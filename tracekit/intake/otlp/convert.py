@@ -43,10 +43,13 @@ from tracekit.events import (
     Status,
     Usage,
 )
+from tracekit.intake.assemble import TraceAssembler
+from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span, check_span, decode_spans
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 from tracekit.intake.otlp.edges import OTEL
 from tracekit.intake.otlp.errors import CANCELLED_CODES, agent_errors
+from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.kinds import session_of
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps
@@ -71,6 +74,8 @@ _FAILURES: Final = frozenset({"delegation", "agent"})
 _Failure = Literal["delegation", "agent"]
 _NS_PER_MS: Final = 1_000_000  # an int: int / int is correctly rounded, int / 1e6 is not
 _RANK: Final = {RunStart: 0, Enter: 1, Node: 2, Exit: 3, RunEnd: 4}
+#: Traces remembered after they are mapped, so that a late span joins its trace.
+_REMEMBER: Final = 1024
 #: A span the mapping refused: its line, a short text naming it, and the reason.
 Reject = tuple[int, str, str]
 
@@ -117,12 +122,13 @@ class OtlpConverter:
         []
     """
 
-    def __init__(self) -> None:
-        self._traces: dict[str, dict[str, Span]] = {}
-        self._touched: dict[str, int] = {}  # trace -> the document that last added to it
-        self._rooted: set[str] = set()  # traces whose root span has come, ended
+    def __init__(self, assembler: TraceAssembler | None = None) -> None:
+        #: The group-by-trace policy; a file's ticks are documents read.
+        self.assembler = TraceAssembler(remember=_REMEMBER) if assembler is None else assembler
         self._docs = 0
         self.skipped = 0  # spans outside any agent run, among those mapped so far
+        #: Where every span mapped so far went (agents, steps, wrappers, rejected).
+        self.counts = SpanCounts()
         #: Spans refused by the mapping (those in a loop of parent links), as
         #: ``(line, text, reason)``; :meth:`take_rejects` hands them over.
         self.rejects: list[Reject] = []
@@ -130,7 +136,7 @@ class OtlpConverter:
     @property
     def pending(self) -> int:
         """How many spans are held, waiting to be mapped."""
-        return sum(map(len, self._traces.values()))
+        return self.assembler.pending
 
     def feed(self, doc: dict[str, Any], *, line: int = 0) -> int:
         """Take one document's spans; returns how many.
@@ -175,13 +181,18 @@ class OtlpConverter:
         self._keep(spans, line)
         return len(spans)
 
-    def feed_spans(self, spans: list[Span], *, line: int = 0) -> int:
+    def feed_spans(self, spans: list[Span], *, line: int = 0, now: float | None = None) -> int:
         """Take spans decoded elsewhere (OTLP protobuf, a collector's spool); returns how many.
+
+        Args:
+            spans: the spans.
+            line: where they came from (a line, a spool offset).
+            now: the assembler's tick (a collector's clock); documents fed by default.
 
         Raises:
             ValueError: a span's times are out of range; then none of them is kept.
         """
-        self._keep(spans, line)
+        self._keep(spans, line, now)
         return len(spans)
 
     def take(self, traces: list[str]) -> list[tuple[int, Event]]:
@@ -193,21 +204,23 @@ class OtlpConverter:
         Returns:
             ``(line, record)`` pairs, as :meth:`finish_lines`.
         """
-        return self._take([t for t in traces if t in self._traces])
+        return self._take(traces)
 
-    def _keep(self, spans: list[Span], line: int) -> None:
+    def take_ready(self, now: float, *, final: bool = False) -> list[tuple[int, Event]]:
+        """Map and let go of the traces the assembler finds complete at ``now``.
+
+        With ``final`` the traces that have their root are mapped and the rest
+        stay held: a collector that stops keeps them for its next start.
+        """
+        return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
+
+    def _keep(self, spans: list[Span], line: int, now: float | None = None) -> None:
         for span in spans:  # all checked before any is kept: a bad line is refused whole
             check_span(span)
         self._docs += 1
         for span in spans:
             span.line = line
-            trace = self._traces.setdefault(span.trace, {})
-            seen = trace.get(span.id)
-            if seen is None or (seen.end is None and span.end is not None):
-                trace[span.id] = span
-            self._touched[span.trace] = self._docs
-            if not span.parent and span.end is not None:
-                self._rooted.add(span.trace)
+        self.assembler.add(spans, position=line, now=self._docs if now is None else now)
 
     def take_complete(self, idle: int = 64) -> list[tuple[int, Event]]:
         """Map and let go of the traces that look complete; for reading big files.
@@ -220,12 +233,12 @@ class OtlpConverter:
         Returns:
             ``(line, record)`` pairs, as :meth:`finish_lines`.
         """
-        done = [t for t in self._rooted if self._docs - self._touched[t] >= idle]
-        return self._take(done)
+        self.assembler.settle = idle
+        return self._take(self.assembler.ready(now=self._docs))
 
     def finish_lines(self) -> list[tuple[int, Event]]:
         """Every record still to come, each with the line of the span it came from."""
-        return self._take(list(self._traces))
+        return self._take(self.assembler.held())
 
     def finish(self) -> list[Event]:
         """Every record of the spans fed so far, sorted by :func:`event_sort_key`."""
@@ -242,38 +255,61 @@ class OtlpConverter:
         return rejects
 
     def _take(self, traces: list[str]) -> list[tuple[int, Event]]:
-        spans: dict[tuple[str, str], Span] = {}
-        for trace in traces:
-            for span_id, span in self._traces.pop(trace).items():
-                spans[(trace, span_id)] = span
-            del self._touched[trace]
-            self._rooted.discard(trace)
-        pairs, skipped = _map(spans, self.rejects)
-        self.skipped += skipped
-        return pairs
+        late = self.assembler.take_late(traces)
+        spans = self.assembler.take(traces)
+        counts = SpanCounts()
+        pairs = _map(spans, self.rejects, counts)
+        self.counts.add(counts)
+        self.skipped += counts.outside
+        return self._without_given(pairs, late) if late else pairs
+
+    def _without_given(
+        self, pairs: list[tuple[int, Event]], late: dict[Key, Span]
+    ) -> list[tuple[int, Event]]:
+        """Drop the records that reopened traces gave before their late spans came.
+
+        Those are the records of their earlier spans mapped alone (the mapping
+        is deterministic), keyed as the store keys them: a trace mapped again
+        gives only what is new to a reader and to a store, and its earlier
+        spans are counted once.
+        """
+        before = SpanCounts()
+        given = {_event_key(event) for _, event in _map(dict(late), [], before)}
+        self.counts.add(before, -1)
+        self.skipped -= before.outside
+        return [(line, event) for line, event in pairs if _event_key(event) not in given]
 
 
-def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int, Event]], int]:
-    """The records of whole traces, each with its span's line, sorted; and the spans skipped.
+def _map(
+    spans: dict[Key, Span], rejects: list[Reject], counts: SpanCounts
+) -> list[tuple[int, Event]]:
+    """The records of whole traces with their spans' lines, sorted; ``counts`` says where spans went.
 
     The spans of a loop of parent links are taken out of ``spans`` and added
-    to ``rejects``; the other spans are mapped as if those were missing.
+    to ``rejects``; the other spans are mapped as if those were missing. A
+    trace with no agent span is a run of its own, its top span the root.
     """
-    _refuse_loops(spans, rejects)
+    counts.refused += _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
+    if _plain_roots(spans, index):
+        index = SpanIndex(spans)
     steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
-    skipped = 0
     failed_tools: dict[Key, Node] = {}  # each agent's last failed tool call
+    counts.agents += len(index.agent_set)
+    counts.steps += len(index.consumed)
     for key, span in spans.items():
         if key in index.agent_set or key in index.consumed:
             continue
         run = index.run_of(key)
         if run is None:
-            skipped += 1
+            counts.outside += 1
             continue
         node = steps.node(key, span, run)
-        if node is not None:
+        if node is None:
+            counts.wrappers += 1
+        else:
+            counts.steps += 1
             pairs.append((span.line, node))
             owner = index.otel.get(key)
             if node.call == "tool" and node.error is not None and owner is not None:
@@ -287,12 +323,41 @@ def _map(spans: dict[Key, Span], rejects: list[Reject]) -> tuple[list[tuple[int,
         records = _agent_records(index, key, errors, steps.usage.get(key), sessions)
         pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
-    return pairs, skipped
+    return pairs
 
 
-def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
-    """Move the spans of each loop of parent links from ``spans`` to ``rejects``."""
+def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
+    """Make the top span of each trace without an agent span a root run; whether any was.
+
+    Such a trace (a framework tracekit has no shape for, plain OpenTelemetry)
+    is still a run, named after its top span's service and name, with its
+    spans as steps: nothing read is dropped for want of an agent.
+    """
+    with_agents = {key[0] for key in index.agent_set}
+    found = False
+    for key, span in spans.items():
+        if key[0] in with_agents or (span.parent and (key[0], span.parent) in spans):
+            continue
+        name = f"{span.service} {span.name}" if span.service else span.name
+        span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
+        found = True
+    return found
+
+
+def _event_key(event: Event) -> tuple[Any, ...]:
+    """A record's identity, as the store's ``event_key`` has it."""
+    if isinstance(event, (Enter, Exit)):
+        return (type(event).__name__, event.runId, event.invocationId)
+    if isinstance(event, Node):
+        return ("node", event.runId, event.id, event.ts, event.seq)
+    return (type(event).__name__, event.runId)
+
+
+def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> int:
+    """Move the spans of each loop of parent links from ``spans`` to ``rejects``; how many."""
+    refused = 0
     for loop in parent_loops(spans):
+        refused += len(loop)
         ids = [key[1] for key in loop]
         circle = " -> ".join([*ids, ids[0]])
         for key in loop:
@@ -301,6 +366,7 @@ def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> None:
                 {"traceId": span.trace, "spanId": span.id, "parentSpanId": span.parent}
             ).decode()
             rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
+    return refused
 
 
 def _status(index: SpanIndex, key: tuple[str, str], error: ErrorInfo | None) -> Status:
@@ -400,10 +466,4 @@ def _sessions(index: SpanIndex) -> dict[str, str]:
 
 def _kind_of(node: str | None) -> Kind:
     """lovia's tool names tell a handoff (``transfer_to_*``) and a spawn from a delegation."""
-    if node is None:
-        return "delegate"
-    if node.startswith(("transfer_to_", "handoff")):
-        return "handoff"
-    if node.startswith("spawn"):
-        return "subagent"
-    return "delegate"
+    return "delegate" if node is None else kind_of_name(node)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+# The handoff words live in one module; re-exported here for the decoders' callers.
+from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
 __all__ = [
@@ -80,14 +80,6 @@ SPAN_KEYS: Final = frozenset(
         "session.id",
     }
 )
-#: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
-#: OpenInference); read only to find the agent a transfer names.
-ARGUMENT_KEYS: Final = (
-    "gcp.vertex.agent.tool_call_args",
-    "gen_ai.tool.call.arguments",
-    "input.value",
-)
-_TRANSFER: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -312,39 +304,6 @@ def chained_causes(stacktrace: Any) -> str | None:
         return None
     cut = max(stacktrace.rfind(marker) for marker in _CHAINED)
     return stacktrace[:cut].strip() if cut > 0 else None
-
-
-def is_transfer_name(name: str) -> bool:
-    """Whether a span or tool name reads as a handoff (``transfer_to_agent``, ``handoff to x``).
-
-    Example:
-        >>> is_transfer_name("execute_tool transfer_to_agent"), is_transfer_name("lookup")
-        (True, False)
-    """
-    return _TRANSFER.search(name) is not None
-
-
-def target_in(values: Any) -> str | None:
-    """The agent named by a transfer's arguments: an ``agent_name`` (or ``agent``) key.
-
-    ``values`` are attribute values, JSON text or already decoded.
-
-    Example:
-        >>> target_in(['{"agent_name": "billing"}'])
-        'billing'
-    """
-    for value in values:
-        if isinstance(value, str) and "agent" in value:
-            try:
-                value = json.loads(value)
-            except ValueError:
-                continue
-        if isinstance(value, dict):
-            for key in ("agent_name", "agent", "target_agent"):
-                found = value.get(key)
-                if isinstance(found, str) and found:
-                    return found
-    return None
 
 
 def _dict_target(name: str, raw: dict[str, Any], events: Any) -> str | None:

@@ -14,16 +14,8 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.intake.otlp.decode_json import (
-    ARGUMENT_KEYS,
-    ERROR_CODES,
-    SPAN_KEYS,
-    Span,
-    chained_causes,
-    hex_id,
-    is_transfer_name,
-    target_in,
-)
+from tracekit.intake.otlp.decode_json import ERROR_CODES, SPAN_KEYS, Span, chained_causes, hex_id
+from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_fast"]

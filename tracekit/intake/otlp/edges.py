@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from tracekit.events import Kind
-from tracekit.intake.otlp.decode_json import Span, is_transfer_name
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
 from tracekit.intake.otlp.kinds import langgraph_meta, namespace, tool_name
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
@@ -99,15 +100,7 @@ def kind_of_node(span: Span | None) -> Kind:
         return "handoff" if mode == "pass_control" else "delegate"
     if "to_agent" in span.attrs:
         return "handoff"
-    name = tool_name(span) or span.name
-    if name.startswith(("transfer_to_", "handoff", "hand_off")) or name in (
-        "transfer_to_agent",
-        "handoff_to_agent",
-    ):
-        return "handoff"
-    if name.startswith("spawn"):
-        return "subagent"
-    return "delegate"
+    return kind_of_name(tool_name(span) or span.name)
 
 
 def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | None:

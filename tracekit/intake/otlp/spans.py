@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from tracekit.intake.otlp.decode_json import Span, is_transfer_name
+from tracekit.intake.otlp import shapes
+from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
+from tracekit.intake.otlp.handoff import is_transfer_name, target_of_name
 from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
@@ -43,6 +45,10 @@ def is_agent(span: Span) -> bool:
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
+    if shapes.DECIDES:  # a framework's shape overrules the generic rules below
+        verdict = shapes.agent_verdict(span)
+        if verdict is not None:
+            return verdict
     operation = attrs.get("gen_ai.operation.name")
     if operation == "invoke_agent":
         return True
@@ -101,11 +107,7 @@ def _marker_target(span: Span) -> str | None:
     found = attrs.get("gen_ai.transfer.target.name") or attrs.get("to_agent") or span.target
     if found:
         return str(found)
-    name = tool_name(span) or span.name
-    for prefix in ("handoff to ", "transfer_to_", "transfer to "):
-        if name.startswith(prefix) and name != "transfer_to_agent":
-            return name[len(prefix) :].strip() or None
-    return None
+    return target_of_name(tool_name(span) or span.name)
 
 
 #: Attributes of an agent span that name its caller some other way than the span tree.
@@ -440,17 +442,8 @@ class SpanIndex:
 
     @staticmethod
     def agent_name(span: Span) -> str:
-        """``gen_ai.agent.name``, ``agent.name``, ``gen_ai.workflow.name``, else the span name."""
-        attrs = span.attrs
-        name = (
-            attrs.get("gen_ai.agent.name")
-            or attrs.get("agent.name")
-            or attrs.get("gen_ai.workflow.name")
-        )
-        if name:
-            return str(name)
-        bare = span.name.removeprefix("invoke_agent ").removeprefix("invoke_workflow ")
-        return bare.strip() or span.name or "?"
+        """The agent's name, as its framework's shape gives it (:mod:`.shapes`)."""
+        return shapes.agent_name(span)
 
     @staticmethod
     def step_name(span: Span) -> str:

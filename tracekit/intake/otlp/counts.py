@@ -1,0 +1,62 @@
+"""Span conservation: every span read is accounted for, once.
+
+A span becomes an agent invocation (or a workflow's run), a step (a tool
+call, a model call, a plain step, or the node an agent was delegated
+through), a wrapper folded into its agent or its step (a model turn, a loop
+cycle, what a step nests), or is rejected: refused by the mapping (its parent
+links loop) or outside any agent run (named in the integrity report). The
+counts line says ``read = agents + steps + wrappers + rejected``; it always
+adds up.
+
+Example:
+    >>> counts = SpanCounts(agents=2, steps=5, wrappers=3, outside=1)
+    >>> counts.line()
+    '11 spans read = 2 agents + 5 steps + 3 wrappers + 1 rejected (1 outside any agent run)'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["SpanCounts"]
+
+
+@dataclass(slots=True)
+class SpanCounts:
+    """Where the spans read went (see the module's docstring)."""
+
+    agents: int = 0
+    steps: int = 0
+    wrappers: int = 0
+    outside: int = 0  # under no agent run: rejected, named in the integrity report
+    refused: int = 0  # in a loop of parent links: rejected as bad lines
+
+    @property
+    def read(self) -> int:
+        """Every span mapped: the sum of the others, by construction."""
+        return self.agents + self.steps + self.wrappers + self.rejected
+
+    @property
+    def rejected(self) -> int:
+        """Spans that are neither agents, steps nor wrappers."""
+        return self.outside + self.refused
+
+    def add(self, other: SpanCounts, sign: int = 1) -> None:
+        """Add (or with ``sign=-1`` take away) another count, field by field."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + sign * getattr(other, f.name))
+
+    def line(self) -> str:
+        """The counts line: ``N spans read = A agents + S steps + W wrappers + R rejected``."""
+        text = (
+            f"{self.read} spans read = {self.agents} agents + {self.steps} steps"
+            f" + {self.wrappers} wrappers + {self.rejected} rejected"
+        )
+        why = [f"{n} {what}" for n, what in self._why() if n]
+        return f"{text} ({', '.join(why)})" if why else text
+
+    def _why(self) -> list[tuple[int, str]]:
+        return [
+            (self.outside, "outside any agent run"),
+            (self.refused, "in a loop of parent links"),
+        ]

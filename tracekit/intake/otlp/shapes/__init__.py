@@ -1,0 +1,57 @@
+"""How each framework family writes its spans: one module a family, generic shapes last.
+
+A :class:`Shape` declares how to recognise a family's spans and what its
+spans mean where the generic conventions do not say it: which spans are
+agents (or only wrappers around one), and how an agent is named. The span
+index asks :data:`SHAPES` in order; the first shape that recognises a span
+and has an answer gives it, and the generic OpenTelemetry GenAI and
+OpenInference shapes (:mod:`.genai`, :mod:`.openinference`) answer for any
+framework not listed. A new framework is one module here and one line in
+:data:`SHAPES`, before the generic ones; its handoff words go in
+:mod:`tracekit.intake.otlp.handoff`, its edge evidence in
+:mod:`tracekit.intake.otlp.edges`.
+
+Example:
+    >>> from tracekit.intake.otlp.decode_json import Span
+    >>> span = Span("t", "a", "", "invoke_agent triage", 1, 2,
+    ...     {"gen_ai.operation.name": "invoke_agent"}, False, "", None)
+    >>> agent_name(span), agent_verdict(span)
+    ('triage', None)
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.shapes import genai, openinference
+from tracekit.intake.otlp.shapes.base import Shape
+
+__all__ = ["DECIDES", "SHAPES", "Shape", "agent_name", "agent_verdict"]
+
+#: Framework shapes first, the generic conventions last (their answers are the fallback).
+SHAPES: Final[tuple[Shape, ...]] = (openinference.SHAPE, genai.SHAPE)
+_NAMERS: Final = tuple(s for s in SHAPES if s.agent_name is not None)
+_VERDICTS: Final = tuple(s for s in SHAPES if s.is_agent is not None)
+#: Whether any shape decides agents (if none does, the span index skips asking).
+DECIDES: Final = bool(_VERDICTS)
+
+
+def agent_name(span: Span) -> str:
+    """The agent's name: the first shape that recognises the span and names it."""
+    for shape in _NAMERS:
+        if shape.recognise(span):
+            name = shape.agent_name(span)  # type: ignore[misc]
+            if name:
+                return name
+    return genai.bare_name(span)
+
+
+def agent_verdict(span: Span) -> bool | None:
+    """Whether a framework's shape says the span is an agent (None: the generic rules decide)."""
+    for shape in _VERDICTS:
+        if shape.recognise(span):
+            verdict = shape.is_agent(span)  # type: ignore[misc]
+            if verdict is not None:
+                return verdict
+    return None
