@@ -76,9 +76,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
-    from tracekit.failures import classify_store
     from tracekit.fleet import fleet_report
     from tracekit.store import Store
+    from tracekit.store.classify import classify_store
 
     db = build_store(args.runs)
     with Store(db) as store:

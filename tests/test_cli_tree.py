@@ -118,7 +118,8 @@ def test_max_depth_and_errors(tmp_path: Path) -> None:
     shallow = run_cli("tree", str(path), "--max-depth", "0")
     assert (
         shallow.stdout
-        == "classify\nhand_over -> billing (error AGENT_FAILED, 10ms) [4 steps hidden]\n"
+        == "classify\nhand_over -> billing (error AGENT_FAILED <- REFUND_API_TIMEOUT in refunds"
+        ' "refunds API did not answer in 3s", 10ms) [4 steps hidden]\n'
     )
     errors = run_cli("tree", str(SAMPLES / "escalation_desk.jsonl"), "--errors")
     assert errors.stdout == "hand_over -> payments (refused AGENT_NOT_ALLOWED)\n"

@@ -157,3 +157,15 @@ def test_browser_opens_a_huge_run_and_expands_one_branch(page: Path, tmp_path: P
     assert collapsed == 1 and reopened == before == 4
     assert hostile == 1  # shown as text, never run
     assert total < 500  # 20,025 invocations, a handful of lines in the DOM
+
+
+def test_a_run_names_where_its_failure_began(tmp_path: Path) -> None:
+    """The run page's header and tree name the origin's code and agent beside a wrapped failure."""
+    from tracekit.dashboards.runs import embedded_runs
+
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(Path(__file__).parent.parent / "sample_traces" / "child_failure.jsonl")
+        [run_id] = [r for (r,) in store.con.execute("SELECT run_id FROM runs").fetchall()]
+        section, _ = embedded_runs(store, [run_id])
+    assert "failed:child · " in section and "REFUND_API_TIMEOUT in refunds" in section
+    assert "caused by <b>REFUND_API_TIMEOUT</b> in <b>refunds</b>" in section

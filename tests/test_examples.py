@@ -92,7 +92,7 @@ def test_recursion_circle(tmp_path: Path) -> None:
     assert answer.startswith(f"refused: {circle} (AGENT_RECURSION")
     assert tree == (
         "check_order\n"
-        f"ask_billing -> billing (error AGENT_RECURSION: {circle})\n"
+        f"ask_billing -> billing (error AGENT_RECURSION <- AGENT_RECURSION in orders: {circle})\n"
         "  check_payment\n"
         f"  confirm_order -> orders (refused AGENT_RECURSION: {circle})\n"
     )

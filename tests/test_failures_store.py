@@ -10,10 +10,11 @@ from _fleet_helpers import CASES, ROLES, T0, all_cases, deep_failure, handled, w
 from _store_helpers import cli
 
 from tracekit.events import Exit
-from tracekit.failures import classify_run, classify_store, run_facts
+from tracekit.failures import classify_run, run_facts
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store, StoreSink
+from tracekit.store.classify import classify_store
 from tracekit.store.ingest import ingest_paths
 
 _COLUMNS = ("outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code")

@@ -139,8 +139,8 @@ def test_to_dict_is_plain_json(db: Path) -> None:
 
 
 def test_the_join_agrees_with_fleet_calls(db: Path) -> None:
-    from tracekit.failures import classify_store
     from tracekit.fleet.queries import calls_source
+    from tracekit.store.classify import classify_store
 
     with Store(db, read_only=True) as store:
         assert calls_source(store.con) == "fleet_calls"

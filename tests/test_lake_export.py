@@ -123,6 +123,23 @@ def test_the_classification_over_the_lake_is_the_stores(sim_db: Path, tmp_path: 
     assert [tuple(r) for r in result.roles.itertuples(index=False)] == truth["roles"]
 
 
+def test_the_plain_otel_classification_over_the_lake_is_the_stores(tmp_path: Path) -> None:
+    """The evidence and structure rules on DuckDB over the lake: the store's very answers."""
+    from _otel_helpers import otel_store
+
+    db = otel_store(tmp_path, runs=150, seed=9)
+    lake = tmp_path / "lake"
+    export_lake(db, lake)
+    truth = classified(db)
+    result = classify_lake(duckdb_lake(lake))
+    stored = {row[0]: row for row in truth["runs"]}
+    assert {"failed:recursion", "failed:child", "degraded"} <= set(result.outcomes)
+    for row in result.findings.itertuples(index=False):
+        assert tuple(None if v != v else v for v in row) == stored[row.run_id]
+    assert [tuple(r) for r in result.roles.itertuples(index=False)] == truth["roles"]
+    assert {r for _, r in truth["roles"]} == {"origin", "wrapped"}
+
+
 def test_a_second_export_writes_only_new_and_changed_partitions(tmp_path: Path) -> None:
     db = simulated_store(tmp_path, runs=200, seed=5, window=2)
     lake = tmp_path / "lake"

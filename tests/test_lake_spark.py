@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from _lake_helpers import NOW, classified, hostile_store, report_json, simulated_store
+from _otel_helpers import otel_store
 
 from tracekit.errors import StoreError
 from tracekit.fleet import fleet_report
@@ -46,6 +47,7 @@ def lakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pat
     for name, db in (
         ("simulated", simulated_store(tmp, runs=400, seed=11)),
         ("hostile", hostile_store(tmp)),
+        ("otel", otel_store(tmp, runs=150, seed=9)),
     ):
         lake = tmp / f"{name}-lake"
         export_lake(db, lake)
@@ -70,7 +72,7 @@ def _same(duck: Any, spark: Any, where: str = "") -> None:
         assert duck == spark and type(duck) is type(spark), f"{where}: {duck!r} != {spark!r}"
 
 
-@pytest.mark.parametrize("fleet", ["simulated", "hostile"])
+@pytest.mark.parametrize("fleet", ["simulated", "hostile", "otel"])
 def test_the_fleet_report_on_spark_equals_duckdbs(
     spark_remote: str, lakes: dict[str, tuple[Path, Path]], fleet: str
 ) -> None:

@@ -128,3 +128,26 @@ def test_the_spans_of_a_parent_loop_are_rejected_lines(tmp_path: Path) -> None:
     assert all(f'"spanId":"{r["reason"][5:21]}"' in r["raw"] for r in rows)
     runs = cli("runs", "--format", "csv", db=db).stdout
     assert DELEGATION[0]["spanId"] in runs and L1 not in runs and L2 not in runs
+
+
+def test_a_root_agents_own_model_calls_count_in_the_runs_tokens(tmp_path: Path) -> None:
+    """A plain-OTel root agent's model calls ride on run.end, as the SDK's do."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracekit.simulation.otel_apps import Apps
+    from tracekit.simulation.otel_export import otlp_json_lines
+
+    exporter = InMemorySpanExporter()
+    apps = Apps(exporter, services=("desk",))
+
+    def root() -> None:
+        apps.model("desk", 100, 40)
+        apps.agent("desk", "helper", lambda: apps.model("desk", 3, 2))
+
+    apps.run("desk", "desk", root)
+    path = tmp_path / "t.otlp.jsonl"
+    path.write_text("\n".join(otlp_json_lines(exporter.get_finished_spans())) + "\n")
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(path)
+        row = store.con.execute("SELECT input_tokens, output_tokens FROM runs").fetchone()
+    assert row == (103, 42)

@@ -59,6 +59,21 @@ def test_a_status_change_names_both_sides() -> None:
     )  # fmt: skip
 
 
+def test_a_wrapped_failure_names_where_it_began(tmp_path: Path) -> None:
+    timeout = ErrorInfo(code="REFUND_API_TIMEOUT", message="no answer in 3s")
+    refunds = inv("refunds", status="error")
+    refunds.error = timeout
+    billing = inv("billing", refunds, status="error")
+    billing.error = ErrorInfo(code="AGENT_FAILED", cause=timeout)
+    found = diff_steps([inv("billing", inv("refunds"))], [billing])
+    side = found.changes[0].b
+    assert side is not None and side.errorCode == "AGENT_FAILED"
+    assert side.why == 'AGENT_FAILED <- REFUND_API_TIMEOUT in refunds "no answer in 3s"'
+    assert "~ billing: ok -> error AGENT_FAILED <- REFUND_API_TIMEOUT in refunds" in describe_diff(
+        found
+    )
+
+
 def test_reordered_siblings_are_no_change() -> None:
     a = [inv("front", inv("sql"), inv("orders", inv("stock")), inv("billing"))]
     b = [inv("front", inv("billing"), inv("sql"), inv("orders", inv("stock")))]

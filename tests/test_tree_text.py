@@ -79,7 +79,8 @@ def test_errors_only_keeps_the_paths_to_a_failure() -> None:
     ]  # fmt: skip
     text = describe_agent_tree(agent_tree(events), errors_only=True)
     assert text == (
-        "delegate -> billing (error AGENT_FAILED, 5ms)\n  escalate -> refunds (error BOOM, 2ms)"
+        "delegate -> billing (error AGENT_FAILED <- BOOM in refunds, 5ms)\n"
+        "  escalate -> refunds (error BOOM, 2ms)"
     )
 
 

@@ -45,7 +45,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
         decode_event,
         encode_event,
     )
-    from tracekit.failures import classify_events, classify_store
+    from tracekit.failures import classify_events
     from tracekit.fleet import FleetReport, fleet_report
     from tracekit.fleet.rare import FleetComparison, against_fleet
     from tracekit.intake import ReadResult, read_trace
@@ -56,6 +56,7 @@ if _TYPE_CHECKING:  # the lazy names of _LAZY, for type checkers
     from tracekit.sdk.http_sink import HttpSink
     from tracekit.simulation import SimulationRates, SimulationReport, simulate
     from tracekit.store import FindResult, FindSyntaxError, IngestReport, Store, StoreSink
+    from tracekit.store.classify import classify_store
     from tracekit.tree import (
         AgentStep,
         AgentTree,
@@ -123,7 +124,7 @@ _LAZY: dict[str, str] = {
     "FindSyntaxError": "tracekit.store",
     "StoreSink": "tracekit.store",
     "classify_events": "tracekit.failures",
-    "classify_store": "tracekit.failures",
+    "classify_store": "tracekit.store.classify",
     "FleetReport": "tracekit.fleet",
     "fleet_report": "tracekit.fleet",
     "FleetComparison": "tracekit.fleet.rare",

@@ -137,13 +137,17 @@ class ErrorInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown
 
     ``chain`` is the recursion circle (``["orders", "billing", "orders"]``);
     ``cause`` is the child's own error under an ``AGENT_FAILED`` wrapper,
-    nested the same way however deep.
+    nested the same way however deep (or under an exception that was raised
+    from, or re-raised, the child's). ``type`` is an exception's fully
+    qualified class name when ``code`` is its short name
+    (``myapp.errors.RefundTimeout`` for ``RefundTimeout``).
     """
 
     code: str
     message: str = ""
     chain: list[str] | None = None
     cause: ErrorInfo | None = None
+    type: str | None = None
 
 
 class EdgeInfo(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=False):

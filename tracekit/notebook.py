@@ -19,9 +19,9 @@ Example:
     >>> print(run)
     run run-circ · front_desk · failed:recursion, 10ms
     route
-    delegate -> orders (error AGENT_RECURSION: orders -> billing -> orders, 7ms)
+    delegate -> orders (error AGENT_RECURSION <- AGENT_RECURSION in orders: orders -> billing -> orders, 7ms)
       lookup
-      delegate -> billing (error AGENT_RECURSION: orders -> billing -> orders, 4ms)
+      delegate -> billing (error AGENT_RECURSION <- AGENT_RECURSION in orders: orders -> billing -> orders, 4ms)
         check
         delegate -> orders (refused AGENT_RECURSION: orders -> billing -> orders)
     >>> run.invocations[["agent", "status", "duration_ms"]]

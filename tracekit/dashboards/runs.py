@@ -45,13 +45,17 @@ def _one_run(store: Any, run_id: str, anchor: str) -> str:
     """A collapsed ``<details>`` holding the run's tree and its timeline's data."""
     head = f"run <code>{cell_text(run_id)}</code>"
     row = store.con.execute(
-        "SELECT outcome, service, agent, invocations FROM runs WHERE run_id = ?", [run_id]
-    ).fetchone() or (None, None, None, 0)
+        "SELECT outcome, service, agent, invocations, origin_code, origin_agent"
+        " FROM runs WHERE run_id = ?",
+        [run_id],
+    ).fetchone() or (None, None, None, 0, None, None)
     try:
         body = _run_body(store, run_id, int(row[3] or 0))
     except TracekitError as exc:
         body = f'<p class="empty">tree unavailable: {html.escape(str(exc))}</p>'
     what = " · ".join(cell_text(v) for v in row[:3])
+    if row[4] is not None:  # where the failure began: the why, next to the class
+        what += f" · {cell_text(row[4])} in {cell_text(row[5])}"
     return (
         f'<details class="tk-run" id="{anchor}"><summary>{head} · {what}</summary>'
         f'<div class="run-body">{body}</div></details>'

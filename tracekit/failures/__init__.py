@@ -1,8 +1,10 @@
 """Fleet failure classification: what each run is, and where its failure began.
 
 :mod:`tracekit.failures.rules` holds the definition (small pure rules applied
-in order); :func:`classify_store` applies them to a store's new runs;
-:func:`classify_events` to the runs of a trace, without a store. Names load
+in order); :func:`classify_events` applies them to the runs of a trace,
+without a store; :mod:`tracekit.failures.hard` to the rows of a store or a
+lake's failed runs (the store's writer, :func:`tracekit.store.classify.classify_store`,
+writes the findings back). Names load
 on first use: a report on a classified store needs ``classify_store``'s
 check alone, not the rules, the event model or the tree.
 """
@@ -15,7 +17,6 @@ from tracekit._util.lazy import lazy_names as _lazy_names
 from tracekit.failures.outcomes import OUTCOMES
 
 if _TYPE_CHECKING:
-    from tracekit.failures.classify import ClassifyReport, classify_store
     from tracekit.failures.facts import classify_events, run_facts
     from tracekit.failures.rules import (
         RULES,
@@ -31,8 +32,6 @@ if _TYPE_CHECKING:
     )
 
 _LAZY: dict[str, str] = {
-    "ClassifyReport": "tracekit.failures.classify",
-    "classify_store": "tracekit.failures.classify",
     "classify_events": "tracekit.failures.facts",
     "run_facts": "tracekit.failures.facts",
     **dict.fromkeys(
@@ -60,13 +59,11 @@ __all__ = [
     "OUTCOMES",
     "RULES",
     "Call",
-    "ClassifyReport",
     "Finding",
     "RunFacts",
     "canonical_circle",
     "classify_events",
     "classify_run",
-    "classify_store",
     "failing_origin",
     "failure_role",
     "failure_roles",

@@ -4,7 +4,7 @@ Runs that ended badly or hold a failed or cancelled invocation (the temp table
 ``_fleet_hard``) are read in one query, only their failed and cancelled
 invocations (the rules look at no others), and classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
-:func:`~tracekit.failures.classify.classify_store` only when it has runs to
+:func:`~tracekit.store.classify.classify_store` only when it has runs to
 classify: a report on a classified store loads neither the rules nor pandas.
 """
 

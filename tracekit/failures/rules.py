@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
@@ -59,6 +60,7 @@ __all__ = [
     "Role",
     "Rule",
     "RunFacts",
+    "agent_path",
     "canonical_circle",
     "classify_run",
     "failing_origin",
@@ -66,6 +68,8 @@ __all__ = [
     "failure_roles",
     "incomplete_state",
     "innermost",
+    "loop_refusal",
+    "path_circle",
 ]
 
 Role: TypeAlias = Literal["origin", "wrapped"]
@@ -280,13 +284,97 @@ def _first_origin(run: RunFacts) -> Call | None:
     return min(circles or origins, key=lambda c: float("inf") if c.end_ms is None else c.end_ms)
 
 
+# --- recursion from structure -----------------------------------------------------
+
+#: What a loop guard's or a depth or step limit's error says, in its type or message.
+_LOOPISH: Final = re.compile(
+    r"recursi|loop|cycl|re-?entr|depth|step.?limit|max.?(?:turns|steps|iterations)|too many",
+    re.IGNORECASE,
+)
+
+
+def loop_refusal(error: ErrorInfo | None) -> bool:
+    """An app's own error that refuses a loop: its type or message says loop, cycle,
+    recursion, re-entry, or a depth or step limit. tracekit's own codes
+    (``AGENT_...``) say exactly what they are and are never read this way.
+
+    Example:
+        >>> loop_refusal(ErrorInfo(code="RecursionError", message="delegation loop"))
+        True
+        >>> loop_refusal(ErrorInfo(code="AGENT_DEPTH_EXCEEDED")), loop_refusal(ErrorInfo(code="KeyError"))
+        (False, False)
+    """
+    for found in (error, innermost(error)):
+        if found is None or found.code.startswith("AGENT_"):
+            continue
+        if _LOOPISH.search(found.code) or _LOOPISH.search(found.message):
+            return True
+    return False
+
+
+def agent_path(run: RunFacts, call: Call) -> list[str]:
+    """The agents on the failing path from the run's root agent down to ``call``.
+
+    Only failed callers are followed (a caller that ended ok is not on the
+    failing path), so the path is the same whether the facts hold every call
+    or only the failed ones.
+
+    Example:
+        >>> a = Call("i1", None, "planner", "error")
+        >>> b = Call("i2", "i1", "critic", "error")
+        >>> agent_path(RunFacts("r", "desk", True, False, calls=(a, b)), b)
+        ['desk', 'planner', 'critic']
+    """
+    by_id = {c.invocation_id: c for c in run.calls}
+    names = [call.agent]
+    cur: Call | None = call
+    while cur is not None and len(names) <= len(by_id) + 1:
+        if cur.parent_invocation_id is None:
+            if run.agent is not None:
+                names.append(run.agent)
+            break
+        cur = by_id.get(cur.parent_invocation_id)
+        if cur is None or not cur.failed:
+            break
+        names.append(cur.agent)
+    names.reverse()
+    return names
+
+
+def path_circle(path: Sequence[str]) -> str | None:
+    """The canonical circle a path of agents closed: the last agent's own loop, else the deepest.
+
+    Example:
+        >>> path_circle(["desk", "planner", "critic", "planner"]), path_circle(["a", "a"])
+        ('critic -> planner -> critic', 'a -> a')
+        >>> path_circle(["a", "b", "a", "c"]), path_circle(["a", "b"])
+        ('a -> b -> a', None)
+    """
+    for end in range(len(path) - 1, 0, -1):
+        name = path[end]
+        earlier = path[:end]
+        if name in earlier:
+            start = end - 1 - earlier[::-1].index(name)
+            return canonical_circle(path[start : end + 1])
+    return None
+
+
+def _circle(run: RunFacts, origin: Call | None, error: ErrorInfo | None) -> str | None:
+    """The circle of a failure: tracekit's ``chain``, else the loop its origin refused."""
+    if error is not None and error.code == RECURSION:
+        return canonical_circle(error.chain) if error.chain else None
+    if origin is None or not loop_refusal(error):
+        return None
+    return path_circle(agent_path(run, origin))
+
+
 def _finding(outcome: Outcome, origin: Call | None, run: RunFacts) -> Finding:
     error = origin.error if origin is not None else run.error
     chain = error.chain if error is not None and error.code == RECURSION else None
     cause = innermost(error)
     return Finding(
         outcome=outcome,
-        circle=canonical_circle(chain) if chain else None,
+        circle=_circle(run, origin, error),
         origin=origin,
         origin_agent=origin.agent if origin is not None else (chain[-1] if chain else run.agent),
         origin_code=cause.code if cause is not None else None,
@@ -314,12 +402,23 @@ def cancelled(run: RunFacts) -> Finding | None:
 
 
 def recursion(run: RunFacts) -> Finding | None:
-    """The failure began with an ``AGENT_RECURSION`` refusal: a circle of agents."""
+    """The failure began with a refused loop: a circle of agents.
+
+    Either tracekit's ``AGENT_RECURSION``, or, from any app, an error that
+    refuses a loop (:func:`loop_refusal`: a guard's, or a depth or step
+    limit's) raised where the failing path already holds its agent: the
+    same agent twice on the path from the root down to the origin.
+    """
     if run.ok:
         return None
     origin = failing_origin(run)
     code = origin.code if origin is not None else run.error.code if run.error else None
-    return _finding("failed:recursion", origin, run) if code == RECURSION else None
+    if code == RECURSION:
+        return _finding("failed:recursion", origin, run)
+    if origin is None or not loop_refusal(origin.error):
+        return None
+    finding = _finding("failed:recursion", origin, run)
+    return finding if finding.circle else None
 
 
 def refused(run: RunFacts) -> Finding | None:

@@ -5,7 +5,7 @@ now such as ``24h``, or an ISO time; ``service``; ``agent``) and returns a
 pandas DataFrame; :func:`fleet_report` gathers them all, with the change
 against the previous window of the same length. Every function only reads:
 the store classified its runs when they were written
-(:func:`tracekit.failures.classify_store`, called by every ingest).
+(:func:`tracekit.store.classify.classify_store`, called by every ingest).
 
 Run-level metrics (outcomes, circles, failures, degraded runs) count root runs
 that started in the window, of the service, whose tree invoked the agent.

@@ -1,6 +1,6 @@
 """The failure classification over a lake, on DuckDB or on Spark.
 
-The same split as the store's (:func:`tracekit.failures.classify_store`): the
+The same split as the store's (:func:`tracekit.store.classify.classify_store`): the
 engine settles the plain runs set-based (no end: ``incomplete``; an ok end with
 nothing failed or cancelled inside: ``ok``), counted where they lie; the runs
 that ended badly or hold a failed or cancelled call (a small share of a fleet)

@@ -21,7 +21,7 @@ def error_info(exc: BaseException, _depth: int = 0) -> ErrorInfo:
 
     Example:
         >>> error_info(ValueError("boom"))
-        ErrorInfo(code='ValueError', message='boom', chain=None, cause=None)
+        ErrorInfo(code='ValueError', message='boom', chain=None, cause=None, type=None)
     """
     if isinstance(exc, AgentError):
         code, chain = exc.code, exc.chain

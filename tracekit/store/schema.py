@@ -197,7 +197,7 @@ DROP TABLE _events_v1;
 """
 
 # v3: ``fleet_calls``, every invocation with its caller agent resolved, kept
-# by classification (:mod:`tracekit.failures.calls`) so that the fleet report
+# by classification (:mod:`tracekit.store.calls`) so that the fleet report
 # reads a narrow table instead of a self-join. Stores classified before v3
 # made it on first use; ``IF NOT EXISTS`` keeps their rows.
 _V3: Final = """

@@ -23,7 +23,7 @@ import duckdb
 
 from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
-from tracekit.failures.classify import classify_store
+from tracekit.store.classify import classify_store
 from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_names, check_read_only, runs_query
 
@@ -110,7 +110,7 @@ class Store:
     ) -> IngestReport:
         """Ingest trace files, directories, globs or ``-``, then classify the runs it touched.
 
-        Classification (:func:`tracekit.failures.classify_store`) is part of
+        Classification (:func:`tracekit.store.classify.classify_store`) is part of
         every write, so that every read of the store is read-only.
 
         Args:

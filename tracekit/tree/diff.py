@@ -43,6 +43,7 @@ from tracekit._util.text import duration_ms, escape
 from tracekit.errors import TracekitError
 from tracekit.tree.fold import Shapes
 from tracekit.tree.model import AgentStep, Step
+from tracekit.tree.why import why_text
 
 if TYPE_CHECKING:
     from tracekit.tree.forest import RunTree
@@ -120,12 +121,17 @@ class Slower(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Side(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One run's invocation of a change: its id, status, duration and error code."""
+    """One run's invocation of a change: its id, status, duration and error code.
+
+    ``why`` names where a wrapped failure began (``AGENT_FAILED <- TIMEOUT in
+    refunds "..."``, :func:`tracekit.tree.why.why_text`).
+    """
 
     invocationId: str
     status: str
     durationMs: float | None = None
     errorCode: str | None = None
+    why: str | None = None
 
 
 class Change(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -201,8 +207,13 @@ def _own(node: str | None) -> str | None:
 def _side(step: AgentStep) -> Side:
     code = step.error.code if step.error is not None else None
     shown = step.durationMs if step.status not in _NO_DURATION else None
+    why = why_text(step.error, step.steps, plain=True) if step.error is not None else None
     return Side(
-        invocationId=step.invocationId, status=step.status, durationMs=shown, errorCode=code
+        invocationId=step.invocationId,
+        status=step.status,
+        durationMs=shown,
+        errorCode=code,
+        why=why,
     )
 
 

@@ -46,7 +46,8 @@ def _paint(text: str, code: str | None, color: bool) -> str:
 
 
 def _status(side: Side) -> str:
-    return side.status + (f" {escape(side.errorCode)}" if side.errorCode else "")
+    code = side.why or side.errorCode
+    return side.status + (f" {escape(code)}" if code else "")
 
 
 def _call(change: Change, side: Side) -> str:

@@ -33,6 +33,7 @@ from tracekit.events import ErrorInfo
 from tracekit.tree.fold import FOLD_AT, needs_folding, opened_steps
 from tracekit.tree.lazy_html import lazy_tree_html
 from tracekit.tree.model import AgentStep, Step
+from tracekit.tree.why import failure_origin
 
 __all__ = ["tree_to_html"]
 
@@ -237,7 +238,7 @@ def _summary(step: AgentStep) -> str:
     if step.durationMs is not None and step.status not in _NO_DURATION:
         bits.append(f'<span class="tk-duration">{_text(format_ms(step.durationMs))}</span>')
     if step.error is not None:
-        bits.append(_error(step.error))
+        bits.append(_error(step.error, step.steps))
     if step.mark:
         bits.append(f'<i class="tk-mark" style="color:#9a6700">({_text(step.mark)})</i>')
     return " ".join(bits)
@@ -251,8 +252,8 @@ def _badge(status: str) -> str:
     )
 
 
-def _error(error: ErrorInfo) -> str:
-    """The code, the circle if any, and where a wrapped failure began."""
+def _error(error: ErrorInfo, steps: Sequence[Step] = ()) -> str:
+    """The code, the circle if any, and where a wrapped failure began (code and agent)."""
     color = RECURSION_COLOR if error.chain else STATUS_COLORS["error"]
     tip = f' title="{_text(error.message)}"' if error.message else ""
     parts = [f'<span class="tk-code"{tip} style="color:{color}">{_text(error.code)}</span>']
@@ -262,8 +263,12 @@ def _error(error: ErrorInfo) -> str:
             f'<span class="tk-circle" style="color:{RECURSION_COLOR}">circle: {circle}</span>'
         )
     origin = _origin(error)
-    if origin is not error:
-        parts.append(f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b></span>')
+    below = failure_origin(error, steps) if steps else None
+    if origin is not error or below is not None:
+        where = f" in <b>{_text(below.agent)}</b>" if below is not None else ""
+        if below is not None and below.error is not None:
+            origin = _origin(below.error)
+        parts.append(f'<span class="tk-cause">caused by <b>{_text(origin.code)}</b>{where}</span>')
     message = origin.message or error.message
     if message and not error.chain:  # a recursion message only repeats the circle
         short = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 3] + "..."

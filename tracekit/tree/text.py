@@ -35,6 +35,7 @@ from tracekit.tree.fold import (
     opened_steps,
 )
 from tracekit.tree.model import AgentStep, NodeStep, Step
+from tracekit.tree.why import why_text
 
 if TYPE_CHECKING:  # the forest holds trees and renders them with this module
     from tracekit.tree.forest import Forest, Integrity, RunTree
@@ -63,10 +64,11 @@ def _paint(text: str, code: str | None, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
 
-def _error_text(status: str, error: ErrorInfo | None) -> str:
+def _error_text(status: str, error: ErrorInfo | None, steps: Sequence[Step] = ()) -> str:
     if error is None or status == "ok":
         return status
-    text = f"{status} {escape(error.code)}"
+    why = why_text(error, steps) if steps else None
+    text = f"{status} {why or escape(error.code)}"
     if error.chain:
         text += ": " + " -> ".join(escape(name) for name in error.chain)
     return text
@@ -82,7 +84,9 @@ def _agent_tail(step: AgentStep, color: bool) -> str:
     """``ok, 11ms)`` and any mark: the kind unless delegate, status, duration."""
     details: list[str] = [] if step.kind == "delegate" else [step.kind]
     details.append(
-        _paint(_error_text(step.status, step.error), STATUS_ANSI.get(step.status), color)
+        _paint(
+            _error_text(step.status, step.error, step.steps), STATUS_ANSI.get(step.status), color
+        )
     )
     if step.durationMs is not None and step.status not in _NO_DURATION:
         details.append(format_ms(step.durationMs))
@@ -251,7 +255,7 @@ def describe_run_header(run: RunTree, color: bool = False) -> str:
     if run.status is None:
         details = ["no run.start/run.end"]
     else:
-        status = _error_text(run.status, run.error)
+        status = _error_text(run.status, run.error, run.steps)
         details = [_paint(status, STATUS_ANSI.get(run.status), color)]
         if run.durationMs is not None:
             details.append(format_ms(run.durationMs))

@@ -428,6 +428,7 @@ def _agent_records(
                     durationMs=duration,
                     failure=failure,
                     error=error,
+                    usage=usage,  # the root agent's own model calls count in the run's total
                     **common,
                 )
             )

@@ -25,6 +25,7 @@ __all__ = [
     "ERROR_CODES",
     "SPAN_KEYS",
     "Span",
+    "chained_causes",
     "check_span",
     "decode_spans",
     "hex_id",
@@ -108,6 +109,9 @@ class Span:
     transfer: bool = False
     #: The ``exception.message`` of an exception event.
     exception_message: str | None = None
+    #: What its ``exception.stacktrace`` says the exception was raised from
+    #: (the text before the last "direct cause" or "during handling" line).
+    exception_cause: str | None = None
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -244,7 +248,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     status = raw.get("status") or {}
     events = raw.get("events") or ()
     name = str(raw.get("name") or "")
-    exception, exception_message = _exception(events)
+    exception, exception_message, exception_cause = _exception(events)
     return Span(
         trace=hex_id(_get(raw, "traceId", "trace_id")),
         id=span_id,
@@ -258,6 +262,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
         service=service if isinstance(service, str) else None,
         exception=exception,
         exception_message=exception_message,
+        exception_cause=exception_cause,
         links=tuple(
             (hex_id(_get(link, "traceId", "trace_id")), hex_id(_get(link, "spanId", "span_id")))
             for link in raw.get("links") or ()
@@ -267,15 +272,41 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     )
 
 
-def _exception(events: Any) -> tuple[str | None, str | None]:
-    """The type and message of the first ``exception`` event that has a type."""
+def _exception(events: Any) -> tuple[str | None, str | None, str | None]:
+    """The type, message and chained causes of the first ``exception`` event that has a type."""
     for event in events or ():
         if event.get("name") == "exception":
             found = attributes(event.get("attributes"))
             if found.get("exception.type"):
                 message = found.get("exception.message")
-                return str(found["exception.type"]), str(message) if message else None
-    return None, None
+                cause = chained_causes(found.get("exception.stacktrace"))
+                return str(found["exception.type"]), str(message) if message else None, cause
+    return None, None, None
+
+
+_CHAINED: Final = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+
+
+def chained_causes(stacktrace: Any) -> str | None:
+    """The part of a Python stack trace that shows what the exception was raised from.
+
+    Python prints the exceptions a raise was chained to first, each followed
+    by a "direct cause" (``raise ... from e``) or "during handling" line; only
+    that head is kept (None without one), so that a wrapper's span can be
+    matched to the child that raised first.
+
+    Example:
+        >>> said = "The above exception was the direct cause of the following exception:"
+        >>> chained_causes(f"KeyError: 'x' {said} AppError: bad"), chained_causes("AppError: bad")
+        ("KeyError: 'x'", None)
+    """
+    if not isinstance(stacktrace, str):
+        return None
+    cut = max(stacktrace.rfind(marker) for marker in _CHAINED)
+    return stacktrace[:cut].strip() if cut > 0 else None
 
 
 def _dict_target(name: str, raw: dict[str, Any], events: Any) -> str | None:

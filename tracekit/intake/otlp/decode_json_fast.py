@@ -14,7 +14,7 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.intake.otlp.decode_json import ERROR_CODES, SPAN_KEYS, Span, hex_id
+from tracekit.intake.otlp.decode_json import ERROR_CODES, SPAN_KEYS, Span, chained_causes, hex_id
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
@@ -157,7 +157,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         raise ValueError("a span without spanId or start")
     status = raw.status
     transfer = is_transfer_name(raw.name)
-    exception = message = None
+    exception = message = cause = None
     for event in raw.events:
         if event.name == "exception":
             found = _attrs(event.attributes)
@@ -165,6 +165,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
                 exception = str(found["exception.type"])
                 message = found.get("exception.message")
                 message = str(message) if message else None
+                cause = chained_causes(found.get("exception.stacktrace"))
                 break
     return Span(
         trace=_id(raw.traceId, ids),
@@ -179,6 +180,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         service=service,
         exception=exception,
         exception_message=message,
+        exception_cause=cause,
         links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
         if raw.links
         else (),

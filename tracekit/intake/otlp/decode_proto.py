@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span
+from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_proto"]
@@ -103,16 +103,20 @@ def _span(raw: Any, service: str | None) -> Span:
         error=raw.status.code == _ERROR,
         message=raw.status.message,
         service=service,
-        exception=_exception_type(raw.events),
+        **_exception(raw.events),
     )
 
 
-def _exception_type(events: Any) -> str | None:
+def _exception(events: Any) -> dict[str, Any]:
+    """The type, message and chained causes of the first exception event with a type."""
     for event in events:
         if event.name == "exception":
-            for kv in event.attributes:
-                if kv.key == "exception.type":
-                    found = _plain(kv.value)
-                    if found:
-                        return str(found)
-    return None
+            found = {kv.key: _plain(kv.value) for kv in event.attributes}
+            if found.get("exception.type"):
+                message = found.get("exception.message")
+                return {
+                    "exception": str(found["exception.type"]),
+                    "exception_message": str(message) if message else None,
+                    "exception_cause": chained_causes(found.get("exception.stacktrace")),
+                }
+    return {}

@@ -46,6 +46,14 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
                 continue
         if error.code == "AGENT_FAILED" and error.cause is None:
             error.cause = _cause(index, key, out)
+        elif (
+            error.cause is None
+            and not error.code.startswith("AGENT_")
+            and error.code not in _CANCELLED  # a cancellation is no failure to trace back
+        ):
+            # tracekit's own codes say what they wrap; an app's exception is
+            # matched to the callee it came from
+            error.cause = _raised_from(index, key, error, out)
         if error.code == "AGENT_RECURSION" and not error.chain:
             error.chain = _circle(index, key)
         if (
@@ -56,6 +64,46 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
             error.cause = _tool_cause(error, failed_tools.get(key))
         out[key] = error
     return out
+
+
+def _raised_from(
+    index: SpanIndex, key: Key, error: ErrorInfo, errors: dict[Key, ErrorInfo]
+) -> ErrorInfo | None:
+    """The failed callee whose exception this agent's failure carried up, if the spans show one.
+
+    The evidence, in the order it is trusted: the callee failed with the
+    same exception (code and message: re-raised untouched, or a thread's
+    exception re-raised by the caller that joined it); or the agent's stack
+    trace shows the callee's exception as the one it was raised from
+    (``raise AppError(...) from e``, or a raise while handling it). Among
+    callees that match, the first to end: it failed first.
+    """
+    failed = [
+        c
+        for c in index.children_agents.get(key, ())
+        if c in errors and errors[c].code not in _CANCELLED
+    ]
+    if not failed:
+        return None
+    failed.sort(key=lambda c: (index.spans[c].end or 0, index.spans[c].start, c))
+    for child in failed:
+        found = errors[child]
+        if found.code == error.code and found.message == error.message:
+            return found
+    chained = index.spans[key].exception_cause
+    if chained:
+        for child in failed:
+            if _named_in(errors[child], index.spans[child], chained):
+                return errors[child]
+    return None
+
+
+def _named_in(error: ErrorInfo, span: Span, text: str) -> bool:
+    """Whether a stack trace's text names this exception (its class and its message)."""
+    if error.code not in text:
+        return False
+    said = span.exception_message or error.message
+    return not said or said in text
 
 
 def _tool_cause(error: ErrorInfo, tool: Node | None) -> ErrorInfo | None:

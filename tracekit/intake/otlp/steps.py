@@ -12,11 +12,12 @@ is a plain step, and what it nests is part of it.
 
 Example:
     >>> own_error(Span("t", "a", "", "x", 1, 2, {}, True, "boom", None, "ValueError"))
-    ErrorInfo(code='ValueError', message='boom', chain=None, cause=None)
+    ErrorInfo(code='ValueError', message='boom', chain=None, cause=None, type=None)
 """
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 import msgspec
@@ -33,11 +34,12 @@ from tracekit.intake.otlp.kinds import (
 )
 from tracekit.intake.otlp.spans import Key, SpanIndex
 
-__all__ = ["Steps", "own_error"]
+__all__ = ["Steps", "own_error", "short_code"]
 
 _NS_PER_MS: Final = 1_000_000
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
 _CODE_CHARS: Final = 80
+_DOTTED: Final = re.compile(r"[A-Za-z_][\w<>]*(?:\.[A-Za-z_][\w<>]*)+")
 
 
 def own_error(span: Span) -> ErrorInfo | None:
@@ -60,7 +62,30 @@ def own_error(span: Span) -> ErrorInfo | None:
             return None
     elif not span.error and (span.exception is None or _control_flow(span.exception)):
         return None
-    return ErrorInfo(code=_code(span), message=span.message or span.exception_message or "")
+    code = _code(span)
+    short = short_code(code)
+    return ErrorInfo(
+        code=short,
+        message=span.message or span.exception_message or "",
+        type=code if short != code else None,
+    )
+
+
+def short_code(code: str) -> str:
+    """One code per exception class: a dotted class path's last name.
+
+    ``error.type`` is often the qualified name (``__main__.RefundTimeout``)
+    while the exception event and other runtimes say ``RefundTimeout``; the
+    class name alone groups them. Anything that is not a dotted path of
+    identifiers (``500``, ``Error running tool``) is kept as it is.
+
+    Example:
+        >>> short_code("myapp.errors.RefundTimeout"), short_code("RefundTimeout"), short_code("a. b")
+        ('RefundTimeout', 'RefundTimeout', 'a. b')
+    """
+    if "." not in code or _DOTTED.fullmatch(code) is None:
+        return code
+    return code.rpartition(".")[2]
 
 
 def _control_flow(kind: str) -> bool:

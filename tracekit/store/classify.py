@@ -7,7 +7,11 @@ when no call failed or was cancelled). The rest, runs that ended badly or
 hold a failed or cancelled invocation, go through the pure rules
 (:mod:`tracekit.failures.hard`), then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
-The same pass keeps ``fleet_calls`` (:mod:`tracekit.failures.calls`) in step.
+The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step.
+
+The rules are :mod:`tracekit.failures`'; the SQL that writes the store's
+tables (``runs``' findings, ``invocations.failure_role``, ``fleet_calls``) is
+the store's own, here.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, Final, Protocol
 
 import duckdb
 
-from tracekit.failures.calls import sync_calls
+from tracekit.store.calls import sync_calls
 
 __all__ = ["ClassifyReport", "classify_store"]
 
