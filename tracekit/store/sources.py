@@ -33,9 +33,11 @@ __all__ = [
     "chunk_table",
     "expand",
     "fingerprint",
+    "ints",
     "lines_table",
     "open_stream",
     "read_chunks",
+    "strings",
     "text_table",
 ]
 
@@ -225,16 +227,35 @@ def _lines_table_slow(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
 
 def text_table(numbers: list[int], items: list[int], texts: list[str], raws: list[str]) -> pa.Table:
     """Build a batch table from Python lists (the slow paths: OTLP, odd bytes, a sink)."""
-    return _split(
-        pa.table(
-            {
-                "line": pa.array(numbers, pa.int64()),
-                "item": pa.array(items, pa.int32()),
-                "text": pa.array(texts, pa.large_string()),
-                "raw": pa.array(raws, pa.large_string()),
-            }
-        )
+    text = strings(texts)
+    raw = text if raws is texts else strings(raws)
+    return _split(_table(ints(numbers, np.int64), ints(items, np.int32), text, raw))
+
+
+def strings(values: list[str]) -> pa.Array:
+    """A large_string array of ``values``, built from buffers.
+
+    ``pa.array`` on a list imports pandas (its probe for pandas types): half
+    a second that an ingest does not otherwise need.
+    """
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.Array.from_buffers(
+        pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), data]
     )
+
+
+def ints(values: Iterable[int], dtype: type[np.int64] | type[np.int32]) -> pa.Array:
+    """An integer array of ``values``, built from a buffer (no pandas import, see :func:`strings`)."""
+    array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=dtype)
+    kind = pa.int64() if dtype is np.int64 else pa.int32()
+    return pa.Array.from_buffers(kind, len(array), [None, pa.py_buffer(array)])
+
+
+def _table(line: pa.Array, item: pa.Array, text: pa.Array, raw: pa.Array) -> pa.Table:
+    return pa.Table.from_arrays([line, item, text, raw], names=["line", "item", "text", "raw"])
 
 
 def _split(table: pa.Table) -> pa.Table:
@@ -254,9 +275,9 @@ def _lines_table(data: bytes, first_line: int) -> pa.Table:
     text = pa.Array.from_buffers(
         pa.large_string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(text_bytes)]
     )
-    lines = pa.array(np.arange(first_line, first_line + count, dtype=np.int64))
-    items = pa.array(np.zeros(count, dtype=np.int32))
-    table = _split(pa.table({"line": lines, "item": items, "text": text, "raw": text}))
+    lines = ints(np.arange(first_line, first_line + count, dtype=np.int64), np.int64)
+    items = ints(np.zeros(count, dtype=np.int32), np.int32)
+    table = _split(_table(lines, items, text, text))
     # Empty lines are not records; whitespace-only ones are left to the SQL count.
     filled = count - int(np.count_nonzero(np.diff(offsets) == 0))
     return table.replace_schema_metadata({b"filled": str(filled).encode()})

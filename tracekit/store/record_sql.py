@@ -39,8 +39,19 @@ _FIELDS: Final = (
     ("error", "JSON"),
     ("attrs", "JSON"),
     ("call", "VARCHAR"),
+    ("session", "VARCHAR"),
+    ("usage", "JSON"),
 )
-_EXTRA_PATHS: Final = ("$", "$.error.code", "$.error.message", "$.error.chain", "$.error.cause")
+_EXTRA_PATHS: Final = (
+    "$",
+    "$.error.code",
+    "$.error.message",
+    "$.error.chain",
+    "$.error.cause",
+    "$.usage.inputTokens",
+    "$.usage.outputTokens",
+    "$.usage.models",
+)
 _PATHS: Final = tuple(f"$.{key}" for key, _ in _FIELDS) + _EXTRA_PATHS
 _INDEX: Final = {path: i + 1 for i, path in enumerate(_PATHS)}
 
@@ -86,6 +97,17 @@ def _rule(key: str, rule: str) -> str:
             f" AND len(json_keys(j.error)) = list_count(list_select(jt,"
             f" [{_INDEX['$.error.code']}, {_INDEX['$.error.message']}]))))"
         ),
+        # Token counts are whole and not negative, models all strings, and
+        # no other key (or one twice) in it, as for an error.
+        "usage?": (
+            f"({optional} OR ({jt} = 'OBJECT'"
+            f" AND coalesce({_jt('$.usage.inputTokens')}, 'NULL') IN ('UBIGINT', 'NULL')"
+            f" AND coalesce({_jt('$.usage.outputTokens')}, 'NULL') IN ('UBIGINT', 'NULL')"
+            f" AND (coalesce({_jt('$.usage.models')}, 'NULL') = 'NULL'"
+            f" OR ({_jt('$.usage.models')} = 'ARRAY' AND len(list_filter("
+            f"json_type(j.usage, '$.models[*]'), lambda x: x <> 'VARCHAR')) = 0))"
+            f" AND len(json_keys(j.usage)) = list_count(list_select(jt, [{_usage_keys()}]))))"
+        ),
         # Fewer opening brackets than the limit: it cannot nest deeper.
         "attrs?": (
             f"({optional} OR ({jt} = 'OBJECT' AND length({col})"
@@ -93,6 +115,10 @@ def _rule(key: str, rule: str) -> str:
         ),
     }
     return checks[rule]
+
+
+def _usage_keys() -> str:
+    return ", ".join(str(_INDEX[f"$.usage.{k}"]) for k in ("inputTokens", "outputTokens", "models"))
 
 
 _COMMON: Final = (("ts", "ts"), ("seq", "seq?"), ("service", "str?"), ("traceId", "str?"))
@@ -112,6 +138,7 @@ _RULES: Final = {
         ("durationMs", "duration?"),
         ("status", "status?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
     "node": (
         ("runId", "id"),
@@ -120,14 +147,16 @@ _RULES: Final = {
         ("durationMs", "duration?"),
         ("call", "call?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
-    "run.start": (("runId", "id"), ("agent", "id")),
+    "run.start": (("runId", "id"), ("agent", "id"), ("session", "id?")),
     "run.end": (
         ("runId", "id"),
         ("ok", "bool"),
         ("durationMs", "duration?"),
         ("failure", "failure?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
 }
 
