@@ -229,7 +229,8 @@ def text_table(numbers: list[int], items: list[int], texts: list[str], raws: lis
     """Build a batch table from Python lists (the slow paths: OTLP, odd bytes, a sink)."""
     text = strings(texts)
     raw = text if raws is texts else strings(raws)
-    return _split(_table(ints(numbers, np.int64), ints(items, np.int32), text, raw))
+    keys = ints(np.full(len(texts), -1, dtype=np.int32), np.int32)  # not counted: not plain
+    return _split(_table(ints(numbers, np.int64), ints(items, np.int32), text, raw, keys))
 
 
 def strings(values: list[str]) -> pa.Array:
@@ -254,8 +255,8 @@ def ints(values: Iterable[int], dtype: type[np.int64] | type[np.int32]) -> pa.Ar
     return pa.Array.from_buffers(kind, len(array), [None, pa.py_buffer(array)])
 
 
-def _table(line: pa.Array, item: pa.Array, text: pa.Array, raw: pa.Array) -> pa.Table:
-    return pa.Table.from_arrays([line, item, text, raw], names=["line", "item", "text", "raw"])
+def _table(*columns: pa.Array) -> pa.Table:
+    return pa.Table.from_arrays(list(columns), names=["line", "item", "text", "raw", "keys"])
 
 
 def _split(table: pa.Table) -> pa.Table:
@@ -277,7 +278,39 @@ def _lines_table(data: bytes, first_line: int) -> pa.Table:
     )
     lines = ints(np.arange(first_line, first_line + count, dtype=np.int64), np.int64)
     items = ints(np.zeros(count, dtype=np.int32), np.int32)
-    table = _split(_table(lines, items, text, text))
+    keys = ints(_plain_keys(buf, newlines), np.int32)
+    table = _split(_table(lines, items, text, text, keys))
     # Empty lines are not records; whitespace-only ones are left to the SQL count.
     filled = count - int(np.count_nonzero(np.diff(offsets) == 0))
     return table.replace_schema_metadata({b"filled": str(filled).encode()})
+
+
+def _plain_keys(buf: np.ndarray, newlines: np.ndarray) -> np.ndarray:
+    """Each line's count of ``":`` if it is plain, else -1 (see :mod:`tracekit.store.record_sql`).
+
+    A plain line has no white space (so a ``:`` follows each key's closing
+    quote at once) and no comma before a closing bracket (a trailing comma,
+    which DuckDB's JSON reader takes and msgspec does not). The whole chunk
+    is counted at once, a few passes of numpy, never a line at a time.
+    """
+    # In-place steps and no widening casts: a fresh temporary of the chunk's
+    # size (or reduceat's cast of one) costs more than all the rest here.
+    if not len(newlines):
+        return np.zeros(0, dtype=np.int32)
+    starts = np.empty(len(newlines), dtype=np.int64)
+    starts[:1] = 0
+    starts[1:] = newlines[:-1] + 1
+    odd = buf <= 32  # white space (a line's own newline is not)
+    odd &= buf != 10
+    comma = buf == 44
+    close = buf == 125
+    close |= buf == 93
+    comma[:-1] &= close[1:]
+    odd |= comma
+    key_end = buf == 34
+    key_end[:-1] &= buf[1:] == 58
+    key_end[-1] = False
+    found = np.searchsorted(newlines, np.flatnonzero(key_end))
+    keys = np.bincount(found, minlength=len(newlines)).astype(np.int32)
+    keys[np.logical_or.reduceat(odd, starts)] = -1
+    return keys
