@@ -54,6 +54,7 @@ _PIECE = 4 << 20
 _GZIP_PIECE = 64 << 10
 _SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 _GLOB_CHARS = frozenset("*?[")
+_SLICE = 1 << 20
 
 
 @dataclass
@@ -205,7 +206,8 @@ def lines_table(data: bytes, first_line: int) -> tuple[pa.Table, Refused]:
     ``(line, text, reason)`` to be rejected.
     """
     try:
-        data.decode("utf-8")
+        if not data.isascii():  # ASCII is UTF-8: no 64 MiB string made to check it
+            data.decode("utf-8")
     except UnicodeDecodeError:
         return _lines_table_slow(data, first_line)
     return _lines_table(data, first_line), []
@@ -290,27 +292,32 @@ def _plain_keys(buf: np.ndarray, newlines: np.ndarray) -> np.ndarray:
 
     A plain line has no white space (so a ``:`` follows each key's closing
     quote at once) and no comma before a closing bracket (a trailing comma,
-    which DuckDB's JSON reader takes and msgspec does not). The whole chunk
-    is counted at once, a few passes of numpy, never a line at a time.
+    which DuckDB's JSON reader takes and msgspec does not). The chunk is
+    counted a slice at a time with numpy, never a line at a time.
     """
-    # In-place steps and no widening casts: a fresh temporary of the chunk's
-    # size (or reduceat's cast of one) costs more than all the rest here.
-    if not len(newlines):
-        return np.zeros(0, dtype=np.int32)
-    starts = np.empty(len(newlines), dtype=np.int64)
-    starts[:1] = 0
-    starts[1:] = newlines[:-1] + 1
-    odd = buf <= 32  # white space (a line's own newline is not)
-    odd &= buf != 10
-    comma = buf == 44
-    close = buf == 125
-    close |= buf == 93
-    comma[:-1] &= close[1:]
-    odd |= comma
-    key_end = buf == 34
-    key_end[:-1] &= buf[1:] == 58
-    key_end[-1] = False
-    found = np.searchsorted(newlines, np.flatnonzero(key_end))
-    keys = np.bincount(found, minlength=len(newlines)).astype(np.int32)
-    keys[np.logical_or.reduceat(odd, starts)] = -1
+    keys = np.zeros(len(newlines), dtype=np.int32)
+    odd: list[np.ndarray] = []
+    # Slices of the chunk, not the whole: temporaries this small are reused,
+    # where one of the chunk's size is fresh memory, faulted in page by page
+    # (three times the cost of the counting itself).
+    for start in range(0, len(buf), _SLICE):
+        part = buf[start : start + _SLICE + 1]  # one byte more: a pair may cross
+        key_end = part[:-1] == 34
+        key_end &= part[1:] == 58
+        bad = part[:-1] <= 32
+        bad &= part[:-1] != 10  # a line's own newline is not white space in it
+        comma = part[:-1] == 44
+        comma &= (part[1:] == 125) | (part[1:] == 93)
+        bad |= comma
+        if len(part) <= _SLICE:  # the last slice: its last byte has no pair
+            tail = part[-1:]
+            bad = np.append(bad, (tail <= 32) & (tail != 10))
+            key_end = np.append(key_end, False)
+        lines = np.searchsorted(newlines, np.flatnonzero(key_end) + start)
+        if len(lines):
+            first = lines[0]
+            counted = np.bincount(lines - first)
+            keys[first : first + len(counted)] += counted.astype(np.int32)
+        odd.append(np.searchsorted(newlines, np.flatnonzero(bad) + start))
+    keys[np.concatenate(odd)] = -1
     return keys
