@@ -12,7 +12,11 @@ its peak RSS is its own (``os.wait4``):
 * tracekit: ``Store(new file).ingest(FILE)``: parse, check, reject, dedupe,
   store events and derive invocations, steps and runs, all committed.
 
-Figures are medians over ``--repeat``; the ratio is tracekit / raw.
+Figures are medians over ``--repeat``; the ratio is tracekit / raw, in wall
+time and in CPU time (user + system of the child, ``os.wait4``: the steadier
+figure on a shared machine). ``--baseline DIR`` adds a third side in each
+repetition: the same ingest with ``PYTHONPATH=DIR`` (another checkout's
+``tracekit``, e.g. ``git archive main tracekit | tar -x -C DIR``).
 
 Then the recovery cases, each timed as a ratio to the fresh ingest of the same
 file in the same repetition (``--no-recovery`` leaves them out):
@@ -92,19 +96,34 @@ def fleet(events: int, folder: Path) -> Path:
     return path
 
 
-def child(code: str, *args: str) -> tuple[float, int, float, str]:
-    """Run ``code`` in a fresh interpreter; return seconds, rows, peak RSS (MB), stderr."""
+CPU: dict[str, list[float]] = {}
+
+
+def child(
+    code: str, *args: str, path: str | None = None, side: str = ""
+) -> tuple[float, int, float, str]:
+    """Run ``code`` in a fresh interpreter; return seconds, rows, peak RSS (MB), stderr.
+
+    Its CPU seconds (user + system) are added to ``CPU[side]``.
+    """
+    env = dict(os.environ)
+    if path is not None:
+        env["PYTHONPATH"] = path
     proc = subprocess.Popen(
         [sys.executable, "-c", code, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
+        cwd=tempfile.gettempdir(),  # so that the current directory shadows no checkout
     )
     _, status, usage = os.wait4(proc.pid, 0)
     out = proc.stdout.read() if proc.stdout else ""
     err = proc.stderr.read() if proc.stderr else ""
     if status != 0:
         raise SystemExit(f"child failed: {err}")
+    if side:
+        CPU.setdefault(side, []).append(usage.ru_utime + usage.ru_stime)
     seconds, rows = out.strip().splitlines()[-1].split()
     return float(seconds), int(rows), usage.ru_maxrss / 1024, err.strip()
 
@@ -156,11 +175,11 @@ def recovery(path: Path, work: Path) -> dict[str, float]:
         state = killed(path, store, phase)
         if state != "killed":
             raise SystemExit(f"the ingest to kill in {phase} {state}: use more --events")
-        out[phase] = child(_TRACEKIT, str(path), str(store))[0]
+        out[phase] = child(_TRACEKIT, str(path), str(store), path=str(ROOT))[0]
         (work / f"killed-{phase}.duckdb").unlink()
     copy = work / f"copy-of-{path.name}"
     shutil.copyfile(path, copy)
-    out["duplicates"] = child(_TRACEKIT, str(copy), str(work / "store.duckdb"))[0]
+    out["duplicates"] = child(_TRACEKIT, str(copy), str(work / "store.duckdb"), path=str(ROOT))[0]
     return out
 
 
@@ -170,6 +189,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tracekit-bench")
     parser.add_argument("--no-recovery", action="store_true", help="only the fresh ingest")
+    parser.add_argument("--baseline", help="a checkout whose tracekit ingests too, side by side")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     path = fleet(args.events, args.dir)
@@ -179,13 +199,28 @@ def main() -> None:
     cases: dict[str, list[float]] = {"load": [], "derive": [], "duplicates": []}
     case_s: dict[str, list[float]] = {"load": [], "derive": [], "duplicates": []}
     loads: list[float] = []
+    base_s: list[float] = []
+    base_line = ""
     for _ in range(args.repeat):
         work = Path(tempfile.mkdtemp(dir=args.dir))
         try:
-            s, n_raw, rss, _ = child(_RAW, str(path), str(work / "raw.duckdb"), _COLUMNS)
+            s, n_raw, rss, _ = child(
+                _RAW, str(path), str(work / "raw.duckdb"), _COLUMNS, side="raw"
+            )
             raw_s.append(s)
             raw_rss.append(rss)
-            s, n_ours, rss, line = child(_TRACEKIT, str(path), str(work / "store.duckdb"))
+            if args.baseline:
+                s, _, _, base_line = child(
+                    _TRACEKIT,
+                    str(path),
+                    str(work / "base.duckdb"),
+                    path=args.baseline,
+                    side="baseline",
+                )
+                base_s.append(s)
+            s, n_ours, rss, line = child(
+                _TRACEKIT, str(path), str(work / "store.duckdb"), path=str(ROOT), side="tracekit"
+            )
             ours_s.append(s)
             ours_rss.append(rss)
             if not args.no_recovery:
@@ -206,7 +241,21 @@ def main() -> None:
         f"  tracekit ingest (all tables)     {ours:7.2f} s  {n_ours / ours:>10,.0f} events/s"
         f"  peak RSS {max(ours_rss):6.0f} MB  {ours / raw:5.2f}x"
     )
+    cpu = {k: statistics.median(v) for k, v in CPU.items()}
+    if base_s:
+        base = statistics.median(base_s)
+        print(
+            f"  baseline ingest ({args.baseline})  {base:7.2f} s  {n_ours / base:>10,.0f} events/s"
+            f"  {base / raw:5.2f}x"
+        )
     print(f"  {line}")
+    if base_line and base_line != line:
+        print(f"  baseline: {base_line}")
+    print(
+        "  CPU seconds (user + system), medians: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+        + "".join(f"; {k} / raw {v / cpu['raw']:.2f}x" for k, v in cpu.items() if k != "raw")
+    )
     names = {
         "load": "recovery after SIGKILL in load",
         "derive": "recovery after SIGKILL in derive",
@@ -229,6 +278,8 @@ def main() -> None:
                 "tracekit_s": ours_s,
                 "raw_rss_mb": raw_rss,
                 "tracekit_rss_mb": ours_rss,
+                "baseline_s": base_s,
+                "cpu_s": CPU,
                 "recovery_ratios": cases,
             }
         )

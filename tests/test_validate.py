@@ -226,12 +226,18 @@ _ODD_VALUES = st.sampled_from(
         _RAW.format("-Infinity"),
         _RAW.format("1e400"),
         _RAW.format("1" + "0" * 400),
+        {"inputTokens": 5, "outputTokens": 2, "models": ["m"]},
+        {"inputTokens": -1},
+        {"outputTokens": 1.5},
+        {"models": ["a", 1]},
+        {"inputTokens": 1, "x": _nested(900)},
     ]
 )
 _FIELDS = st.sampled_from(
     [
         *("ts", "seq", "runId", "id", "agent", "invocationId", "parentRunId", "node"),
         *("durationMs", "ok", "status", "kind", "error", "attrs", "traceId", "type"),
+        *("usage", "session"),
     ]
 )
 
@@ -245,13 +251,25 @@ def _record_line(draw: st.DrawFn, n: int) -> str:
     text = json.dumps(record, separators=(",", ":"))
     for token in ("NaN", "-Infinity", "1e400", "1" + "0" * 400):
         text = text.replace(json.dumps(_RAW.format(token)), token)
-    trick = draw(st.sampled_from(["", "trailing comma", "duplicate ts", "duplicate type"]))
+    tricks = [
+        "",
+        "trailing comma",
+        "duplicate ts",
+        "duplicate type",
+        "duplicate in usage",
+        "spaced",
+    ]
+    trick = draw(st.sampled_from(tricks))
     if trick == "trailing comma":
         text = text[:-1] + ",}"
     elif trick == "duplicate ts":
         text = text[:-1] + ',"ts":1e16}'
     elif trick == "duplicate type":
         text = '{"type":"node",' + text[1:]
+    elif trick == "duplicate in usage":
+        text = text.replace('"usage":{"inputTokens":5', '"usage":{"inputTokens":-1,"inputTokens":5')
+    elif trick == "spaced":  # not a plain line: the full checks, not the key count
+        text = text.replace('":', '": ').replace(",}", ", }")
     return text + "\n"
 
 

@@ -1,6 +1,6 @@
 """Loading one batch of lines into ``events`` and ``rejects``.
 
-DuckDB parses and checks the batch (:mod:`tracekit.store.parse_sql`); the few
+DuckDB parses and checks the batch (:mod:`tracekit.store.record_sql`); the few
 lines it does not accept are decoded by msgspec in Python, which either
 accepts them (and their normalized JSON takes the fast path) or says why not.
 Duplicates (by ``event_key``) within the batch and against the store are
@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import duckdb
 import msgspec
+import numpy as np
 import pyarrow as pa
 
 from tracekit.events import decode_event, encode_event
-from tracekit.store.parse_sql import EVENT_COLUMNS, PARSE_SQL, TRUSTED_PARSE_SQL
+from tracekit.store.record_sql import EVENT_COLUMNS, PARSE_SQL, TRUSTED_PARSE_SQL
+from tracekit.store.sources import ints, strings, text_table
 from tracekit.validate import reject_reason
 
 __all__ = ["Counts", "load_batch", "reject_rows"]
@@ -164,15 +166,7 @@ def _decode_slow(rows: list[tuple]) -> tuple[pa.Table, list[tuple[int, str, str]
         items.append(item)
         texts.append(encode_event(event).decode())
         raws.append(raw)
-    fixed = pa.table(
-        {
-            "line": pa.array(lines, pa.int64()),
-            "item": pa.array(items, pa.int32()),
-            "text": pa.array(texts, pa.large_string()),
-            "raw": pa.array(raws, pa.large_string()),
-        }
-    )
-    return fixed, rejects
+    return text_table(lines, items, texts, raws), rejects
 
 
 def reject_rows(
@@ -185,12 +179,13 @@ def reject_rows(
     """Insert ``(line, raw, reason)`` rows into ``rejects``; return how many."""
     if not rows:
         return 0
-    table = pa.table(
-        {
-            "line": pa.array([r[0] for r in rows], pa.int64()),
-            "raw": pa.array([r[1] for r in rows], pa.large_string()),
-            "reason": pa.array([r[2] for r in rows], pa.large_string()),
-        }
+    table = pa.Table.from_arrays(
+        [
+            ints([r[0] for r in rows], np.int64),
+            strings([r[1] for r in rows]),
+            strings([r[2] for r in rows]),
+        ],
+        names=["line", "raw", "reason"],
     )
     con.register("_rejects", table)
     try:

@@ -39,8 +39,19 @@ _FIELDS: Final = (
     ("error", "JSON"),
     ("attrs", "JSON"),
     ("call", "VARCHAR"),
+    ("session", "VARCHAR"),
+    ("usage", "JSON"),
 )
-_EXTRA_PATHS: Final = ("$", "$.error.code", "$.error.message", "$.error.chain", "$.error.cause")
+_EXTRA_PATHS: Final = (
+    "$",
+    "$.error.code",
+    "$.error.message",
+    "$.error.chain",
+    "$.error.cause",
+    "$.usage.inputTokens",
+    "$.usage.outputTokens",
+    "$.usage.models",
+)
 _PATHS: Final = tuple(f"$.{key}" for key, _ in _FIELDS) + _EXTRA_PATHS
 _INDEX: Final = {path: i + 1 for i, path in enumerate(_PATHS)}
 
@@ -80,11 +91,16 @@ def _rule(key: str, rule: str) -> str:
             f"({optional} OR ({jt} = 'OBJECT' AND {_jt('$.error.code')} = 'VARCHAR'"
             f" AND coalesce({_jt('$.error.message')}, 'VARCHAR') = 'VARCHAR'"
             f" AND coalesce({_jt('$.error.chain')}, 'NULL') = 'NULL'"
-            f" AND coalesce({_jt('$.error.cause')}, 'NULL') = 'NULL'"
-            # code and message only, each once: another key (which msgspec
-            # skips, however deep) or one twice goes the slow way.
-            f" AND len(json_keys(j.error)) = list_count(list_select(jt,"
-            f" [{_INDEX['$.error.code']}, {_INDEX['$.error.message']}]))))"
+            f" AND coalesce({_jt('$.error.cause')}, 'NULL') = 'NULL'))"
+        ),
+        # Token counts are whole and not negative, models all strings.
+        "usage?": (
+            f"({optional} OR ({jt} = 'OBJECT'"
+            f" AND coalesce({_jt('$.usage.inputTokens')}, 'NULL') IN ('UBIGINT', 'NULL')"
+            f" AND coalesce({_jt('$.usage.outputTokens')}, 'NULL') IN ('UBIGINT', 'NULL')"
+            f" AND (coalesce({_jt('$.usage.models')}, 'NULL') = 'NULL'"
+            f" OR ({_jt('$.usage.models')} = 'ARRAY' AND len(list_filter("
+            f"json_type(j.usage, '$.models[*]'), lambda x: x <> 'VARCHAR')) = 0))))"
         ),
         # Fewer opening brackets than the limit: it cannot nest deeper.
         "attrs?": (
@@ -93,6 +109,23 @@ def _rule(key: str, rule: str) -> str:
         ),
     }
     return checks[rule]
+
+
+# The keys an error and a usage may hold (each once: another key, which
+# msgspec skips however deep, or one twice, goes the slow way).
+_NESTED: Final = {
+    "error": ("$.error.code", "$.error.message"),
+    "usage": ("$.usage.inputTokens", "$.usage.outputTokens", "$.usage.models"),
+}
+
+
+def _nested_keys_ok() -> str:
+    """An error's and a usage's keys are their own, each once (json_keys: valid JSON only)."""
+    return " AND ".join(
+        f"(j.{key} IS NULL OR {_jt(f'$.{key}')} <> 'OBJECT' OR len(json_keys(j.{key}))"
+        f" = list_count(list_select(jt, [{', '.join(str(_INDEX[p]) for p in paths)}])))"
+        for key, paths in _NESTED.items()
+    )
 
 
 _COMMON: Final = (("ts", "ts"), ("seq", "seq?"), ("service", "str?"), ("traceId", "str?"))
@@ -112,6 +145,7 @@ _RULES: Final = {
         ("durationMs", "duration?"),
         ("status", "status?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
     "node": (
         ("runId", "id"),
@@ -120,14 +154,16 @@ _RULES: Final = {
         ("durationMs", "duration?"),
         ("call", "call?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
-    "run.start": (("runId", "id"), ("agent", "id")),
+    "run.start": (("runId", "id"), ("agent", "id"), ("session", "id?")),
     "run.end": (
         ("runId", "id"),
         ("ok", "bool"),
         ("durationMs", "duration?"),
         ("failure", "failure?"),
         ("error", "error?"),
+        ("usage", "usage?"),
     ),
 }
 
@@ -156,14 +192,31 @@ def _fast_ok(*, trusted: bool) -> str:
         f"WHEN '{t}' THEN len(json_keys(text)) = list_count(list_select(jt, [{_own(rules)}]))"
         for t, rules in _RULES.items()
     )
+    # The cheap test first. A plain line (no white space, no comma before a
+    # closing bracket: ``keys`` counted, see tracekit.store.sources) has a '":'
+    # after every key, so as many as the known keys found means no other key
+    # and none twice; and lax JSON (NaN, a huge number) could only be in a
+    # known field, whose type and range are checked above. Only the other
+    # lines pay for the regex and json_keys.
+    counted = " ".join(
+        f"WHEN '{t}' THEN keys = list_count(list_select(jt, [{_own(rules)}, {_nested_indexes()}]))"
+        for t, rules in _RULES.items()
+    )
+    plain = f"keys >= 0 AND {_jt('$.attrs')} IS NULL AND CASE j.type {counted} END"
     # CASE, not AND: json_keys must only see valid JSON, and the last checks
     # cost most, so only lines that pass the others pay for them.
     return (
         f"CASE WHEN jt[{_INDEX['$']}] = 'OBJECT' AND {_jt('$.type')} = 'VARCHAR' AND {common}"
         f" AND CASE j.type {by_type} ELSE false END"
-        f" THEN NOT regexp_matches(text, '{_LAX_JSON}') AND CASE j.type {own_keys} END"
+        f" THEN CASE WHEN {plain} THEN true"
+        f" ELSE NOT regexp_matches(text, '{_LAX_JSON}') AND CASE j.type {own_keys} END"
+        f" AND {_nested_keys_ok()} END"
         " ELSE false END"
     )
+
+
+def _nested_indexes() -> str:
+    return ", ".join(str(_INDEX[p]) for paths in _NESTED.values() for p in paths)
 
 
 def _own(rules: tuple[tuple[str, str], ...]) -> str:
@@ -210,7 +263,7 @@ _EXIT_STATUS = (
 
 
 def parse_sql(*, trusted: bool = False) -> str:
-    """The query that parses ``_batch`` (line, item, text, raw): a row per non-blank line.
+    """The query that parses ``_batch`` (line, item, text, raw, keys): a row per non-blank line.
 
     ``fast_ok`` rows carry every events column, the others only line/item/raw.
     A row is ``fast_ok`` only if :func:`tracekit.events.decode_event` would
@@ -220,13 +273,14 @@ def parse_sql(*, trusted: bool = False) -> str:
     return f"""
 WITH b AS (
     -- starts_with first: it settles nearly every line without trim's copy.
-    SELECT line, item, text, raw, json_valid(text) AS valid
+    SELECT line, item, text, raw, keys, json_valid(text) AS valid
     FROM _batch WHERE starts_with(text, '{{') OR trim(text) <> ''
 ), t AS (
-    SELECT line, item, text, raw, CASE WHEN valid THEN json_type(text, {_PATH_LIST}) END AS jt
+    SELECT line, item, text, raw, keys,
+        CASE WHEN valid THEN json_type(text, {_PATH_LIST}) END AS jt
     FROM b
 ), p AS (
-    SELECT line, item, text, raw, jt,
+    SELECT line, item, text, raw, keys, jt,
         CASE WHEN jt[{_INDEX["$"]}] = 'OBJECT' THEN from_json(text, '{_STRUCT}') END AS j
     FROM t
 )
