@@ -894,6 +894,14 @@ def serve_command(
         int,
         typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
     ] = 64 << 20,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="Also answer requests for this Host name (repeatable; loopback always).",
+        ),
+    ] = None,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -909,6 +917,7 @@ def serve_command(
     path = Path(db) if db is not None else default_path()
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
+    config.allow_hosts = list(allow_host or [])
     serve(config)
 
 

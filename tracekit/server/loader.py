@@ -108,6 +108,8 @@ class Loader:
         self.spool.loaded = checkpoint.position
         self._fed = checkpoint.position
         self._next_line: dict[str, int] = {}
+        self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
+        self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
         self.spans_fed = 0
         self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
@@ -132,6 +134,7 @@ class Loader:
             with self._count_lock:
                 self._queued_items += len(entry.spans) + len(entry.lines)
             count += 1
+            self.replayed_to = end
         return count
 
     @property
@@ -184,6 +187,13 @@ class Loader:
         if not final and self._queued_items < self.batch and now - self._last_load < self.delay:
             return 0
         self._last_load = now
+        self.loading = self._queued_items + self._pending_spans
+        try:
+            return self._load(now, final)
+        finally:
+            self.loading = 0
+
+    def _load(self, now: float, final: bool) -> int:
         cycle = self._drain()
         done = self._complete(now, final)
         pairs = self.converter.take(done) if done else []

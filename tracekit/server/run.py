@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from tracekit.server.app import create_app
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError, sidecar_path, write_sidecar
+from tracekit.server.protocol import protocol_class
 from tracekit.server.reads import read_routes
 
 __all__ = ["serve"]
@@ -53,7 +54,12 @@ def serve(config: ServeConfig) -> None:
     app = create_app(config, collector=collector, on_ready=ready, extra_routes=read_routes())
     server = _server_class()(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=30
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+            http=protocol_class(config.header_timeout),
         )
     )
     try:
