@@ -12,8 +12,8 @@ from typing import Any
 
 import duckdb
 
-from tracekit.server.config import ServeConfig, spool_dir
 from tracekit.errors import StoreError
+from tracekit.server.config import ServeConfig, spool_dir
 from tracekit.server.loader import Loader, SourceStats
 from tracekit.server.recovery import Recovery
 from tracekit.server.spool import Entry, Spool

@@ -201,7 +201,9 @@ async def _sql(request: Request) -> Response:
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media != "application/json":
         hint = 'Send Content-Type: application/json and {"query": "SELECT ..."}.'
-        return JSONResponse({"error": f"unsupported Content-Type {media[:60]!r}", "hint": hint}, 415)
+        return JSONResponse(
+            {"error": f"unsupported Content-Type {media[:60]!r}", "hint": hint}, 415
+        )
     gate = request.app.state.gate
     config = request.app.state.collector.config
     limits = BodyLimits(_MAX_SQL_BODY, config.body_idle, config.body_timeout)
@@ -225,7 +227,7 @@ async def _sql(request: Request) -> Response:
 
 def _sql_reply(request: Request, result: SqlResult) -> Response:
     """The rows, encoded a batch at a time as the reply is sent (never one whole string)."""
-    extra = {"truncated": result.truncated}
+    extra: dict[str, Any] = {"truncated": result.truncated}
     if result.stopped:
         extra["stopped"] = result.stopped
     if _wants_arrow(request):
@@ -266,8 +268,10 @@ def _json_pieces(result: SqlResult, extra: dict[str, Any]) -> Iterator[bytes]:
     yield b'{"rows":['
     first = True
     for batch in result.table.to_batches(max_chunksize=2048):
-        text = pa.Table.from_batches([batch]).to_pandas().to_json(
-            orient="records", date_format="iso", date_unit="us"
+        text = (
+            pa.Table.from_batches([batch])
+            .to_pandas()
+            .to_json(orient="records", date_format="iso", date_unit="us")
         )
         if text == "[]":
             continue

@@ -103,9 +103,7 @@ def _guard_functions(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-def _fetch(
-    con: duckdb.DuckDBPyConnection, query: str, limit: int, max_bytes: int
-) -> SqlResult:
+def _fetch(con: duckdb.DuckDBPyConnection, query: str, limit: int, max_bytes: int) -> SqlResult:
     relation = con.sql(query)
     # A relation streams its batches (DuckDB 2 names it to_arrow_reader; 1.x, fetch_arrow_reader).
     read = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
