@@ -11,10 +11,12 @@ has a span waiting, so a crash replays only what the store may not hold.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -113,6 +115,7 @@ class Loader:
         self.loads = 0
         self.spans_fed = 0
         self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
+        self._hold = threading.Lock()  # held by a load, or by paused()
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
 
     # -- input -----------------------------------------------------------------
@@ -168,11 +171,18 @@ class Loader:
         while self._queue and self.failed is None:  # a load takes a bounded share of the queue
             self._step(final=True)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No load runs inside this block (a snapshot copies the store meanwhile)."""
+        with self._hold:
+            yield
+
     def _step(self, *, final: bool) -> None:
         if self.failed is not None:
             return
         try:
-            self.load_once(final=final)
+            with self._hold:
+                self.load_once(final=final)
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)

@@ -36,7 +36,7 @@ from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, SqlResult, bound
 from tracekit.server.workers import ReadsBusyError
 from tracekit.store import Store
 
-__all__ = ["ARROW", "NDJSON", "read_routes"]
+__all__ = ["ARROW", "NDJSON", "per_request", "read_routes", "table_reply"]
 
 ARROW: Final = "application/vnd.apache.arrow.stream"
 NDJSON: Final = "application/x-ndjson"
@@ -380,3 +380,15 @@ def read_routes() -> list[BaseRoute]:
         Route("/api/dashboard", _per_request(_dashboard), methods=["GET"]),
         Route("/api/sql", _sql, methods=["POST"]),
     ]
+
+
+def per_request(
+    make: Callable[[Request], Callable[[Store], Response]],
+) -> Callable[[Request], Any]:
+    """A read handler: ``make(request)`` runs on a store view, on a read thread, bounded."""
+    return _per_request(make)
+
+
+def table_reply(request: Request, table: pa.Table, extra: dict[str, Any] | None = None) -> Response:
+    """A table as Arrow IPC (when the request accepts it) or as JSON records."""
+    return _table(request, table, extra)

@@ -20,6 +20,7 @@ from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError, sidecar_path, write_sidecar
 from tracekit.server.protocol import protocol_class
 from tracekit.server.reads import read_routes
+from tracekit.server.store_api import store_routes
 
 __all__ = ["serve"]
 
@@ -51,7 +52,9 @@ def serve(config: ServeConfig) -> None:
         write_sidecar(running.store.path, url, token_required=bool(config.token))
         print(f"tracekit serve: listening on {url} (store {running.store.path})", file=sys.stderr)
 
-    app = create_app(config, collector=collector, on_ready=ready, extra_routes=read_routes())
+    app = create_app(
+        config, collector=collector, on_ready=ready, extra_routes=[*read_routes(), *store_routes()]
+    )
     server = _server_class()(
         uvicorn.Config(
             app,
