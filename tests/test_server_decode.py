@@ -70,8 +70,8 @@ def test_odd_ids_are_rejects_with_their_reason(served: Server) -> None:
     trace = "6dfbd3d12c4a3698aa2ca1af6a107b75"
     spans = [
         _span("00000000000000b1", "kept", trace=trace),
-        _span("00000000000000b2", "short trace", trace="abcdef"),
-        _span("ab" * 50, "long span", trace=trace),
+        _span("00000000000000b2", "short trace", trace="q83v"),  # base64 of 3 bytes
+        _span("ab" * 100, "long span", trace=trace),  # 100 bytes
         _span("00000000000000b4", "no trace", trace=""),
         _span("00000000000000b5", "also no trace", trace=""),
         _span("0000000000000000", "zero span", trace=trace),

@@ -104,6 +104,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         ],
         ["fleet", "--format", "json"],
         ["fleet", "--color", "never"],
+        ["find", "triage ~> *", "--limit", "20"],
+        ["find", "triage ~> billing", "--runs", "--json"],
     ],
     ids=lambda c: " ".join(c[:3]),
 )
@@ -117,6 +119,20 @@ def test_a_read_command_prints_the_same_through_the_server(
     assert through.returncode == 0, through.stderr
     assert _same(through.stdout) == _same(direct.stdout)
     assert through.stdout.strip()
+
+
+def test_session_and_diff_print_the_same_through_the_server(stores: tuple[Path, Server]) -> None:
+    free, served = stores
+    with Store(free, read_only=True) as store:
+        first, second = store.runs(limit=2)["run_id"]
+        sessions = store.sql("SELECT session_id FROM runs WHERE session_id IS NOT NULL LIMIT 1")
+    commands = [["diff", first, second], ["diff", first, "--against-fleet", "--rare", "50%"]]
+    commands += [["session", str(s)] for s in sessions["session_id"]]
+    for command in commands:
+        direct = _run(*command, "--db", str(free))
+        through = _run(*command, "--db", str(served.db))
+        assert through.returncode == direct.returncode, (command, direct.stderr, through.stderr)
+        assert through.stdout == direct.stdout.replace(str(free), str(served.db)), command
 
 
 def _same(stdout: str) -> str:
