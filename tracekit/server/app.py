@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from tracekit.errors import TracekitError
 from tracekit.server.body import (
     BodyBudget,
     BodyLimits,
@@ -84,6 +85,7 @@ def create_app(
         app.state.workers = workers
         app.state.gate = gate
         opened.start()
+        await asyncio.get_running_loop().run_in_executor(None, _warm)
         if on_ready is not None:
             on_ready(opened)
         status = asyncio.create_task(_status_lines(opened))
@@ -112,6 +114,8 @@ def create_app(
             return JSONResponse(await workers.read(_collector(request).ingest_status))
         except ReadsBusyError as exc:
             return failure(429, str(exc), JSON, _RETRY_SECONDS)
+        except TracekitError as exc:  # the store refuses writes: not readable until reopened
+            return JSONResponse({"error": str(exc), "hint": exc.hint}, 503)
 
     async def healthz(request: Request) -> Response:
         collector = _collector(request)
@@ -139,6 +143,13 @@ def create_app(
         any_address=config.host in ("0.0.0.0", "::"),
     )
     return app
+
+
+def _warm() -> None:
+    """Import the decoders now: the first request must not wait for them (a second, loaded)."""
+    import tracekit.readers.otlp_json
+    import tracekit.readers.otlp_proto
+    import tracekit.readers.otlp_wire  # noqa: F401
 
 
 async def _status_lines(collector: Collector) -> None:
