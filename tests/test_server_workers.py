@@ -21,7 +21,7 @@ def test_fifty_slow_queries_leave_ingest_fast(tmp_path: Path) -> None:
     try:
         with ThreadPoolExecutor(50) as pool:
             queries = [pool.submit(post, server.url + "/api/sql", SLOW, JSON) for _ in range(50)]
-            time.sleep(1.0)  # the queries that got a thread are running
+            time.sleep(1.5)  # the queries that got a thread are running
             took = []
             for _ in range(20):
                 began = time.monotonic()

@@ -154,11 +154,11 @@ def _warm() -> None:
 
 async def _status_lines(collector: Collector) -> None:
     """A line every few seconds while data comes in; nothing while idle."""
-    last = ""
+    last = collector.status_line()
     while True:
         await asyncio.sleep(_STATUS_EVERY)
         line = collector.status_line()
-        if line != last:
+        if line != last:  # something arrived, was loaded or refused since the last line
             print(f"tracekit serve: {line}", file=sys.stderr, flush=True)
             last = line
 
