@@ -79,4 +79,4 @@ def test_a_sidecar_is_trusted_only_when_its_server_answers_as_tracekit(tmp_path:
         assert _runs(db) == 3
     finally:
         other.terminate()
-        other.wait(timeout=10)
+        other.communicate(timeout=10)
