@@ -204,6 +204,35 @@ def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Se
     assert _call(f"{served.url}/healthz")[0] == 200  # and the server goes on
 
 
+def test_sql_replies_are_bounded_in_bytes_and_values(stores: tuple[Path, Server]) -> None:
+    _, served = stores
+
+    def ask(query: str) -> tuple[int, dict[str, Any]]:
+        status, body = _call(
+            f"{served.url}/api/sql", body=json.dumps({"query": query}).encode(), headers=_JSON
+        )
+        return status, json.loads(body)
+
+    # 10,000 rows of 60 KB would be a 600 MB reply: it stops at 64 MiB of data.
+    began = time.monotonic()
+    status, answer = ask("SELECT repeat('x', 60000) AS blob FROM range(10000)")
+    assert status == 200 and answer["truncated"] is True and answer["stopped"] == "bytes"
+    assert len(answer["rows"]) > 500 and len(answer["rows"]) * 60_000 <= 64 << 20
+    # One value of 2 GB is refused before it is built, and quickly.
+    for query in (
+        "SELECT length(repeat('x', 2000000000))",
+        "SELECT length(lpad('x', 2000000000, 'y'))",
+        "SELECT repeat('x', 1000000) FROM range(10000)",
+    ):
+        status, answer = ask(query)
+        assert status == 400 and "would build a value over" in answer["error"], query
+    status, answer = ask("SELECT length(system.main.repeat('x', 2000000000))")
+    assert status == 400 and "system catalog" in answer["error"]
+    assert time.monotonic() - began < 20
+    status, answer = ask("SELECT repeat('ab', 3) AS small")
+    assert status == 200 and answer["rows"] == [{"small": "ababab"}]
+
+
 def test_runs_api_filters(stores: tuple[Path, Server]) -> None:
     _, served = stores
     status, body = _call(f"{served.url}/api/runs?status=failed&limit=3")

@@ -40,13 +40,16 @@ DEFAULT_LIMIT: Final = 10_000
 DEFAULT_TIMEOUT: Final = 10.0
 #: Bytes of Arrow data a reply holds at most (rows past it are left).
 MAX_REPLY: Final = 64 << 20
-#: Bytes one string built from a count (repeat, lpad, rpad) may have.
-MAX_VALUE: Final = 16 << 20
-_BATCH: Final = 2048
+#: Bytes one string built from a count (repeat, lpad, rpad) may have: DuckDB builds
+#: 2,048 rows at once, outside its memory limit, so 2,048 of them stay near 128 MiB.
+MAX_VALUE: Final = 64 << 10
+_BATCH: Final = 256  # rows a fetch brings at once: a few wide rows stay small
+# (name, parameters, the size it builds, the call with the count checked first): the
+# count itself raises, so no evaluation order (constant folding) builds the value.
 _GUARDED: Final = (
-    ("repeat", "s, n", "n * length(s)", "system.main.repeat(s, n)"),
-    ("lpad", "s, n, p", "n", "system.main.lpad(s, n, p)"),
-    ("rpad", "s, n, p", "n", "system.main.rpad(s, n, p)"),
+    ("repeat", "s, n", "n * length(s)", "system.main.repeat(s, {n})"),
+    ("lpad", "s, n, p", "n", "system.main.lpad(s, {n}, p)"),
+    ("rpad", "s, n, p", "n", "system.main.rpad(s, {n}, p)"),
 )
 _CATALOG: Final = re.compile(r'\b"?system"?\s*\.', re.IGNORECASE)
 
@@ -95,12 +98,12 @@ def bounded_sql(
 
 def _guard_functions(con: duckdb.DuckDBPyConnection) -> None:
     """Shadow the string builders with versions that refuse a value over MAX_VALUE (rolled back)."""
-    for name, params, size, builtin in _GUARDED:
-        con.execute(
-            f"CREATE OR REPLACE TEMP MACRO {name}({params}) AS CASE WHEN {size} > {MAX_VALUE}"
-            f" THEN error('{name}() would build a value over {MAX_VALUE} bytes')"
-            f" ELSE {builtin} END"
+    for name, params, size, call in _GUARDED:
+        checked = (
+            f"CASE WHEN {size} > {MAX_VALUE}"
+            f" THEN error('{name}() would build a value over {MAX_VALUE} bytes') ELSE n END"
         )
+        con.execute(f"CREATE OR REPLACE TEMP MACRO {name}({params}) AS {call.format(n=checked)}")
 
 
 def _fetch(con: duckdb.DuckDBPyConnection, query: str, limit: int, max_bytes: int) -> SqlResult:
@@ -116,10 +119,13 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, limit: int, max_bytes: in
             batches.append(batch.slice(0, limit - rows))
             stopped = "rows"
             break
-        size += batch.get_total_buffer_size()
-        if size > max_bytes:
+        weight = batch.get_total_buffer_size()
+        if size + weight > max_bytes:  # keep the rows that fit, at their average size
+            fits = (max_bytes - size) * batch.num_rows // max(weight, 1)
+            batches.append(batch.slice(0, fits))
             stopped = "bytes"
             break
+        size += weight
         batches.append(batch)
         rows += batch.num_rows
     table = pa.Table.from_batches(batches, schema=reader.schema)
