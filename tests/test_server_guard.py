@@ -51,7 +51,11 @@ def test_a_foreign_host_is_refused_on_every_endpoint(served: Server) -> None:
         allowed = _calls(served, {"Host": f"{name}:{port}"})
         assert allowed == [(path, 200) for path, _ in allowed], name
     status, body = request(served.url + "/api/runs", {"Host": "attacker.example"})
-    assert "attacker.example" in json.loads(body)["message"] and "--allow-host" in str(body)
+    assert (
+        status == 421
+        and "attacker.example" in json.loads(body)["message"]
+        and "--allow-host" in str(body)
+    )
 
 
 def test_a_foreign_origin_is_refused_and_sql_takes_only_json(served: Server) -> None:
