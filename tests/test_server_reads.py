@@ -231,6 +231,14 @@ def test_sql_replies_are_bounded_in_bytes_and_values(stores: tuple[Path, Server]
     assert time.monotonic() - began < 20
     status, answer = ask("SELECT repeat('ab', 3) AS small")
     assert status == 200 and answer["rows"] == [{"small": "ababab"}]
+    # A 3 GB aggregate: stopped by DuckDB's own limit, or by the server's memory cap.
+    began = time.monotonic()
+    status, answer = ask("SELECT length(string_agg(repeat('x', 60000), '')) FROM range(50000)")
+    assert (status, "Out of Memory" in answer["error"]) == (400, True) or (
+        status == 503 and "memory passed" in answer["error"]
+    ), answer
+    assert time.monotonic() - began < 15
+    assert _call(f"{served.url}/healthz")[0] == 200
 
 
 def test_runs_api_filters(stores: tuple[Path, Server]) -> None:

@@ -43,6 +43,7 @@ from tracekit.server.decode import (
     spans_entry,
 )
 from tracekit.server.guard import HostGuard, allowed_hosts
+from tracekit.server.memory import MemoryGuard
 from tracekit.server.responses import JSON, PROTOBUF, failure, success
 from tracekit.server.spool import Entry, SpoolFullError
 from tracekit.server.workers import ReadsBusyError, Workers
@@ -84,6 +85,7 @@ def create_app(
         app.state.collector = opened
         app.state.workers = workers
         app.state.gate = gate
+        app.state.memory = MemoryGuard(config.memory_cap)
         opened.start()
         await asyncio.get_running_loop().run_in_executor(None, _warm)
         if on_ready is not None:

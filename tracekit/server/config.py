@@ -65,6 +65,9 @@ class ServeConfig:
     read_timeout: float = 30.0
     #: Bytes an ``/api/sql`` reply may hold (rows past it are left, ``truncated``).
     max_reply: int = 64 << 20
+    #: Resident bytes of the server past which running reads are stopped (503):
+    #: DuckDB's 1 GB limit plus a margin for Python, replies and bodies.
+    memory_cap: int = 2 << 30
 
     def check(self) -> None:
         """Refuse an address other than loopback without a token.

@@ -32,6 +32,7 @@ from starlette.routing import BaseRoute, Route
 from tracekit.errors import RunNotFoundError, TracekitError
 from tracekit.server.body import BodyLimits, BudgetError, ClientGoneError, SlowBodyError, read_body
 from tracekit.server.decode import TooLargeError
+from tracekit.server.memory import MemoryStoppedError
 from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, SqlResult, bounded_sql
 from tracekit.server.workers import ReadsBusyError
 from tracekit.store import Store
@@ -64,7 +65,7 @@ def _reading(work: Callable[[Store], Response]) -> Callable[[Request], Any]:
 
     async def handler(request: Request) -> Response:
         def run() -> Response:
-            with _view(request) as store:
+            with _view(request) as store, request.app.state.memory.watch(store.con):
                 return work(store)
 
         try:
@@ -73,6 +74,8 @@ def _reading(work: Callable[[Store], Response]) -> Callable[[Request], Any]:
             return JSONResponse(
                 {"error": str(exc), "hint": None}, 429, headers={"Retry-After": "1"}
             )
+        except MemoryStoppedError as exc:
+            return JSONResponse({"error": str(exc), "hint": "Ask for less."}, 503)
         except RunNotFoundError as exc:
             return _error(404, exc)
         except TracekitError as exc:
