@@ -49,7 +49,9 @@ class Server:
         status: dict[str, Any] = {}
         while time.monotonic() < deadline:
             status = json.loads(self.get("/api/ingest")[1])
-            if status["spans_loaded"] >= spans and status["queued_batches"] == 0:
+            # "loading": taken from the queue for a load not yet committed
+            idle = status["queued_batches"] == 0 and status.get("loading", 0) == 0
+            if status["spans_loaded"] >= spans and idle:
                 return status
             time.sleep(0.1)
         raise AssertionError(f"not loaded in {timeout} s: {status}")

@@ -104,6 +104,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         ],
         ["fleet", "--format", "json"],
         ["fleet", "--color", "never"],
+        ["find", "triage ~> *", "--limit", "20"],
+        ["find", "triage ~> billing", "--runs", "--json"],
     ],
     ids=lambda c: " ".join(c[:3]),
 )
@@ -117,6 +119,20 @@ def test_a_read_command_prints_the_same_through_the_server(
     assert through.returncode == 0, through.stderr
     assert _same(through.stdout) == _same(direct.stdout)
     assert through.stdout.strip()
+
+
+def test_session_and_diff_print_the_same_through_the_server(stores: tuple[Path, Server]) -> None:
+    free, served = stores
+    with Store(free, read_only=True) as store:
+        first, second = store.runs(limit=2)["run_id"]
+        sessions = store.sql("SELECT session_id FROM runs WHERE session_id IS NOT NULL LIMIT 1")
+    commands = [["diff", first, second], ["diff", first, "--against-fleet", "--rare", "50%"]]
+    commands += [["session", str(s)] for s in sessions["session_id"]]
+    for command in commands:
+        direct = _run(*command, "--db", str(free))
+        through = _run(*command, "--db", str(served.db))
+        assert through.returncode == direct.returncode, (command, direct.stderr, through.stderr)
+        assert through.stdout == direct.stdout.replace(str(free), str(served.db)), command
 
 
 def _same(stdout: str) -> str:
@@ -186,6 +202,43 @@ def test_sql_api_refuses_writes_files_and_runaway_queries(stores: tuple[Path, Se
     )
     assert status == 400 and "stopped after" in json.loads(body)["error"]
     assert _call(f"{served.url}/healthz")[0] == 200  # and the server goes on
+
+
+def test_sql_replies_are_bounded_in_bytes_and_values(stores: tuple[Path, Server]) -> None:
+    _, served = stores
+
+    def ask(query: str) -> tuple[int, dict[str, Any]]:
+        status, body = _call(
+            f"{served.url}/api/sql", body=json.dumps({"query": query}).encode(), headers=_JSON
+        )
+        return status, json.loads(body)
+
+    # 10,000 rows of 60 KB would be a 600 MB reply: it stops at 64 MiB of data.
+    began = time.monotonic()
+    status, answer = ask("SELECT repeat('x', 60000) AS blob FROM range(10000)")
+    assert status == 200 and answer["truncated"] is True and answer["stopped"] == "bytes"
+    assert len(answer["rows"]) > 500 and len(answer["rows"]) * 60_000 <= 64 << 20
+    # One value of 2 GB is refused before it is built, and quickly.
+    for query in (
+        "SELECT length(repeat('x', 2000000000))",
+        "SELECT length(lpad('x', 2000000000, 'y'))",
+        "SELECT repeat('x', 1000000) FROM range(10000)",
+    ):
+        status, answer = ask(query)
+        assert status == 400 and "would build a value over" in answer["error"], query
+    status, answer = ask("SELECT length(system.main.repeat('x', 2000000000))")
+    assert status == 400 and "system catalog" in answer["error"]
+    assert time.monotonic() - began < 20
+    status, answer = ask("SELECT repeat('ab', 3) AS small")
+    assert status == 200 and answer["rows"] == [{"small": "ababab"}]
+    # A 3 GB aggregate: stopped by DuckDB's own limit, or by the server's memory cap.
+    began = time.monotonic()
+    status, answer = ask("SELECT length(string_agg(repeat('x', 60000), '')) FROM range(50000)")
+    assert (status, "Out of Memory" in answer["error"]) == (400, True) or (
+        status == 503 and "memory passed" in answer["error"]
+    ), answer
+    assert time.monotonic() - began < 15
+    assert _call(f"{served.url}/healthz")[0] == 200
 
 
 def test_runs_api_filters(stores: tuple[Path, Server]) -> None:

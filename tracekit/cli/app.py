@@ -517,7 +517,12 @@ def ingest_command(
     """
     from tracekit.cli.ingest import store_to_ingest_into
     from tracekit.cli.progress import progress_bar
+    from tracekit.cli.remote import server_url
 
+    url = server_url(db, None)
+    if url is not None:  # tracekit serve holds the store: it loads what it is sent
+        _forward(paths, url)
+        return
     with store_to_ingest_into(db) as store:
         report = store.ingest(paths, format.value, progress=progress_bar())
         for source in report.sources if len(report.sources) <= 20 else []:
@@ -535,6 +540,17 @@ def ingest_command(
         if report.totals.rejected:
             print(f"{report.totals.rejected} bad lines kept in the rejects table: tracekit rejects")
         print(report.reconciliation())
+
+
+def _forward(paths: list[str], url: str) -> None:
+    from tracekit.cli.forward import forward_files
+
+    sent = forward_files(paths, url)
+    print(
+        f"the store is held by tracekit serve at {url}: sent {sent.records} records"
+        f" (POST /v1/records) and {sent.documents} OTLP documents (POST /v1/traces);"
+        f" the server loads them (GET {url}/api/ingest, tracekit rejects)"
+    )
 
 
 @app.command("runs", cls=PlainCommand)
@@ -615,9 +631,9 @@ def rejects_command(
     wait: WaitOption = _DEFAULT_WAIT,
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, None, wait) as store:
         df = store.rejects(limit=limit)
     if format is TableFormat.table:
         df = df[["source", "line", "reason", "raw"]]
@@ -665,10 +681,10 @@ def find_command(
 ) -> None:
     """Find runs by delegation structure: who delegated to whom, and how it ended."""
     from tracekit.cli.find import find_frame, find_notes
-    from tracekit.store import Store
+    from tracekit.cli.remote import open_reader
 
     fmt = TableFormat.json if json_ else TableFormat.csv if csv_ else format
-    with Store(db, read_only=True, wait=wait) as store:
+    with open_reader(db, None, wait) as store:
         found = store.find(query, limit=limit)
     _emit(find_frame(found, fmt.value, runs=runs), fmt)
     _print_view("", find_notes(found, runs=runs))
@@ -746,10 +762,11 @@ def export_command(
 ) -> None:
     """Export the store to a Parquet lake (by day and service); again: only what changed."""
     from tracekit._util.text import escape
+    from tracekit.cli.remote import exported_store
     from tracekit.lake.export import export_lake
-    from tracekit.store.db import default_path
 
-    report = export_lake(db if db is not None else default_path(), to, wait=wait)
+    with exported_store(db) as path:  # a served store: the server's consistent snapshot
+        report = export_lake(path, to, wait=wait)
     for line in report.summary().splitlines():  # the folder name is the user's: escaped
         print(escape(line), file=sys.stderr)
 
@@ -896,6 +913,14 @@ def serve_command(
         int,
         typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
     ] = 64 << 20,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="Also answer requests for this Host name (repeatable; loopback always).",
+        ),
+    ] = None,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -911,6 +936,7 @@ def serve_command(
     path = Path(db) if db is not None else default_path()
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
+    config.allow_hosts = list(allow_host or [])
     serve(config)
 
 

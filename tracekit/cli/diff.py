@@ -52,9 +52,9 @@ def load_run(
     path, named = _split(spec)
     wanted = named if named is not None else run_id
     if db is not None and not os.path.exists(path):
-        from tracekit.store import Store
+        from tracekit.cli.remote import open_reader
 
-        with Store(db, read_only=True, wait=wait) as store:
+        with open_reader(db, None, wait) as store:
             events = store.events(spec)
         return build_forest(events).run(spec, source=f"{db}:{spec}"), db
     with gc_paused():
@@ -104,10 +104,16 @@ def against_fleet_view(
     Raises:
         TracekitError: a bad share, no such run, or no other run of its agent.
     """
+    from tracekit.cli.remote import server_url
     from tracekit.fleet.rare import against_fleet, describe_against_fleet
     from tracekit.store import Store
 
     share = _share(rare_below)
+    url = server_url(db, None)
+    if url is not None:  # tracekit serve holds the store: it answers
+        from tracekit.server.client import ServerClient
+
+        return ServerClient(url).against_fleet(run_id, rare_below=share, fmt=fmt)
     with Store(db, read_only=True, wait=wait) as store:
         found = against_fleet(store, run_id, rare_below=share)
     return found.to_json().decode() if fmt == "json" else describe_against_fleet(found)

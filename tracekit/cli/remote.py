@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-__all__ = ["open_reader", "server_url"]
+if TYPE_CHECKING:
+    from tracekit.store.reader import StoreReader
+
+__all__ = ["exported_store", "open_reader", "server_url"]
 
 
 def server_url(db: str | None, server: str | None) -> str | None:
@@ -26,10 +29,11 @@ def server_url(db: str | None, server: str | None) -> str | None:
 
 
 @contextlib.contextmanager
-def open_reader(db: str | None, server: str | None, wait: float) -> Iterator[Any]:
+def open_reader(db: str | None, server: str | None, wait: float) -> Iterator[StoreReader]:
     """A :class:`~tracekit.store.Store` opened read-only, or a client of the server holding it.
 
-    Both answer ``runs``, ``sql``, ``events`` and ``rejects`` alike.
+    Both are a :class:`~tracekit.store.StoreReader`: runs, sql, events,
+    rejects, session and find answer alike.
     """
     url = server_url(db, server)
     if url is not None:
@@ -41,3 +45,27 @@ def open_reader(db: str | None, server: str | None, wait: float) -> Iterator[Any
 
     with Store(db, read_only=True, wait=wait) as store:
         yield store
+
+
+@contextlib.contextmanager
+def exported_store(db: str | None) -> Iterator[Path]:
+    """The store file to export: ``db`` itself, or a snapshot the server holding it takes.
+
+    The snapshot (``<db>.snapshot``) is a consistent copy taken between two
+    loads, without stopping the server; it is removed afterwards.
+    """
+    from tracekit.store.db import default_path
+
+    path = Path(db) if db is not None else default_path()
+    url = server_url(db, None)
+    if url is None:
+        yield path
+        return
+    from tracekit.server.client import ServerClient
+
+    snapshot = ServerClient(url).snapshot()
+    try:
+        yield snapshot
+    finally:
+        for file in (snapshot, snapshot.with_name(snapshot.name + ".wal")):
+            file.unlink(missing_ok=True)

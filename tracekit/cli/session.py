@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from tracekit.cli.tables import render
-from tracekit.store import Store
 from tracekit.store.sessions import describe_session, session_summary
 
 __all__ = ["session_view"]
@@ -18,7 +17,9 @@ def session_view(session_id: str, db: str | None, fmt: str, *, wait: float = 0.0
     Raises:
         SessionNotFoundError: no run has this session (the error names some that do).
     """
-    with Store(db, read_only=True, wait=wait) as store:
+    from tracekit.cli.remote import open_reader
+
+    with open_reader(db, None, wait) as store:
         runs = store.session(session_id)
     if fmt == "csv":
         return render(runs, "csv")

@@ -9,19 +9,30 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
+import logging
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Final
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from tracekit.errors import TracekitError
+from tracekit.server.body import (
+    BodyBudget,
+    BodyLimits,
+    BudgetError,
+    ClientGoneError,
+    SlowBodyError,
+    read_body,
+)
 from tracekit.server.collector import Collector
-from tracekit.server.config import ServeConfig
+from tracekit.server.config import ServeConfig, store_id
 from tracekit.server.decode import (
     BadRequestError,
     TooLargeError,
@@ -31,15 +42,21 @@ from tracekit.server.decode import (
     inflate,
     spans_entry,
 )
+from tracekit.server.guard import HostGuard, allowed_hosts
+from tracekit.server.memory import MemoryGuard
 from tracekit.server.responses import JSON, PROTOBUF, failure, success
 from tracekit.server.spool import Entry, SpoolFullError
+from tracekit.server.workers import ReadsBusyError, Workers
 
 __all__ = ["create_app"]
+
+log = logging.getLogger("tracekit.server")
 
 _NDJSON: Final = frozenset({"application/x-ndjson", "application/jsonl", "application/json-lines"})
 _OPEN: Final = frozenset({"/healthz"})
 _RETRY_SECONDS: Final = 1
-_DRAIN: Final = 64 << 20
+#: Seconds between status lines while data comes in.
+_STATUS_EVERY: Final = 5.0
 
 
 def create_app(
@@ -59,19 +76,27 @@ def create_app(
             report a locked store before listening); else opened at startup.
         on_ready: called once the collector runs (the server writes its sidecar).
     """
-    gate = _Gate(config.max_inflight)
+    gate = _Gate(config.max_inflight, config)
+    workers = Workers(config.max_reads)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         opened = collector or Collector(config)
         app.state.collector = opened
+        app.state.workers = workers
+        app.state.gate = gate
+        app.state.memory = MemoryGuard(config.memory_cap)
         opened.start()
+        await asyncio.get_running_loop().run_in_executor(None, _warm)
         if on_ready is not None:
             on_ready(opened)
+        status = asyncio.create_task(_status_lines(opened))
         try:
             yield
         finally:
-            await run_in_threadpool(opened.stop)
+            status.cancel()
+            await asyncio.get_running_loop().run_in_executor(None, opened.stop)
+            workers.close()
 
     async def traces(request: Request) -> Response:
         media = _media(request)
@@ -87,13 +112,21 @@ def create_app(
         return await _receive(request, JSON, gate, _records_decoder(config.max_body))
 
     async def ingest(request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(_collector(request).ingest_status))
+        try:
+            return JSONResponse(await workers.read(_collector(request).ingest_status))
+        except ReadsBusyError as exc:
+            return failure(429, str(exc), JSON, _RETRY_SECONDS)
+        except TracekitError as exc:  # the store refuses writes: not readable until reopened
+            return JSONResponse({"error": str(exc), "hint": exc.hint}, 503)
 
     async def healthz(request: Request) -> Response:
-        failed = _collector(request).loader.failed
-        if failed:
-            return JSONResponse({"ok": False, "error": failed}, 503)
-        return JSONResponse({"ok": True})
+        collector = _collector(request)
+        # Names the server and its store, so a client trusts a sidecar only when
+        # the process on that port is this server (not whatever took the port).
+        me = {"service": "tracekit", "store_id": store_id(collector.store.path)}
+        if collector.failed:
+            return JSONResponse({"ok": False, "error": collector.failed, **me}, 503)
+        return JSONResponse({"ok": True, **me})
 
     routes: list[BaseRoute] = [
         Route("/v1/traces", traces, methods=["POST"]),
@@ -105,7 +138,31 @@ def create_app(
     app = Starlette(routes=routes, lifespan=lifespan)
     if config.token:
         app.add_middleware(_TokenMiddleware, token=config.token)
+    # Added last, so it runs first: a request for another host is refused before the token.
+    app.add_middleware(
+        HostGuard,
+        allowed=allowed_hosts(config.host, config.allow_hosts),
+        any_address=config.host in ("0.0.0.0", "::"),
+    )
     return app
+
+
+def _warm() -> None:
+    """Import the decoders now: the first request must not wait for them (a second, loaded)."""
+    import tracekit.readers.otlp_json
+    import tracekit.readers.otlp_proto
+    import tracekit.readers.otlp_wire  # noqa: F401
+
+
+async def _status_lines(collector: Collector) -> None:
+    """A line every few seconds while data comes in; nothing while idle."""
+    last = collector.status_line()
+    while True:
+        await asyncio.sleep(_STATUS_EVERY)
+        line = collector.status_line()
+        if line != last:  # something arrived, was loaded or refused since the last line
+            print(f"tracekit serve: {line}", file=sys.stderr, flush=True)
+            last = line
 
 
 def _collector(request: Request) -> Collector:
@@ -118,59 +175,60 @@ def _media(request: Request) -> str:
 
 
 class _Gate:
-    """How many requests are in flight; past the bound new ones get 429."""
+    """Requests decoding or waiting for the spool; past the bound new ones get 429.
 
-    def __init__(self, bound: int) -> None:
+    A request takes its slot only once its body is in: a client slow to send
+    holds memory for what it sent (the body budget), never a slot.
+    """
+
+    def __init__(self, bound: int, config: ServeConfig) -> None:
         self.bound = bound
         self.inflight = 0
+        self.budget = BodyBudget(config.body_budget)
+        self.limits = BodyLimits(config.max_body, config.body_idle, config.body_timeout)
 
 
 async def _receive(
     request: Request, media: str, gate: _Gate, decode: Callable[[bytes, str], Entry]
 ) -> Response:
     collector = _collector(request)
-    if collector.loader.failed:
-        return failure(
-            503, "the store refused a write; see the server's log", media, _RETRY_SECONDS
-        )
+    if collector.failed:
+        reason = f"the store refused a write ({collector.failed}); retry later"
+        return failure(503, reason, media, _RETRY_SECONDS)
+    try:
+        body = await read_body(request, gate.limits, gate.budget)
+    except ClientGoneError:
+        client = request.client.host if request.client else "?"
+        log.warning("a client (%s) went away before its body was in", client)
+        return failure(400, "the client went away", media)
+    except (TooLargeError, SlowBodyError, BudgetError) as exc:
+        return _refused(exc, media, collector)
     if gate.inflight >= gate.bound:
         collector.busy_answers += 1
         return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
     gate.inflight += 1
     try:
-        body = await _read_body(request, collector.config.max_body)
         encoding = request.headers.get("content-encoding", "")
-        entry = await run_in_threadpool(decode, body, encoding)
+        entry = await request.app.state.workers.ingest(decode, body, encoding)
         accepted = await collector.submit(entry)
-    except TooLargeError as exc:
-        return failure(413, str(exc), media)
-    except BadRequestError as exc:
-        return failure(400, str(exc), media)
-    except SpoolFullError as exc:
-        collector.busy_answers += 1
-        return failure(503, str(exc), media, _RETRY_SECONDS)
+    except (TooLargeError, BadRequestError, SpoolFullError) as exc:
+        return _refused(exc, media, collector)
     finally:
         gate.inflight -= 1
     return success(media, accepted.refused, accepted.message)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, at most ``limit`` bytes.
-
-    Past the limit the rest is read and dropped (up to a bound), so that the
-    client, still sending, gets the 413 rather than a reset connection.
-    """
-    parts: list[bytes] = []
-    size = 0
-    async for piece in request.stream():
-        size += len(piece)
-        if size > limit + _DRAIN:
-            break
-        if size <= limit:
-            parts.append(piece)
-    if size > limit:
-        raise TooLargeError(f"the body is over {limit} bytes")
-    return b"".join(parts)
+def _refused(exc: Exception, media: str, collector: Collector) -> Response:
+    """The status a refusal gets; the retryable ones count as busy answers."""
+    if isinstance(exc, TooLargeError):
+        return failure(413, str(exc), media)
+    if isinstance(exc, BadRequestError):
+        return failure(400, str(exc), media)
+    if isinstance(exc, SlowBodyError):
+        return failure(408, str(exc), media)
+    collector.busy_answers += 1
+    status = 429 if isinstance(exc, BudgetError) else 503
+    return failure(status, str(exc), media, _RETRY_SECONDS)
 
 
 def _otlp_decoder(media: str, limit: int) -> Callable[[bytes, str], Entry]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.store.find import FindResult
 
 __all__ = ["TOKEN_ENV", "ServerClient", "ServerError", "server_for"]
 
@@ -35,6 +36,7 @@ __all__ = ["TOKEN_ENV", "ServerClient", "ServerError", "server_for"]
 TOKEN_ENV: Final = "TRACEKIT_TOKEN"
 _ARROW: Final = "application/vnd.apache.arrow.stream"
 _TIMEOUT: Final = 60.0
+_PROBE: Final = 3.0
 
 
 class ServerError(TracekitError):
@@ -44,7 +46,9 @@ class ServerError(TracekitError):
 def server_for(db: Path) -> str | None:
     """The URL of the server that holds ``db`` now, from its sidecar; None if there is none.
 
-    A sidecar left by a server that died (its process is gone) is ignored.
+    A sidecar is trusted only when the server it names answers on its port as
+    tracekit serving this store: one left by a server that died, whose pid or
+    port something else has taken since, is ignored.
     """
     from tracekit.server.config import sidecar_path
 
@@ -57,7 +61,29 @@ def server_for(db: Path) -> str | None:
     pid = data.get("pid")
     if isinstance(pid, int) and not _alive(pid):
         return None
-    return str(data["url"])
+    url = str(data["url"])
+    return url if _serves(url, db) else None
+
+
+def _serves(url: str, db: Path) -> bool:
+    """Whether ``url`` answers ``/healthz`` as tracekit serving ``db``."""
+    from tracekit.server.config import store_id
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=_PROBE) as answer:
+            data = json.loads(answer.read(4096))
+    except urllib.error.HTTPError as exc:  # 503: serving, the store refusing writes
+        try:
+            data = json.loads(exc.read(4096))
+        except ValueError:
+            return False
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict)
+        and data.get("service") == "tracekit"
+        and data.get("store_id") == store_id(db)
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -85,9 +111,49 @@ class ServerClient:
     def __repr__(self) -> str:
         return f"ServerClient({self.url!r})"
 
-    def runs(self, **filters: Any) -> pd.DataFrame:
-        """As :meth:`Store.runs <tracekit.store.Store.runs>`: status, service, agent, since, limit."""
+    def runs(
+        self,
+        *,
+        status: str | None = None,
+        service: str | None = None,
+        agent: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+        session: str | None = None,
+    ) -> pd.DataFrame:
+        """As :meth:`Store.runs <tracekit.store.Store.runs>`."""
+        filters: dict[str, Any] = {"status": status, "service": service, "agent": agent}
+        filters.update(since=since, limit=limit, session=session)
         return _frame(self._get("/api/runs", filters, accept=_ARROW))
+
+    def rejects(self, limit: int | None = None) -> pd.DataFrame:
+        """As :meth:`Store.rejects <tracekit.store.Store.rejects>`."""
+        return _frame(self._get("/api/rejects", {"limit": limit}, accept=_ARROW))
+
+    def session(self, session_id: str) -> pd.DataFrame:
+        """As :meth:`Store.session <tracekit.store.Store.session>`."""
+        return _frame(self._get(f"/api/sessions/{_segment(session_id)}", {}, accept=_ARROW))
+
+    def find(self, query: str, *, limit: int | None = None) -> FindResult:
+        """As :meth:`Store.find <tracekit.store.Store.find>`."""
+        from tracekit.store.find import FindResult
+
+        params: dict[str, Any] = {"q": query, "limit": limit}
+        paths, totals = self._table("/api/find", {**params, "part": "paths"})
+        runs, _ = self._table("/api/find", {**params, "part": "runs"})
+        return FindResult(
+            totals["query"], paths, runs, int(totals["total_paths"]), int(totals["total_runs"])
+        )
+
+    def against_fleet(self, run_id: str, *, rare_below: float, fmt: str) -> str:
+        """``tracekit diff RUN --against-fleet``, rendered by the server (text or json)."""
+        params = {"rare": rare_below, "format": fmt}
+        return self._get(f"/api/runs/{_segment(run_id)}/against-fleet", params).decode("utf-8")
+
+    def snapshot(self) -> Path:
+        """Ask the server for a consistent copy of its store; the copy's path (same machine)."""
+        data = json.loads(self._send("POST", "/api/snapshot", body=b"{}"))
+        return Path(data["path"])
 
     def sql(self, query: str) -> pd.DataFrame:
         """As :meth:`Store.sql <tracekit.store.Store.sql>`, within the server's row and time limits."""
@@ -111,6 +177,16 @@ class ServerClient:
         """The dashboard page, built by the server."""
         return self._get("/api/dashboard", filters).decode("utf-8")
 
+    def _table(self, path: str, params: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """A table and the JSON values the server sent beside it (in headers)."""
+        query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
+        data, headers = self._exchange("GET", f"{path}?{query}", None, _ARROW)
+        extra: dict[str, Any] = {}
+        for name in ("query", "total_paths", "total_runs"):
+            if name in headers:
+                extra[name] = json.loads(headers[name])
+        return _frame(data), extra
+
     def _get(self, path: str, params: dict[str, Any], *, accept: str = "*/*") -> bytes:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
         return self._send("GET", f"{path}?{query}" if query else path, accept=accept)
@@ -118,6 +194,11 @@ class ServerClient:
     def _send(
         self, method: str, path: str, *, body: bytes | None = None, accept: str = "*/*"
     ) -> bytes:
+        return self._exchange(method, path, body, accept)[0]
+
+    def _exchange(
+        self, method: str, path: str, body: bytes | None, accept: str
+    ) -> tuple[bytes, dict[str, str]]:
         request = urllib.request.Request(self.url + path, data=body, method=method)
         request.add_header("Accept", accept)
         if body is not None:
@@ -127,7 +208,7 @@ class ServerClient:
         try:
             with urllib.request.urlopen(request, timeout=_TIMEOUT) as answer:
                 data: bytes = answer.read()
-                return data
+                return data, {k.lower(): v for k, v in answer.headers.items()}
         except urllib.error.HTTPError as exc:
             raise _refused(exc, self.url) from None
         except (urllib.error.URLError, OSError) as exc:

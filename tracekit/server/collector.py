@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -11,8 +12,10 @@ from typing import Any
 
 import duckdb
 
+from tracekit.errors import StoreError
 from tracekit.server.config import ServeConfig, spool_dir
 from tracekit.server.loader import Loader, SourceStats
+from tracekit.server.recovery import Recovery
 from tracekit.server.spool import Entry, Spool
 from tracekit.store import Store
 
@@ -57,9 +60,48 @@ class Collector:
         self.before_stop: list[Callable[[], object]] = []
         self.busy_answers = 0  # 429 and 503 answered (overload, never a silent drop)
         self._stopped = False
+        # Delivery and a reopen exclude each other: the new loader replays the
+        # spool up to ``_replayed_to``, and what the writer delivers after is new.
+        self._deliver_lock = threading.Lock()
+        self._replayed_to = 0
+        self.recovery = Recovery(self)
 
     def _deliver(self, start: int, end: int, entry: Entry) -> None:
-        self.loader.deliver(start, end, entry)
+        with self._deliver_lock:
+            if start >= self._replayed_to:
+                self.loader.deliver(start, end, entry)
+
+    @property
+    def failed(self) -> str | None:
+        """Why the store takes no writes now (a full disk), or None."""
+        return self.loader.failed
+
+    def reopen(self) -> None:
+        """Open the store anew and replay the spool into it (after a failed load)."""
+        self.loader.stop()
+        with contextlib.suppress(duckdb.Error):
+            self._reads.close()
+        with contextlib.suppress(duckdb.Error):
+            self.store.close()
+        self.store = Store(self.config.db, wait=5.0)
+        self._reads = self.store.con.cursor()
+        with self._deliver_lock:
+            loader = Loader(self.store, self.spool, settle=self.config.settle)
+            loader.replay()
+            self._replayed_to = loader.replayed_to
+            self.loader = loader
+        loader.start()
+
+    def status_line(self) -> str:
+        """Received, stored, rejected and waiting, for the log."""
+        with self._stats_lock:
+            received = sum(s.received for s in self.sources.values())
+            refused = sum(s.refused for s in self.sources.values())
+        line = (
+            f"received {received}, loaded {self.loader.spans_loaded} spans,"
+            f" refused {refused}, backlog {self.spool.backlog()} bytes"
+        )
+        return line + (f" (store refused a write: {self.failed})" if self.failed else "")
 
     def start(self) -> None:
         """Replay what the spool holds past the checkpoint, then start writing and loading."""
@@ -71,6 +113,7 @@ class Collector:
             log.warning("replaying %d spooled batches not yet in the store", replayed)
         self.spool.start()
         self.loader.start()
+        self.recovery.start()
         self._started = True
 
     def stop(self) -> None:
@@ -81,20 +124,31 @@ class Collector:
         for hook in self.before_stop:
             hook()
         if self._started:
+            self.recovery.stop()
             self.spool.stop()
             self.loader.stop()
-        self._reads.close()
+        with contextlib.suppress(duckdb.Error):
+            self._reads.close()
         try:
             self.store.con.execute("CHECKPOINT")
         except duckdb.Error as exc:
             log.error("checkpoint failed: %s", exc)
-        self.store.close()
+        with contextlib.suppress(duckdb.Error):
+            self.store.close()
 
     def read_cursor(self) -> duckdb.DuckDBPyConnection:
         """A new cursor on the store's database: reads while the loader writes.
 
         Each caller (thread) should take its own and close it when done.
+
+        Raises:
+            StoreError: the store refused a write and is not reopened yet.
         """
+        if self.failed:
+            raise StoreError(
+                f"the store is unavailable until it takes writes again ({self.failed})",
+                hint="Free disk space; the server resumes on its own within seconds.",
+            )
         return self._reads.cursor()
 
     def count(self, entry: Entry) -> Accepted:
@@ -163,6 +217,7 @@ class Collector:
             "pending_spans": self.loader.pending_spans,
             "skipped_spans": self.loader.converter.skipped,
             "queued_batches": self.loader.queued,
+            "loading": self.loader.loading,
             "spool_backlog_bytes": self.spool.backlog(),
             "loader_failed": self.loader.failed,
         }

@@ -5,12 +5,20 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracekit.errors import TracekitError
 
-__all__ = ["ServeConfig", "ServeError", "is_loopback", "sidecar_path", "spool_dir", "write_sidecar"]
+__all__ = [
+    "ServeConfig",
+    "ServeError",
+    "is_loopback",
+    "sidecar_path",
+    "spool_dir",
+    "store_id",
+    "write_sidecar",
+]
 
 
 class ServeError(TracekitError):
@@ -41,6 +49,25 @@ class ServeConfig:
     settle: float = 1.0
     #: Seconds to wait for the store when another process holds it.
     wait: float = 0.0
+    #: Host names (besides loopback and ``host``) a request may name in ``Host``.
+    allow_hosts: list[str] = field(default_factory=list)
+    #: Seconds a connection may take to send its request line and headers.
+    header_timeout: float = 10.0
+    #: Seconds a body may go without a byte arriving (408 past it).
+    body_idle: float = 5.0
+    #: Seconds a whole body may take to arrive (408 past it).
+    body_timeout: float = 60.0
+    #: Bytes of request bodies held in memory at once, over every request (429 past it).
+    body_budget: int = 256 << 20
+    #: Read requests (``/api/...``, pages) answered at once before more get 429.
+    max_reads: int = 8
+    #: Seconds a read request may run before it is interrupted.
+    read_timeout: float = 30.0
+    #: Bytes an ``/api/sql`` reply may hold (rows past it are left, ``truncated``).
+    max_reply: int = 64 << 20
+    #: Resident bytes of the server past which running reads are stopped (503):
+    #: DuckDB's 1 GB limit plus a margin for Python, replies and bodies.
+    memory_cap: int = 2 << 30
 
     def check(self) -> None:
         """Refuse an address other than loopback without a token.
@@ -88,6 +115,19 @@ def sidecar_path(db: Path) -> Path:
         'fleet.duckdb.server.json'
     """
     return db.with_name(db.name + ".server.json")
+
+
+def store_id(db: Path) -> str:
+    """A short fingerprint of the store's absolute path: what ``/healthz`` says it serves.
+
+    Example:
+        >>> store_id(Path("/data/fleet.duckdb")) == store_id(Path("/data/../data/fleet.duckdb"))
+        True
+    """
+    import hashlib
+
+    text = os.path.realpath(db)
+    return hashlib.blake2s(text.encode(), digest_size=8).hexdigest()
 
 
 def spool_dir(db: Path) -> Path:

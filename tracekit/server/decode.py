@@ -8,6 +8,8 @@ span that cannot be kept is refused alone and counted in the response's
 
 from __future__ import annotations
 
+import json
+import re
 import zlib
 from typing import Any, Final
 
@@ -20,6 +22,7 @@ from tracekit.server.spool import Entry
 __all__ = [
     "BadRequestError",
     "TooLargeError",
+    "check_ids",
     "decode_otlp_json",
     "decode_otlp_proto",
     "decode_records",
@@ -29,6 +32,7 @@ __all__ = [
 ]
 
 _PIECE: Final = 64 << 10
+_HEX: Final = re.compile(r"[0-9a-f]+")
 
 
 class BadRequestError(ValueError):
@@ -59,25 +63,36 @@ def inflate(body: bytes, encoding: str, limit: int) -> bytes:
         return body
     if encoding not in ("gzip", "x-gzip", "deflate"):
         raise BadRequestError(f"unsupported Content-Encoding {encoding!r:.40}")
-    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by its header
     out: list[bytes] = []
-    size = 0
     data = body
     try:
+        # A gzip stream may hold several members (``cat a.gz b.gz``): each is
+        # inflated in turn, and the limit counts all of them.
         while data:
-            piece = inflater.decompress(data, _PIECE)
-            size += len(piece)
-            if size > limit:
-                raise TooLargeError(f"the body inflates to more than {limit} bytes")
-            out.append(piece)
-            data = inflater.unconsumed_tail
-            if inflater.eof:
+            data = _inflate_member(data, out, limit)
+            if data.strip(b"\0") == b"":  # zero padding after the last member
                 break
-        if not inflater.eof:
-            raise BadRequestError("the gzip body is cut short")
     except zlib.error as exc:
         raise BadRequestError(f"the body is not valid {encoding} ({exc})") from None
     return b"".join(out)
+
+
+def _inflate_member(data: bytes, out: list[bytes], limit: int) -> bytes:
+    """Inflate one gzip member (or zlib stream) into ``out``; return the bytes after it."""
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib, by its header
+    size = sum(len(piece) for piece in out)
+    while data:
+        piece = inflater.decompress(data, _PIECE)
+        size += len(piece)
+        if size > limit:
+            raise TooLargeError(f"the body inflates to more than {limit} bytes")
+        out.append(piece)
+        data = inflater.unconsumed_tail
+        if inflater.eof:
+            break
+    if not inflater.eof:
+        raise BadRequestError("the gzip body is cut short")
+    return inflater.unused_data
 
 
 def span_of(row: tuple[Any, ...]) -> Span:
@@ -107,6 +122,7 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
     rejects: list[tuple[str, str]] = []
     for span in spans:
         try:
+            check_ids(span)
             check_span(span)
         except ValueError as exc:
             text = msgspec.json.encode(
@@ -118,6 +134,53 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
     return Entry(source=source, spans=rows, rejects=rejects)
 
 
+def check_ids(span: Span) -> None:
+    """Refuse ids OTLP does not allow: a trace id is 16 bytes, a span id 8, neither all zero.
+
+    A span with an empty or short trace id would otherwise be merged with every
+    other such span, whichever exporter sent it.
+
+    Raises:
+        ValueError: an id of the wrong length, not hex, or all zero.
+
+    Example:
+        >>> check_ids(Span("ab" * 16, "00" * 8, "", "x", 1, 2, {}, False, "", None))
+        Traceback (most recent call last):
+        ...
+        ValueError: span id '0000000000000000' is all zero
+    """
+    _check_id("trace id", span.trace, 32)
+    _check_id("span id", span.id, 16)
+    if span.parent:
+        _check_id("parent span id", span.parent, 16)
+
+
+def _check_id(what: str, value: str, digits: int) -> None:
+    if len(value) != digits or not _HEX.fullmatch(value):
+        raise ValueError(f"{what} {value[:40]!r} is not {digits // 2} bytes")
+    if value.strip("0") == "":
+        raise ValueError(f"{what} {value!r} is all zero")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise BadRequestError(f"the key {twice[:60]!r} appears twice in one object")
+    return found
+
+
+def _refuse_duplicate_keys(body: bytes) -> None:
+    """400 for a JSON body with a key twice in one object (decoders keep only one of them)."""
+    try:
+        json.loads(body, object_pairs_hook=_unique_keys)
+    except BadRequestError:
+        raise
+    except (ValueError, RecursionError):
+        pass  # not JSON: the decoders below say why
+
+
 def decode_otlp_json(body: bytes) -> list[Span]:
     """The spans of an OTLP/JSON ``ExportTraceServiceRequest``.
 
@@ -127,6 +190,7 @@ def decode_otlp_json(body: bytes) -> list[Span]:
     from tracekit.intake.otlp.decode_json import decode_spans
     from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 
+    _refuse_duplicate_keys(body)
     try:
         return decode_spans_fast(body)
     except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):

@@ -14,10 +14,12 @@ the trace comes after the next start.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -109,9 +111,12 @@ class Loader:
         self.spool.loaded = checkpoint.position
         self._fed = checkpoint.position
         self._next_line: dict[str, int] = {}
+        self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
+        self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
         self.spans_fed = 0
         self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
+        self._hold = threading.Lock()  # held by a load, or by paused()
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
 
     # -- input -----------------------------------------------------------------
@@ -133,6 +138,7 @@ class Loader:
             with self._count_lock:
                 self._queued_items += len(entry.spans) + len(entry.lines)
             count += 1
+            self.replayed_to = end
         return count
 
     @property
@@ -170,11 +176,18 @@ class Loader:
         while self._queue and self.failed is None:  # a load takes a bounded share of the queue
             self._step(final=True)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No load runs inside this block (a snapshot copies the store meanwhile)."""
+        with self._hold:
+            yield
+
     def _step(self, *, final: bool) -> None:
         if self.failed is not None:
             return
         try:
-            self.load_once(final=final)
+            with self._hold:
+                self.load_once(final=final)
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
@@ -189,6 +202,13 @@ class Loader:
         if not final and self._queued_items < self.batch and now - self._last_load < self.delay:
             return 0
         self._last_load = now
+        self.loading = self._queued_items + self._pending_spans
+        try:
+            return self._load(now, final)
+        finally:
+            self.loading = 0
+
+    def _load(self, now: float, final: bool) -> int:
         cycle = self._drain()
         done = self.assembler.ready(now=now, final=final, incomplete=False)
         for trace in done:

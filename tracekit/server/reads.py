@@ -16,21 +16,28 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+import duckdb
 import pyarrow as pa
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from tracekit.errors import RunNotFoundError, TracekitError
-from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, bounded_sql
+from tracekit.server.body import BodyLimits, BudgetError, ClientGoneError, SlowBodyError, read_body
+from tracekit.server.decode import TooLargeError
+from tracekit.server.memory import MemoryStoppedError
+from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, SqlResult, bounded_sql
+from tracekit.server.workers import ReadsBusyError
 from tracekit.store import Store
 
-__all__ = ["ARROW", "NDJSON", "read_routes"]
+__all__ = ["ARROW", "NDJSON", "per_request", "read_routes", "table_reply"]
 
 ARROW: Final = "application/vnd.apache.arrow.stream"
 NDJSON: Final = "application/x-ndjson"
@@ -41,27 +48,45 @@ _MAX_SQL_BODY: Final = 1 << 20
 @contextlib.contextmanager
 def _view(request: Request) -> Iterator[Store]:
     collector = request.app.state.collector
-    view = Store.over(collector.read_cursor(), collector.store.path)
+    cursor = collector.read_cursor()
+    # Every read is bounded in time: past it, DuckDB is told to stop.
+    timer = threading.Timer(collector.config.read_timeout, cursor.interrupt)
+    timer.start()
+    view = Store.over(cursor, collector.store.path)
     try:
         yield view
     finally:
+        timer.cancel()
         view.close()
 
 
 def _reading(work: Callable[[Store], Response]) -> Callable[[Request], Any]:
-    """A handler that runs ``work`` on a store view in a worker thread, errors as JSON."""
+    """A handler that runs ``work`` on a store view on a read thread, errors as JSON."""
 
     async def handler(request: Request) -> Response:
         def run() -> Response:
-            with _view(request) as store:
+            with _view(request) as store, request.app.state.memory.watch(store.con):
                 return work(store)
 
         try:
-            return await run_in_threadpool(run)
+            return await request.app.state.workers.read(run)
+        except ReadsBusyError as exc:
+            return JSONResponse(
+                {"error": str(exc), "hint": None}, 429, headers={"Retry-After": "1"}
+            )
+        except MemoryStoppedError as exc:
+            return JSONResponse({"error": str(exc), "hint": "Ask for less."}, 503)
         except RunNotFoundError as exc:
             return _error(404, exc)
         except TracekitError as exc:
-            return _error(400, exc)
+            status = 503 if request.app.state.collector.failed else 400
+            return _error(status, exc)
+        except duckdb.InterruptException:
+            seconds = request.app.state.collector.config.read_timeout
+            return JSONResponse({"error": f"the read ran past {seconds:g} s", "hint": None}, 503)
+        except duckdb.Error as exc:  # the database was invalidated under the read
+            text = str(exc).strip().splitlines()[0][:300]
+            return JSONResponse({"error": f"the store cannot be read now ({text})"}, 503)
 
     return handler
 
@@ -171,26 +196,95 @@ def _fleet(request: Request) -> Callable[[Store], Response]:
 
 
 async def _sql(request: Request) -> Response:
-    """``POST /api/sql``: ``{"query": "...", "limit": N}`` (or the query as text/plain)."""
-    body = await request.body()
-    if len(body) > _MAX_SQL_BODY:
-        return JSONResponse({"error": "the query is over 1 MiB", "hint": None}, 413)
+    """``POST /api/sql``: ``{"query": "...", "limit": N, "timeout": S}``, as ``application/json``.
+
+    Only JSON: a browser sends it cross-origin only after a preflight, which
+    this server never grants (a form or ``text/plain`` body would need none).
+    """
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        hint = 'Send Content-Type: application/json and {"query": "SELECT ..."}.'
+        return JSONResponse(
+            {"error": f"unsupported Content-Type {media[:60]!r}", "hint": hint}, 415
+        )
+    gate = request.app.state.gate
+    config = request.app.state.collector.config
+    limits = BodyLimits(_MAX_SQL_BODY, config.body_idle, config.body_timeout)
     try:
-        query, limit, timeout = _sql_request(request, body)
+        body = await read_body(request, limits, gate.budget)
+        query, limit, timeout = _sql_request(body)
+    except TooLargeError:
+        return JSONResponse({"error": "the query is over 1 MiB", "hint": None}, 413)
+    except (SlowBodyError, BudgetError, ClientGoneError) as exc:
+        status = 429 if isinstance(exc, BudgetError) else 408
+        return JSONResponse({"error": str(exc), "hint": None}, status)
     except TracekitError as exc:
         return _error(400, exc)
 
     def work(store: Store) -> Response:
-        result = bounded_sql(store, query, limit=limit, timeout=timeout)
-        return _table(request, result.table, {"truncated": result.truncated})
+        result = bounded_sql(store, query, limit=limit, timeout=timeout, max_bytes=config.max_reply)
+        return _sql_reply(request, result)
 
     return await _reading(work)(request)
 
 
-def _sql_request(request: Request, body: bytes) -> tuple[str, int, float]:
+def _sql_reply(request: Request, result: SqlResult) -> Response:
+    """The rows, encoded a batch at a time as the reply is sent (never one whole string)."""
+    extra: dict[str, Any] = {"truncated": result.truncated}
+    if result.stopped:
+        extra["stopped"] = result.stopped
+    if _wants_arrow(request):
+        headers = {k: json.dumps(v) for k, v in extra.items()}
+        return StreamingResponse(_arrow_pieces(result), media_type=ARROW, headers=headers)
+    return StreamingResponse(_json_pieces(result, extra), media_type="application/json")
+
+
+def _arrow_pieces(result: SqlResult) -> Iterator[bytes]:
+    sink = _Pieces()
+    writer = pa.ipc.new_stream(sink, result.table.schema)
+    for batch in result.table.to_batches(max_chunksize=2048):
+        writer.write_batch(batch)
+        yield sink.take()
+    writer.close()
+    yield sink.take()
+
+
+class _Pieces(io.RawIOBase):
+    """A sink the IPC writer writes into, emptied after each batch."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        out, self.parts = b"".join(self.parts), []
+        return out
+
+
+def _json_pieces(result: SqlResult, extra: dict[str, Any]) -> Iterator[bytes]:
+    yield b'{"rows":['
+    first = True
+    for batch in result.table.to_batches(max_chunksize=2048):
+        text = (
+            pa.Table.from_batches([batch])
+            .to_pandas()
+            .to_json(orient="records", date_format="iso", date_unit="us")
+        )
+        if text == "[]":
+            continue
+        yield (b"" if first else b",") + text[1:-1].encode()
+        first = False
+    yield b"]" + "".join(f',"{k}":{json.dumps(v)}' for k, v in extra.items()).encode() + b"}"
+
+
+def _sql_request(body: bytes) -> tuple[str, int, float]:
     """The query, its row limit and its time limit (each at most the server's)."""
-    if not request.headers.get("content-type", "").startswith("application/json"):
-        return body.decode("utf-8", "replace"), DEFAULT_LIMIT, DEFAULT_TIMEOUT
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -289,3 +383,15 @@ def read_routes() -> list[BaseRoute]:
         Route("/api/dashboard", _per_request(_dashboard), methods=["GET"]),
         Route("/api/sql", _sql, methods=["POST"]),
     ]
+
+
+def per_request(
+    make: Callable[[Request], Callable[[Store], Response]],
+) -> Callable[[Request], Any]:
+    """A read handler: ``make(request)`` runs on a store view, on a read thread, bounded."""
+    return _per_request(make)
+
+
+def table_reply(request: Request, table: pa.Table, extra: dict[str, Any] | None = None) -> Response:
+    """A table as Arrow IPC (when the request accepts it) or as JSON records."""
+    return _table(request, table, extra)

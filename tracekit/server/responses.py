@@ -17,7 +17,7 @@ __all__ = ["JSON", "PROTOBUF", "failure", "success"]
 
 PROTOBUF: Final = "application/x-protobuf"
 JSON: Final = "application/json"
-_GRPC_CODES: Final = {400: 3, 401: 16, 413: 3, 415: 3, 429: 8, 503: 14}
+_GRPC_CODES: Final = {400: 3, 401: 16, 403: 7, 408: 4, 413: 3, 415: 3, 421: 7, 429: 8, 503: 14}
 
 
 def success(media: str, rejected: int = 0, message: str = "") -> Response:

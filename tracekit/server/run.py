@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from tracekit.server.app import create_app
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError, sidecar_path, write_sidecar
+from tracekit.server.protocol import protocol_class
 from tracekit.server.reads import read_routes
+from tracekit.server.store_api import store_routes
 
 __all__ = ["serve"]
 
@@ -50,10 +52,17 @@ def serve(config: ServeConfig) -> None:
         write_sidecar(running.store.path, url, token_required=bool(config.token))
         print(f"tracekit serve: listening on {url} (store {running.store.path})", file=sys.stderr)
 
-    app = create_app(config, collector=collector, on_ready=ready, extra_routes=read_routes())
+    app = create_app(
+        config, collector=collector, on_ready=ready, extra_routes=[*read_routes(), *store_routes()]
+    )
     server = _server_class()(
         uvicorn.Config(
-            app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=30
+            app,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=30,
+            http=protocol_class(config.header_timeout),
         )
     )
     try:

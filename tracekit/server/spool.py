@@ -141,19 +141,32 @@ class Spool:
                 batch, self._queue = self._queue, []
                 if not batch and self._stopping:
                     return
+            if self._file.tell() >= _SEGMENT_BYTES:
+                self._file.close()
+                self._file = self._open_segment()
+            before = self._file.tell()
             try:
                 self._write(batch)
             except OSError as exc:  # a full disk: refuse these, keep serving
                 log.error("spool write failed: %s", exc)
+                self._rewind(before)
                 with self._cond:
                     self._queued_bytes -= sum(len(p.frame) for p in batch)
                 for pending in batch:
                     pending.future.set_exception(SpoolFullError(f"cannot write the spool ({exc})"))
 
+    def _rewind(self, size: int) -> None:
+        """Cut off what a failed write left of its frames, so the next frame follows a whole one."""
+        path = self._file.name
+        with contextlib.suppress(OSError):
+            self._file.close()  # its flush may fail again; the file is closed all the same
+        try:
+            os.truncate(path, size)
+        except OSError as exc:
+            log.error("cannot cut the spool back to %d bytes: %s", size, exc)
+        self._file = open(path, "ab")  # noqa: SIM115 - owned by the writer thread until stop
+
     def _write(self, batch: list[_Pending]) -> None:
-        if self._file.tell() >= _SEGMENT_BYTES:
-            self._file.close()
-            self._file = self._open_segment()
         start = self.position
         self._file.write(b"".join(p.frame for p in batch))
         self._file.flush()

@@ -11,6 +11,7 @@ if _TYPE_CHECKING:
     from tracekit.store.find import FindResult
     from tracekit.store.findparse import FindSyntaxError
     from tracekit.store.ingest import IngestReport, SourceReport
+    from tracekit.store.reader import StoreReader
     from tracekit.store.sink import StoreSink
 
 # The ingest pipeline imports pyarrow (~80 ms) and the sink the event model:
@@ -21,6 +22,7 @@ _LAZY = {
     "FindSyntaxError": "tracekit.store.findparse",
     "IngestReport": "tracekit.store.ingest",
     "SourceReport": "tracekit.store.ingest",
+    "StoreReader": "tracekit.store.reader",
     "StoreSink": "tracekit.store.sink",
 }
 
@@ -28,4 +30,12 @@ _LAZY = {
 __getattr__ = _lazy_names(__name__, _LAZY)
 
 
-__all__ = ["FindResult", "FindSyntaxError", "IngestReport", "SourceReport", "Store", "StoreSink"]
+__all__ = [
+    "FindResult",
+    "FindSyntaxError",
+    "IngestReport",
+    "SourceReport",
+    "Store",
+    "StoreReader",
+    "StoreSink",
+]

@@ -1,0 +1,114 @@
+"""Bodies that are legal but odd: gzip of several members, ids OTLP does not allow, a key twice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _server_helpers import TRACEKIT, Server, start
+
+from tracekit.store import Store
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+TRACE = "5dfbd3d12c4a3698aa2ca1af6a107b75"
+
+
+def _span(span_id: str, agent: str, trace: str = TRACE, parent: str = "") -> dict[str, Any]:
+    return {
+        "traceId": trace,
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": f"invoke_agent {agent}",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+            {"key": "gen_ai.agent.name", "value": {"stringValue": agent}},
+        ],
+    }
+
+
+def _doc(*spans: dict[str, Any]) -> bytes:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}).encode()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = start(tmp_path_factory.mktemp("decode") / "d.duckdb")
+    yield server
+    assert server.stop() == 0
+
+
+def test_every_member_of_a_gzip_body_is_read(served: Server) -> None:
+    body = _doc(
+        _span("00000000000000a1", "front"),
+        _span("00000000000000a2", "billing", parent="00000000000000a1"),
+    )
+    half = len(body) // 2
+    two_members = gzip.compress(body[:half]) + gzip.compress(body[half:])
+    assert gzip.decompress(two_members) == body  # legal gzip: both members
+    headers = {**JSON_HEADERS, "Content-Encoding": "gzip"}
+    status, reply, _ = served.post("/v1/traces", two_members, headers)
+    assert status == 200 and json.loads(reply) == {}
+    # A second member cut short is a 400, never a 200 with the first member alone.
+    cut = gzip.compress(body[:half]) + gzip.compress(body[half:])[:-9]
+    status, reply, _ = served.post("/v1/traces", cut, headers)
+    assert status == 400 and "cut short" in json.loads(reply)["message"]
+    served.wait_loaded(2)
+    code, runs = served.get("/api/runs")
+    assert code == 200
+    rows = json.loads(runs)["rows"]
+    assert [r["agent"] for r in rows if r["run_id"].startswith("00000000000000a1")] == ["front"]
+
+
+def test_odd_ids_are_rejects_with_their_reason(served: Server) -> None:
+    trace = "6dfbd3d12c4a3698aa2ca1af6a107b75"
+    spans = [
+        _span("00000000000000b1", "kept", trace=trace),
+        _span("00000000000000b2", "short trace", trace="q83v"),  # base64 of 3 bytes
+        _span("ab" * 100, "long span", trace=trace),  # 100 bytes
+        _span("00000000000000b4", "no trace", trace=""),
+        _span("00000000000000b5", "also no trace", trace=""),
+        _span("0000000000000000", "zero span", trace=trace),
+        _span("00000000000000b7", "zero trace", trace="0" * 32),
+    ]
+    status, reply, _ = served.post("/v1/traces", _doc(*spans), JSON_HEADERS)
+    assert status == 200
+    partial = json.loads(reply)["partialSuccess"]
+    assert partial["rejectedSpans"] == "6"
+    assert "trace id 'abcdef' is not 16 bytes" in partial["errorMessage"]
+
+
+def test_a_key_twice_is_a_400(served: Server) -> None:
+    one = json.dumps({"scopeSpans": [{"spans": [_span("00000000000000c1", "first")]}]})
+    two = json.dumps({"scopeSpans": [{"spans": [_span("00000000000000c2", "second")]}]})
+    body = f'{{"resourceSpans": [{one}], "resourceSpans": [{two}]}}'.encode()
+    status, reply, _ = served.post("/v1/traces", body, JSON_HEADERS)
+    assert status == 400
+    assert json.loads(reply)["message"] == "the key 'resourceSpans' appears twice in one object"
+
+
+def test_rejected_ids_are_listed_by_tracekit_rejects(tmp_path: Path) -> None:
+    server = start(tmp_path / "r.duckdb")
+    try:
+        spans = [_span("00000000000000d1", "ok"), _span("00000000000000d2", "bad", trace="")]
+        assert server.post("/v1/traces", _doc(*spans), JSON_HEADERS)[0] == 200
+        server.wait_loaded(1)
+        listed = subprocess.run(
+            [TRACEKIT, "rejects", "--db", str(server.db), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        assert server.stop() == 0
+    assert listed.returncode == 0, listed.stderr
+    reasons = [json.loads(line)["reason"] for line in listed.stdout.splitlines()]
+    assert reasons == ["trace id '' is not 16 bytes"]
+    with Store(server.db, read_only=True) as store:
+        assert list(store.runs()["agent"]) == ["ok"]

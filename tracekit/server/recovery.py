@@ -1,0 +1,88 @@
+"""Coming back after the store refused a write (a full disk), without a restart.
+
+When a load fails DuckDB invalidates the database: nothing more can be read
+or written through it. Everything acknowledged is still in the spool, so the
+server keeps refusing writes (503) and reads (503), and every second checks
+whether the disk takes a write again; once it does, the store is opened
+anew and a fresh loader replays the spool from the checkpoint, as a restart
+would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from tracekit.server.collector import Collector
+
+__all__ = ["Recovery", "disk_takes_writes"]
+
+log = logging.getLogger("tracekit.server")
+
+_PROBE_BYTES: Final = 1 << 20
+
+
+def disk_takes_writes(directory: Path, size: int = _PROBE_BYTES) -> bool:
+    """Whether ``size`` bytes can be written and synced in ``directory`` now.
+
+    Example:
+        >>> import tempfile
+        >>> disk_takes_writes(Path(tempfile.gettempdir()))
+        True
+    """
+    probe = directory / f".tracekit-probe-{os.getpid()}"
+    try:
+        with open(probe, "wb") as out:
+            out.write(b"\0" * size)
+            out.flush()
+            os.fsync(out.fileno())
+        return True
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
+class Recovery:
+    """A thread that reopens the store once a failed load can be retried.
+
+    Args:
+        collector: the collector whose store and loader it replaces.
+        every: seconds between checks.
+    """
+
+    def __init__(self, collector: Collector, every: float = 1.0) -> None:
+        self.collector = collector
+        self.every = every
+        self.recoveries = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tracekit-recovery", daemon=True)
+
+    def start(self) -> None:
+        """Start watching."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop watching (a recovery under way finishes first)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            failed = self.collector.loader.failed
+            if failed is None or not disk_takes_writes(self.collector.store.path.parent):
+                continue
+            try:
+                self.collector.reopen()
+            except Exception as exc:  # still refused: try again later
+                log.error("the store cannot be reopened yet: %s", exc)
+                continue
+            self.recoveries += 1
+            log.warning("the store takes writes again; loading resumed (was: %s)", failed)
