@@ -60,12 +60,12 @@ def test_the_lake_holds_every_row_in_one_zstd_file_a_partition(
     sim_db: Path, tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake"
-    report = export_lake(sim_db, lake)
+    report = export_lake(sim_db, lake, writer="collector-a")
     assert _lake_counts(lake) == store_counts(sim_db)
     assert report.rows == sum(store_counts(sim_db).values())
     for folder in lake.glob("*/day=*/service=*"):
         [file] = folder.iterdir()
-        assert file.name == "data_0.parquet"
+        assert file.name == "collector-a.parquet"
         meta = pq.ParquetFile(file).metadata
         assert meta.row_group(0).column(0).compression == "ZSTD"
     days = {p.name for p in lake.glob("runs/day=*")}
@@ -166,7 +166,7 @@ def _fail_after(n: int):  # type: ignore[no-untyped-def]
     calls = {"n": 0}
 
     def replace(src: object, dst: object) -> None:
-        if str(dst).endswith("data_0.parquet"):
+        if str(dst).endswith(".parquet"):
             calls["n"] += 1
             if calls["n"] > n:
                 raise OSError(28, "No space left on device")
@@ -212,7 +212,7 @@ import tracekit.lake.export as export
 real, moved = os.replace, []
 def replace(src, dst):
     real(src, dst)
-    if str(dst).endswith('data_0.parquet'):
+    if str(dst).endswith('.parquet'):
         moved.append(dst)
         if len(moved) == 3:
             os.kill(os.getpid(), signal.SIGKILL)

@@ -727,6 +727,13 @@ _Agent = Annotated[
 ]
 
 
+class Percentiles(enum.StrEnum):
+    """How ``tracekit fleet`` computes latency percentiles."""
+
+    exact = "exact"
+    approx = "approx"
+
+
 class LakeEngine(enum.StrEnum):
     """What reads a lake for ``tracekit fleet --lake``."""
 
@@ -741,13 +748,24 @@ def export_command(
     ],
     db: _FleetDb = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    writer: Annotated[
+        str | None,
+        typer.Option(
+            "--writer",
+            metavar="ID",
+            help="This store's id in a lake many write into (default: HOST-STORENAME).",
+        ),
+    ] = None,
 ) -> None:
-    """Export the store to a Parquet lake (by day and service); again: only what changed."""
+    """Export the store to a Parquet lake (by day and service); again: only what changed.
+
+    Many stores (collectors) can export into one lake, each as its own --writer.
+    """
     from tracekit._util.text import escape
     from tracekit.lake.export import export_lake
     from tracekit.store.db import default_path
 
-    report = export_lake(db if db is not None else default_path(), to, wait=wait)
+    report = export_lake(db if db is not None else default_path(), to, wait=wait, writer=writer)
     for line in report.summary().splitlines():  # the folder name is the user's: escaped
         print(escape(line), file=sys.stderr)
 
@@ -780,6 +798,21 @@ def fleet_command(
         str | None,
         typer.Option("--remote", metavar="URL", help="The Spark Connect server: sc://HOST:15002."),
     ] = None,
+    percentiles: Annotated[
+        Percentiles,
+        typer.Option(
+            "--percentiles", help="exact, or approx: bounded memory on a big lake, not exact."
+        ),
+    ] = Percentiles.exact,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", min=0, metavar="N", help="Degraded runs and circles listed (totals kept)."
+        ),
+    ] = 50,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, metavar="N", help="Skip the first N of those lists.")
+    ] = 0,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
@@ -798,6 +831,9 @@ def fleet_command(
         lake=lake,
         engine=engine.value,
         remote=remote,
+        percentiles=percentiles.value,
+        limit=limit,
+        offset=offset,
     )
 
 
@@ -814,6 +850,9 @@ def _fleet(
     lake: str | None = None,
     engine: str = "duckdb",
     remote: str | None = None,
+    percentiles: str = "exact",
+    limit: int = 50,
+    offset: int = 0,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.cli.fleet import fleet_text
@@ -832,6 +871,9 @@ def _fleet(
         lake=lake,
         engine=engine,
         remote=remote,
+        percentiles=percentiles,
+        limit=limit,
+        offset=offset,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
