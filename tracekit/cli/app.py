@@ -936,6 +936,17 @@ def serve_command(
         int,
         typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
     ] = 64 << 20,
+    lake: Annotated[
+        str | None,
+        typer.Option("--lake", metavar="DIR", help="Also export into this lake while serving."),
+    ] = None,
+    export_every: Annotated[
+        str, typer.Option("--export-every", metavar="SPAN", help="With --lake: how often (5m).")
+    ] = "5m",
+    writer: Annotated[
+        str | None,
+        typer.Option("--writer", metavar="ID", help="With --lake: this server's id in the lake."),
+    ] = None,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -951,7 +962,12 @@ def serve_command(
     path = Path(db) if db is not None else default_path()
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
-    serve(config)
+    options = None
+    if lake is not None:
+        from tracekit.server.lake_export import LakeOptions, every_seconds
+
+        options = LakeOptions(Path(lake), every_seconds(export_every), writer)
+    serve(config, lake=options)
 
 
 def main() -> None:

@@ -308,7 +308,7 @@ def _copy(
             AND k.service IS NOT DISTINCT FROM ({layout.service})
     """
     if out is not con:
-        out.register("_lake_rows", con.execute(select).fetch_record_batch())
+        out.register("_lake_rows", con.sql(select).to_arrow_reader())
         select = "SELECT * FROM _lake_rows"
     target = str(staging).replace("'", "''")
     try:
@@ -391,6 +391,16 @@ def _export_table(
     return done
 
 
+@contextlib.contextmanager
+def _snapshot(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """One read transaction: every table exported as of one moment, while a server writes."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    finally:
+        con.execute("ROLLBACK")  # it only read (and made a temporary table)
+
+
 def _make_lake(lake: Path) -> None:
     try:
         lake.mkdir(parents=True, exist_ok=True)
@@ -416,7 +426,7 @@ def export_store(con: duckdb.DuckDBPyConnection, to: PathLike, *, writer: str) -
     out = con if _can_write_files(con) else duckdb.connect(config={"memory_limit": _MEMORY_LIMIT})
     staging = lake / STAGING / writer
     try:
-        with _locked(lake, writer):
+        with _locked(lake, writer), _snapshot(con):
             manifest = read_manifest(lake, writer)
             shutil.rmtree(staging, ignore_errors=True)  # a crashed export's leftovers
             for layout in TABLES.values():
