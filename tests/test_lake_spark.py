@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lake_helpers import NOW, classified, hostile_store, report_json, simulated_store
+from _lake_helpers import (
+    NOW,
+    classified,
+    collected_lake,
+    hostile_store,
+    report_json,
+    simulated_store,
+)
 
 from tracekit.errors import StoreError
 from tracekit.fleet import fleet_report
@@ -153,3 +160,25 @@ def test_an_unreachable_spark_is_one_line(
         and done.stderr.startswith("Error: Spark at ")
         and "Traceback" not in done.stderr
     )
+
+
+@pytest.mark.slow
+def test_three_collectors_lake_on_spark_equals_one_store(
+    spark_remote: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The lake three ``tracekit serve`` exported into while running, read by Spark."""
+    collected = collected_lake(tmp_path_factory.mktemp("collectors"))
+    assert collected["codes"] == [0, 0, 0], collected["errors"]
+    with Store(collected["single"], read_only=True) as store:
+        for since in (None, "2d"):
+            one = report_json(fleet_report(store, since=since, now=NOW, limit=None))
+            spark = fleet_report(
+                lake=collected["lake"], since=since, now=NOW, limit=None,
+                engine="spark", remote=spark_remote,
+            )  # fmt: skip
+            _same(one, report_json(spark), f"since={since}")
+            paged = fleet_report(
+                lake=collected["lake"], since=since, now=NOW, limit=3, offset=2,
+                engine="spark", remote=spark_remote,
+            )  # fmt: skip
+            assert report_json(paged)["degraded"] == one["degraded"][2:5]

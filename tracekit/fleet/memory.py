@@ -34,7 +34,7 @@ def within_memory(percentiles: str, *, engine: str | None = None) -> Iterator[No
             store (a :class:`StoreError`).
 
     Raises:
-        LakeError: over a lake, a query ran out of memory.
+        LakeError: over a lake, a query ran out of memory or a file could not be read.
         StoreError: over a store, a query ran out of memory.
     """
     try:
@@ -49,3 +49,8 @@ def within_memory(percentiles: str, *, engine: str | None = None) -> Iterator[No
             f"the fleet report needs more memory than TRACEKIT_DB_MEMORY={limit} allows",
             hint=hint + ".",
         ) from None
+    except duckdb.Error as exc:
+        if not engine:
+            raise
+        # A lake's file that is damaged or not Parquet: say which, no traceback.
+        raise LakeError(f"cannot read the lake ({str(exc).splitlines()[0]})") from None

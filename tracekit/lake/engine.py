@@ -49,6 +49,7 @@ __all__ = [
     "duckdb_lake",
     "lake_tables",
     "literal",
+    "mixed_tables",
     "open_lake",
     "to_spark",
 ]
@@ -67,6 +68,23 @@ _DUCK_TYPES: Final = {
     "TimestampType": "TIMESTAMP",
     "DateType": "DATE",
 }
+
+
+def mixed_tables(lake: PathLike) -> set[str]:
+    """The tables whose writers hold different columns (a reader then matches them by name).
+
+    Matching by name reads every file's footer when the view is made, so it is
+    done only where needed: otherwise a window opens only the files it needs.
+    """
+    from tracekit.lake.export import writer_manifests
+
+    seen: dict[str, list[Any]] = {}
+    mixed = set()
+    for manifest in writer_manifests(lake).values():
+        for name, entry in manifest["tables"].items():
+            if seen.setdefault(name, entry["columns"]) != entry["columns"]:
+                mixed.add(name)
+    return mixed
 
 
 def lake_tables(lake: PathLike) -> dict[str, list[tuple[str, str]]]:
@@ -123,6 +141,20 @@ def duckdb_lake(lake: PathLike, *, memory_limit: str | None = None) -> duckdb.Du
     # Spill beyond the memory limit to the system's temporary folder, not to ./.tmp.
     spill = os.path.join(tempfile.gettempdir(), f"tracekit-duckdb-{os.getpid()}")
     con.execute(f"SET temp_directory = '{spill.replace(chr(39), chr(39) * 2)}'")
+    try:
+        _views(con, lake, tables, mixed_tables(lake))
+    except duckdb.Error as exc:
+        con.close()
+        raise LakeError(f"{lake}: cannot read the lake ({str(exc).splitlines()[0]})") from None
+    return con
+
+
+def _views(
+    con: duckdb.DuckDBPyConnection,
+    lake: PathLike,
+    tables: dict[str, list[tuple[str, str]]],
+    mixed: set[str],
+) -> None:
     for name, columns in tables.items():
         if next((Path(lake) / name).glob("*/*/*.parquet"), None) is None:
             con.execute(f"CREATE VIEW {name} AS {_empty_select(columns)}")
@@ -130,10 +162,9 @@ def duckdb_lake(lake: PathLike, *, memory_limit: str | None = None) -> duckdb.Du
         glob = str(Path(lake) / name / "*" / "*" / "*.parquet").replace("'", "''")
         con.execute(
             f"""CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}',
-                hive_partitioning = true, union_by_name = true,
+                hive_partitioning = true, union_by_name = {name in mixed},
                 hive_types = {{'day': VARCHAR, 'service': VARCHAR}})"""
         )
-    return con
 
 
 def literal(value: Any) -> str:
@@ -292,6 +323,7 @@ class SparkLake:
         # The server resolves a relative path against its own folder: give it ours.
         self.lake = str(lake) if "://" in str(lake) else os.path.abspath(lake)
         tables = lake_tables(lake) if check else {}
+        self._mixed = mixed_tables(lake) if check else set()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
@@ -314,7 +346,8 @@ class SparkLake:
         if next(Path(folder).glob("*/*/*.parquet"), None) is None:
             frame = self.spark.sql(to_spark(_empty_select(columns)))
         else:
-            reader = self.spark.read.option("basePath", folder).option("mergeSchema", "true")
+            reader = self.spark.read.option("basePath", folder)
+            reader = reader.option("mergeSchema", str(name in self._mixed).lower())
             frame = reader.parquet(folder)
         frame.createOrReplaceTempView(name)
 
