@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--spark", action="store_true")
     parser.add_argument("--spark-memory", default="4g")
+    parser.add_argument("--spark-only", action="store_true", help="skip the DuckDB sides")
     args = parser.parse_args()
     now = datetime.utcnow()
     sides = {
@@ -117,7 +118,7 @@ def main() -> None:
                 f" {rows.get('fleet_calls', 0):,} calls; load average {load:.1f}",
                 flush=True,
             )
-            for label, extra in sides.items():
+            for label, extra in sides.items() if not args.spark_only else []:
                 argv = [TRACEKIT, "fleet", "--lake", str(lake), "--format", "json", *extra]
                 print(line(label, [child(argv) for _ in range(args.repeat)]), flush=True)
             print(f"  24h window opens: {files_read(lake, now - timedelta(hours=24), now)}")
