@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lake_helpers import NOW, collected_lake, report_json
+from _lake_helpers import NOW, collected_lake, report_json, simulated_store
+from _store_helpers import cli
 
 from tracekit.fleet import fleet_report
 from tracekit.lake.export import writer_manifests
@@ -86,3 +87,32 @@ def test_the_router_keeps_each_trace_on_one_collector_and_splits_otlp_by_trace()
             s["traceId"] for r in part["resourceSpans"] for c in r["scopeSpans"] for s in c["spans"]
         }
         assert all(router.pick(t) == endpoint for t in got)
+
+
+def test_serve_refuses_a_bad_export_interval_in_one_line(tmp_path: Path) -> None:
+    done = cli(
+        "serve", "--db", str(tmp_path / "s.duckdb"), "--port", "0",
+        "--lake", str(tmp_path / "lake"), "--export-every", "soon",
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("Error: --export-every 'soon': not an interval")
+
+
+def test_two_stores_export_into_one_lake_by_the_command_and_read_as_one(tmp_path: Path) -> None:
+    a = simulated_store(tmp_path, runs=80, seed=31, window=1)
+    b = simulated_store(tmp_path, runs=90, seed=32, window=1)
+    lake = tmp_path / "lake"
+    for db, writer in ((a, "east"), (b, "west")):
+        assert (
+            "as writer " + writer
+            in cli("export", "--db", str(db), "--to", str(lake), "--writer", writer).stderr
+        )
+    again = cli("export", "--db", str(a), "--to", str(lake), "--writer", "east").stderr
+    assert "0 partitions written" in again  # incremental per writer: the other's files unseen
+    data = json.loads(cli("fleet", "--lake", str(lake), "--format", "json").stdout)
+    runs = [
+        json.loads(cli("fleet", "--db", str(db), "--format", "json").stdout)["runs"]
+        for db in (a, b)
+    ]
+    assert data["runs"] == sum(runs) == 170
