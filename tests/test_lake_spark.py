@@ -182,3 +182,25 @@ def test_three_collectors_lake_on_spark_equals_one_store(
                 engine="spark", remote=spark_remote,
             )  # fmt: skip
             assert report_json(paged)["degraded"] == one["degraded"][2:5]
+
+
+def test_a_window_prunes_the_day_partitions_on_spark(
+    spark_remote: str, lakes: dict[str, tuple[Path, Path]]
+) -> None:
+    """Spark's plan for the report's windowed query filters the partitions, not only rows."""
+    from datetime import datetime
+
+    from tracekit.fleet import FleetFilter
+    from tracekit.lake.engine import SparkLake, to_spark
+
+    _, lake = lakes["simulated"]
+    flt = FleetFilter(datetime(2026, 11, 21, 6), datetime(2026, 11, 21, 18), partitioned=True)
+    where, params = flt.runs_where()
+    spark = SparkLake(lake, spark_remote)
+    try:
+        sql = to_spark(f"SELECT count(*) FROM runs WHERE {where}", params)
+        plan = str(spark.spark.sql(f"EXPLAIN FORMATTED {sql}").collect()[0][0])
+    finally:
+        spark.close()
+    filters = [line for line in plan.splitlines() if "PartitionFilters" in line]
+    assert filters and all("2026-11-21" in line for line in filters), plan
