@@ -27,7 +27,7 @@ def same(a, b, where=""):
                 same(a[k], b[k], f"{where}.{k}")
     elif isinstance(a, list):
         assert len(a) == len(b), where
-        for n, (x, y) in enumerate(zip(a, b)):
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
             same(x, y, f"{where}[{n}]")
     else:
         assert a == b, (where, a, b)
