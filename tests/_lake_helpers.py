@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,66 @@ def classified(db: Path) -> dict[str, Any]:
 def report_json(report: Any) -> Any:
     """A report as the plain data its JSON output holds."""
     return json.loads(json.dumps(report.to_dict()))
+
+
+def collected_lake(tmp: Path, runs: int = 150, seed: int = 21) -> dict[str, Any]:
+    """Three ``tracekit serve`` exporting every second into one lake, fed by a trace-id router.
+
+    The fleet's records go in mixed batches; one run goes in two halves, the
+    second sent only once the lake holds the first (the run incomplete there).
+    Returns the lake, a store fed everything directly, and what was observed.
+    """
+    from _server_helpers import start
+
+    from tracekit.lake.engine import duckdb_lake
+    from tracekit.server.route import TraceRouter
+
+    trace = tmp / "fleet.jsonl"
+    simulate(trace, runs=runs, seed=seed, start=START, window_ms=2 * 86_400_000.0)
+    lines = trace.read_bytes().splitlines()
+    split_trace = json.loads(lines[0])["traceId"]
+    split = [line for line in lines if json.loads(line).get("traceId") == split_trace]
+    rest = [line for line in lines if json.loads(line).get("traceId") != split_trace]
+    lake = tmp / "lake"
+    servers = [
+        start(
+            tmp / f"c{n}.duckdb", "--lake", str(lake), "--export-every", "1s", "--writer", f"c{n}"
+        )
+        for n in range(3)
+    ]
+    try:
+        router = TraceRouter([s.url for s in servers])
+        sent: dict[str, int] = {}
+        for at in range(0, len(rest), 250):
+            for url, n in router.send_records(rest[at : at + 250]).items():
+                sent[url] = sent.get(url, 0) + n
+        halves = [router.send_records(split[: len(split) // 2])]
+        split_run = json.loads(split[0])["runId"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if (lake / "_tracekit_lake.json").exists():
+                con = duckdb_lake(lake)
+                found = con.execute(
+                    "SELECT outcome FROM runs WHERE run_id = ? AND outcome IS NOT NULL", [split_run]
+                ).fetchall()
+                con.close()
+                if found:
+                    break
+            time.sleep(0.3)
+        first_seen = found[0][0] if found else None
+        halves.append(router.send_records(split[len(split) // 2 :]))
+    finally:
+        codes = [server.stop() for server in servers]
+    single = tmp / "single.duckdb"
+    with Store(single) as store:
+        store.ingest(trace)
+    return {
+        "lake": lake,
+        "single": single,
+        "sent": sent,
+        "halves": halves,
+        "split_run": split_run,
+        "first_seen": first_seen,
+        "codes": codes,
+        "errors": [server.err for server in servers],
+    }

@@ -95,6 +95,15 @@ def test_fleet_json_lists_every_row_the_table_leaves_out(tmp_path: Path) -> None
     assert more, table
     data = json.loads(_run("fleet", "--db", str(db), "--format", "json", cwd=tmp_path).stdout)
     assert len(data["degraded"]) == 40 == 15 + int(more.group(1))
+    # Bounded: a page of the list, its total beside it, and the next page after it.
+    page = ["fleet", "--db", str(db), "--format", "json", "--limit", "12"]
+    first = json.loads(_run(*page, cwd=tmp_path).stdout)
+    second = json.loads(_run(*page, "--offset", "12", cwd=tmp_path).stdout)
+    assert first["totals"]["degraded"] == 40 and first["page"] == {"limit": 12, "offset": 0}
+    assert first["degraded"] == data["degraded"][:12]
+    assert second["degraded"] == data["degraded"][12:24]
+    table = _run("fleet", "--db", str(db), "--limit", "5", cwd=tmp_path).stdout
+    assert "5 of 40 shown: --limit and --offset page through them" in table
 
 
 def test_fleet_and_dashboard_check_their_filters(db: Path, tmp_path: Path) -> None:

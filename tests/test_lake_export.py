@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from _lake_helpers import (
     simulated_store,
     store_counts,
 )
-from _store_helpers import cli
+from _store_helpers import TRACEKIT, cli
 
 from tracekit.errors import LakeError
 from tracekit.fleet import fleet_report
@@ -60,12 +61,12 @@ def test_the_lake_holds_every_row_in_one_zstd_file_a_partition(
     sim_db: Path, tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake"
-    report = export_lake(sim_db, lake)
+    report = export_lake(sim_db, lake, writer="collector-a")
     assert _lake_counts(lake) == store_counts(sim_db)
     assert report.rows == sum(store_counts(sim_db).values())
     for folder in lake.glob("*/day=*/service=*"):
         [file] = folder.iterdir()
-        assert file.name == "data_0.parquet"
+        assert file.name == "collector-a.parquet"
         meta = pq.ParquetFile(file).metadata
         assert meta.row_group(0).column(0).compression == "ZSTD"
     days = {p.name for p in lake.glob("runs/day=*")}
@@ -183,7 +184,7 @@ def _fail_after(n: int):  # type: ignore[no-untyped-def]
     calls = {"n": 0}
 
     def replace(src: object, dst: object) -> None:
-        if str(dst).endswith("data_0.parquet"):
+        if str(dst).endswith(".parquet"):
             calls["n"] += 1
             if calls["n"] > n:
                 raise OSError(28, "No space left on device")
@@ -229,7 +230,7 @@ import tracekit.lake.export as export
 real, moved = os.replace, []
 def replace(src, dst):
     real(src, dst)
-    if str(dst).endswith('data_0.parquet'):
+    if str(dst).endswith('.parquet'):
         moved.append(dst)
         if len(moved) == 3:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -283,3 +284,25 @@ def test_export_errors_are_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad" / MANIFEST).write_text("{not json")
     done = cli("fleet", "--lake", str(tmp_path / "bad"), check=False)
     assert done.returncode == 2 and "manifest" in done.stderr
+
+
+def test_percentiles_on_the_command_line_and_a_report_beyond_memory_is_one_line(
+    sim_db: Path, tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    export_lake(sim_db, lake)
+    exact = json.loads(cli("fleet", "--lake", str(lake), "--format", "json").stdout)
+    approx = json.loads(
+        cli("fleet", "--lake", str(lake), "--format", "json", "--percentiles", "approx").stdout
+    )
+    assert [r["agent"] for r in exact["latency"]] != [] and exact["outcomes"] == approx["outcomes"]
+    assert {r["agent"]: r["calls"] for r in exact["latency"]} == {
+        r["agent"]: r["calls"] for r in approx["latency"]
+    }
+    env = {**os.environ, "TRACEKIT_DB_MEMORY": "1MB"}
+    done = subprocess.run(
+        [TRACEKIT, "fleet", "--lake", str(lake)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("Error: the fleet report needs more memory")
+    assert "TRACEKIT_DB_MEMORY" in done.stderr and "--percentiles approx" in done.stderr

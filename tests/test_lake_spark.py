@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _lake_helpers import NOW, classified, hostile_store, report_json, simulated_store
+from _lake_helpers import (
+    NOW,
+    classified,
+    collected_lake,
+    hostile_store,
+    report_json,
+    simulated_store,
+)
 from _otel_helpers import otel_store
 
 from tracekit.errors import StoreError
@@ -155,3 +162,47 @@ def test_an_unreachable_spark_is_one_line(
         and done.stderr.startswith("Error: Spark at ")
         and "Traceback" not in done.stderr
     )
+
+
+@pytest.mark.slow
+def test_three_collectors_lake_on_spark_equals_one_store(
+    spark_remote: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The lake three ``tracekit serve`` exported into while running, read by Spark."""
+    collected = collected_lake(tmp_path_factory.mktemp("collectors"))
+    assert collected["codes"] == [0, 0, 0], collected["errors"]
+    with Store(collected["single"], read_only=True) as store:
+        for since in (None, "2d"):
+            one = report_json(fleet_report(store, since=since, now=NOW, limit=None))
+            spark = fleet_report(
+                lake=collected["lake"], since=since, now=NOW, limit=None,
+                engine="spark", remote=spark_remote,
+            )  # fmt: skip
+            _same(one, report_json(spark), f"since={since}")
+            paged = fleet_report(
+                lake=collected["lake"], since=since, now=NOW, limit=3, offset=2,
+                engine="spark", remote=spark_remote,
+            )  # fmt: skip
+            assert report_json(paged)["degraded"] == one["degraded"][2:5]
+
+
+def test_a_window_prunes_the_day_partitions_on_spark(
+    spark_remote: str, lakes: dict[str, tuple[Path, Path]]
+) -> None:
+    """Spark's plan for the report's windowed query filters the partitions, not only rows."""
+    from datetime import datetime
+
+    from tracekit.fleet import FleetFilter
+    from tracekit.lake.engine import SparkLake, to_spark
+
+    _, lake = lakes["simulated"]
+    flt = FleetFilter(datetime(2026, 11, 21, 6), datetime(2026, 11, 21, 18), partitioned=True)
+    where, params = flt.runs_where()
+    spark = SparkLake(lake, spark_remote)
+    try:
+        sql = to_spark(f"SELECT count(*) FROM runs WHERE {where}", params)
+        plan = str(spark.spark.sql(f"EXPLAIN FORMATTED {sql}").collect()[0][0])
+    finally:
+        spark.close()
+    filters = [line for line in plan.splitlines() if "PartitionFilters" in line]
+    assert filters and all("2026-11-21" in line for line in filters), plan

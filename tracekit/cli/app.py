@@ -745,6 +745,13 @@ _Agent = Annotated[
 ]
 
 
+class Percentiles(enum.StrEnum):
+    """How ``tracekit fleet`` computes latency percentiles."""
+
+    exact = "exact"
+    approx = "approx"
+
+
 class LakeEngine(enum.StrEnum):
     """What reads a lake for ``tracekit fleet --lake``."""
 
@@ -759,14 +766,28 @@ def export_command(
     ],
     db: _FleetDb = None,
     wait: WaitOption = _DEFAULT_WAIT,
+    writer: Annotated[
+        str | None,
+        typer.Option(
+            "--writer",
+            metavar="ID",
+            help="This store's id in a lake many write into (default: HOST-STORENAME).",
+        ),
+    ] = None,
 ) -> None:
-    """Export the store to a Parquet lake (by day and service); again: only what changed."""
+    """Export the store to a Parquet lake (by day and service); again: only what changed.
+
+    Many stores (collectors) can export into one lake, each as its own --writer.
+    """
     from tracekit._util.text import escape
     from tracekit.cli.remote import exported_store
-    from tracekit.lake.export import export_lake
+    from tracekit.lake.export import default_writer, export_lake
+    from tracekit.store.db import default_path
 
+    # The writer id comes from the store's own name, not its snapshot's: one id per store.
+    writer = writer or default_writer(db if db is not None else default_path())
     with exported_store(db) as path:  # a served store: the server's consistent snapshot
-        report = export_lake(path, to, wait=wait)
+        report = export_lake(path, to, wait=wait, writer=writer)
     for line in report.summary().splitlines():  # the folder name is the user's: escaped
         print(escape(line), file=sys.stderr)
 
@@ -799,6 +820,21 @@ def fleet_command(
         str | None,
         typer.Option("--remote", metavar="URL", help="The Spark Connect server: sc://HOST:15002."),
     ] = None,
+    percentiles: Annotated[
+        Percentiles,
+        typer.Option(
+            "--percentiles", help="exact, or approx: bounded memory on a big lake, not exact."
+        ),
+    ] = Percentiles.exact,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", min=0, metavar="N", help="Degraded runs and circles listed (totals kept)."
+        ),
+    ] = 50,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, metavar="N", help="Skip the first N of those lists.")
+    ] = 0,
 ) -> None:
     """Fleet health: outcomes, recursion circles, failure origins, degraded runs, latency, delegations.
 
@@ -817,6 +853,9 @@ def fleet_command(
         lake=lake,
         engine=engine.value,
         remote=remote,
+        percentiles=percentiles.value,
+        limit=limit,
+        offset=offset,
     )
 
 
@@ -833,6 +872,9 @@ def _fleet(
     lake: str | None = None,
     engine: str = "duckdb",
     remote: str | None = None,
+    percentiles: str = "exact",
+    limit: int = 50,
+    offset: int = 0,
 ) -> None:
     """The fleet report, printed: what `tracekit fleet` does, however parsed."""
     from tracekit.cli.fleet import fleet_text
@@ -851,6 +893,9 @@ def _fleet(
         lake=lake,
         engine=engine,
         remote=remote,
+        percentiles=percentiles,
+        limit=limit,
+        offset=offset,
     )
     _print_view(text, [])
     _FAST_EXIT.append(0)  # the store is closed and the output flushed
@@ -921,6 +966,17 @@ def serve_command(
             help="Also answer requests for this Host name (repeatable; loopback always).",
         ),
     ] = None,
+    lake: Annotated[
+        str | None,
+        typer.Option("--lake", metavar="DIR", help="Also export into this lake while serving."),
+    ] = None,
+    export_every: Annotated[
+        str, typer.Option("--export-every", metavar="SPAN", help="With --lake: how often (5m).")
+    ] = "5m",
+    writer: Annotated[
+        str | None,
+        typer.Option("--writer", metavar="ID", help="With --lake: this server's id in the lake."),
+    ] = None,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -937,7 +993,12 @@ def serve_command(
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
     config.allow_hosts = list(allow_host or [])
-    serve(config)
+    options = None
+    if lake is not None:
+        from tracekit.server.lake_export import LakeOptions, every_seconds
+
+        options = LakeOptions(Path(lake), every_seconds(export_every), writer)
+    serve(config, lake=options)
 
 
 def main() -> None:

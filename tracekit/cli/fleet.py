@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tracekit.fleet.report import FleetReport
 
@@ -58,6 +59,9 @@ def fleet_text(
     lake: str | None = None,
     engine: str = "duckdb",
     remote: str | None = None,
+    percentiles: str = "exact",
+    limit: int | None = 50,
+    offset: int = 0,
 ) -> str:
     """Open the store (waiting up to ``wait`` seconds for a writer), or the lake on
     its engine, and return the report as text or JSON; through the server that holds
@@ -72,6 +76,7 @@ def fleet_text(
         width = width or _terminal_width()
         filters = {"since": since, "service": service, "agent": agent}
         return ServerClient(url).fleet(fmt=fmt, width=width, color=color, **filters)
+    page: dict[str, Any] = {"percentiles": percentiles, "limit": limit, "offset": offset}
     if lake is not None:
         report = fleet_report(
             since=since,
@@ -80,10 +85,11 @@ def fleet_text(
             lake=lake,
             engine=engine,  # type: ignore[arg-type]  # the CLI's choice checked it
             remote=remote,
+            **page,
         )
     else:
         with open_for_report(db, wait=wait) as store:
-            report = fleet_report(store, since=since, service=service, agent=agent)
+            report = fleet_report(store, since=since, service=service, agent=agent, **page)
     if fmt == "json":
         return fleet_json(report)
     return render_fleet(report, width=width or _terminal_width(), color=color)

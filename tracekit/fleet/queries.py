@@ -17,7 +17,7 @@ caller and callee after grouping).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -88,12 +88,15 @@ class FleetFilter:
         end: the window closes (exclusive); None for no bound.
         service: only this service.
         agent: only runs that invoked this agent (or calls by or to it).
+        partitioned: the tables have the lake's ``day`` partition key: the window
+            constrains it too, so that files outside the window are never opened.
     """
 
     start: datetime | None = None
     end: datetime | None = None
     service: str | None = None
     agent: str | None = None
+    partitioned: bool = False
 
     @classmethod
     def make(
@@ -116,7 +119,24 @@ class FleetFilter:
         if self.start is None or self.end is None:
             return None
         length = self.end - self.start
-        return FleetFilter(self.start - length, self.start, self.service, self.agent)
+        return replace(self, start=self.start - length, end=self.start)
+
+    def _days(self, p: str) -> tuple[list[str], list[Any]]:
+        """The window on the ``day`` partition key (a row's day is its start's, in UTC).
+
+        The end is inclusive: a window ending at noon needs that day's partition.
+        """
+        if not self.partitioned:
+            return [], []
+        where: list[str] = []
+        params: list[Any] = []
+        if self.start is not None:
+            where.append(f"{p}day >= ?")
+            params.append(self.start.strftime("%Y-%m-%d"))
+        if self.end is not None:
+            where.append(f"{p}day <= ?")
+            params.append(self.end.strftime("%Y-%m-%d"))
+        return where, params
 
     def runs_where(self, alias: str = "") -> tuple[str, list[Any]]:
         """SQL conditions on ``runs`` and their parameters."""
@@ -132,6 +152,9 @@ class FleetFilter:
         if self.service is not None:
             where.append(f"{p}service = ?")
             params.append(self.service)
+        days, day_params = self._days(p)
+        where += days
+        params += day_params
         if self.agent is not None:
             where.append(
                 f"({p}agent = ? OR {p}run_id IN"
@@ -152,12 +175,13 @@ class FleetFilter:
             if value is not None:
                 where.append(f"{alias}.{column} {op} ?")
                 params.append(value)
-        return " AND ".join(where), params
+        days, day_params = self._days(f"{alias}.")
+        return " AND ".join(where + days), params + day_params
 
 
 def _span(flt: FleetFilter, prev: FleetFilter | None) -> tuple[str, list[Any], str, list[Any]]:
     """Conditions for both windows at once, and the expression telling the current one."""
-    both = FleetFilter(prev.start, flt.end, flt.service, flt.agent) if prev else flt
+    both = replace(flt, start=prev.start) if prev else flt
     where, params = both.runs_where()
     if prev is None:
         return where, params, "TRUE", []
@@ -237,10 +261,14 @@ def circle_rows(
     )
 
 
-def degraded_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, limit: int | None = 20) -> Rows:
-    """The newest runs that ended ok while a delegation inside failed (all of them: ``limit=None``)."""
+def degraded_rows(
+    con: duckdb.DuckDBPyConnection, flt: FleetFilter, limit: int | None = 20, offset: int = 0
+) -> Rows:
+    """The newest runs that ended ok while a delegation inside failed, ``limit`` from ``offset``
+    (all of them: ``limit=None``)."""
     where, params = flt.runs_where()
     cap = "" if limit is None else f"LIMIT {int(limit)}"
+    cap += f" OFFSET {int(offset)}" if offset else ""
     return fetch(
         con,
         f"""

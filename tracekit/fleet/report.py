@@ -33,15 +33,17 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, cast
 
 import duckdb
 
+from tracekit.errors import StoreError
 from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet.frames import to_frame
+from tracekit.fleet.memory import within_memory
 from tracekit.fleet.queries import (
     FleetFilter,
     Rows,
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
 __all__ = [
+    "DEFAULT_LIMIT",
     "FleetFilter",
     "FleetReport",
     "agent_latency",
@@ -268,6 +271,9 @@ def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
     return frame
 
 
+#: Rows of each list of runs (or circles) a report holds unless asked for more.
+DEFAULT_LIMIT: Final = 50
+
 _TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges", "tokens")
 
 
@@ -291,6 +297,10 @@ class FleetReport:
     previous_runs: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     sessions: dict[str, int] = field(default_factory=dict)
+    #: Each capped list's full length (``degraded``, ``circles``): the rows held are a page of it.
+    totals: dict[str, int] = field(default_factory=dict)
+    #: The page the capped lists hold: ``limit`` rows (None: all) from ``offset``.
+    page: dict[str, int | None] = field(default_factory=lambda: {"limit": None, "offset": 0})
     _frames: dict[str, pd.DataFrame] = field(default_factory=dict, repr=False, compare=False)
 
     def frame(self, name: str) -> pd.DataFrame:
@@ -323,7 +333,7 @@ class FleetReport:
 
     @property
     def degraded(self) -> pd.DataFrame:
-        """Every degraded run, newest first."""
+        """The degraded runs, newest first (a page of ``totals["degraded"]``)."""
         return self.frame("degraded")
 
     @property
@@ -360,6 +370,8 @@ class FleetReport:
             "previous_runs": self.previous_runs,
             "incomplete": self.incomplete,
             "sessions": self.sessions,
+            "totals": self.totals,
+            "page": self.page,
             **{
                 name: [
                     {k: _plain(v) for k, v in row.items()} for row in self.tables[name].records()
@@ -393,6 +405,8 @@ def fleet_report(
     engine: Engine = "duckdb",
     remote: str | None = None,
     percentiles: Percentiles = "exact",
+    limit: int | None = DEFAULT_LIMIT,
+    offset: int = 0,
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
@@ -409,50 +423,71 @@ def fleet_report(
         remote: the Spark Connect address, ``sc://HOST:15002``.
         percentiles: ``"exact"`` (on every engine) or ``"approx"`` (each
             engine's own sketch: faster on a large lake, not equal across engines).
+        limit: rows of each list of runs or circles (degraded runs, circles)
+            the report holds; their full counts are in ``totals``. None: all.
+        offset: where the page of those lists starts (newest degraded run: 0).
 
     Raises:
         StoreError: no run has ``service`` or ``agent`` (the error lists the known ones).
         LakeError: no lake there, or the Spark server cannot be reached.
+        TracekitError: a query needs more memory than ``TRACEKIT_DB_MEMORY``
+            allows (the message says what to change).
     """
+    page = _Page(limit, offset)
     if lake is not None:
         from tracekit.lake.engine import open_lake
 
         with open_lake(lake, engine=engine, remote=remote) as con:
             # The Spark engine answers execute/description/fetchall as DuckDB does.
-            return _report(
-                cast(duckdb.DuckDBPyConnection, con),
-                "fleet_calls",
-                since,
-                service,
-                agent,
-                now,
-                percentiles,
-            )
+            flt = FleetFilter.make(since, service, agent, now=now)
+            flt = replace(flt, partitioned=True)  # the lake prunes its day partitions
+            spark = not isinstance(con, duckdb.DuckDBPyConnection)
+            with within_memory(percentiles, engine="spark" if spark else "duckdb"):
+                return _report(
+                    cast(duckdb.DuckDBPyConnection, con), "fleet_calls", flt, now, percentiles, page
+                )
     if store is None:
         raise TypeError("fleet_report() needs a store or a lake")
     con, source = _source(store)
-    return _report(con, source, since, service, agent, now, percentiles)
+    flt = FleetFilter.make(since, service, agent, now=now)
+    with within_memory(percentiles):
+        return _report(con, source, flt, now, percentiles, page)
+
+
+@dataclass(frozen=True, slots=True)
+class _Page:
+    limit: int | None
+    offset: int
+
+    def __post_init__(self) -> None:
+        if (self.limit is not None and self.limit < 0) or self.offset < 0:
+            raise StoreError(
+                f"limit {self.limit} and offset {self.offset}: neither may be negative"
+            )
+
+    def cut(self, rows: Rows) -> Rows:
+        end = None if self.limit is None else self.offset + self.limit
+        return Rows(rows.columns, rows.types, rows.rows[self.offset : end])
 
 
 def _report(
     con: duckdb.DuckDBPyConnection,
     source: str,
-    since: str | datetime | None,
-    service: str | None,
-    agent: str | None,
+    flt: FleetFilter,
     now: datetime | None,
     percentiles: Percentiles,
+    page: _Page,
 ) -> FleetReport:
-    check_names(con, service=service, agent=agent)
-    flt = FleetFilter.make(since, service, agent, now=now)
+    check_names(con, service=flt.service, agent=flt.agent)
     prev = flt.previous()
     groups = run_groups(con, flt, prev, _running_since(now))
     edges = edge_rows(con, flt, source)
+    circles = circles_table(circle_rows(con, flt, prev), compare=prev is not None)
     tables = {
         "outcomes": outcomes_table(groups, compare=prev is not None),
-        "circles": circles_table(circle_rows(con, flt, prev), compare=prev is not None),
+        "circles": page.cut(circles),
         "failures": failures_table(groups, edges),
-        "degraded": degraded_rows(con, flt, None),  # every one: the text shows the newest
+        "degraded": degraded_rows(con, flt, page.limit, page.offset),
         "latency": latency_rows(con, flt, source, approx=percentiles == "approx"),
         "edges": edges_table(edges, flt.agent),
         "tokens": token_rows(con, flt, source),
@@ -464,4 +499,6 @@ def _report(
         tables=tables,
         previous_runs=sum(outcome_counts(groups, False).values()) if prev else None,
         sessions=session_counts(con, flt),
+        totals={"degraded": outcome_counts(groups).get("degraded", 0), "circles": len(circles)},
+        page={"limit": page.limit, "offset": page.offset},
     )

@@ -96,11 +96,16 @@ def _table(
     rows: Rows,
     cells: Callable[[dict[str, Any]], Sequence[Text]],
     empty: str,
+    total: int | None = None,
 ) -> Table | Text:
+    """A table of the first rows; ``total``: the list's full length when ``rows`` is a page."""
     if not rows:
         return Text(f"{title}: {empty}", style="dim")
     more = len(rows) - _ROWS
     caption = f"{more} more: --format json lists them all" if more > 0 else None
+    if total is not None and total > len(rows):
+        shown = min(len(rows), _ROWS)
+        caption = f"{shown:,} of {total:,} shown: --limit and --offset page through them"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for column in columns:
         table.add_column(
@@ -182,6 +187,7 @@ def _circles(report: FleetReport) -> Table | Text:
         report.tables["circles"],
         cells,
         "none seen",
+        report.totals.get("circles"),
     )
 
 
@@ -222,6 +228,7 @@ def _degraded(report: FleetReport) -> Table | Text:
         report.tables["degraded"],
         cells,
         "none",
+        report.totals.get("degraded"),
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from datetime import date, datetime
@@ -48,6 +49,7 @@ __all__ = [
     "duckdb_lake",
     "lake_tables",
     "literal",
+    "mixed_tables",
     "open_lake",
     "to_spark",
 ]
@@ -68,26 +70,48 @@ _DUCK_TYPES: Final = {
 }
 
 
+def mixed_tables(lake: PathLike) -> set[str]:
+    """The tables whose writers hold different columns (a reader then matches them by name).
+
+    Matching by name reads every file's footer when the view is made, so it is
+    done only where needed: otherwise a window opens only the files it needs.
+    """
+    from tracekit.lake.export import writer_manifests
+
+    seen: dict[str, list[Any]] = {}
+    mixed = set()
+    for manifest in writer_manifests(lake).values():
+        for name, entry in manifest["tables"].items():
+            if seen.setdefault(name, entry["columns"]) != entry["columns"]:
+                mixed.add(name)
+    return mixed
+
+
 def lake_tables(lake: PathLike) -> dict[str, list[tuple[str, str]]]:
-    """Each table the lake holds and its columns (name, DuckDB type) from the manifest.
+    """Each table the lake holds and its columns (name, DuckDB type), over every writer.
+
+    Writers of different versions may hold different columns: the union is
+    read, a column a writer lacks being NULL in its rows.
 
     Raises:
         LakeError: no lake at ``lake`` (no manifest: nothing was exported there).
     """
-    from tracekit.lake.export import read_manifest
+    from tracekit.lake.export import writer_manifests
 
-    root = Path(lake)
-    if not (root / "_tracekit_lake.json").exists():
-        raise LakeError(
-            f"{root}: no lake here", hint="Export one with: tracekit export --db FILE --to DIR"
-        )
-    tables = read_manifest(root)["tables"]
-    out: dict[str, list[tuple[str, str]]] = {}
-    for name, entry in tables.items():
-        columns = [(str(n), "VARCHAR" if k == "JSON" else str(k)) for n, k in entry["columns"]]
-        columns = [c for c in columns if c[0] != "service"]
-        out[name] = [*columns, ("day", "VARCHAR"), ("service", "VARCHAR")]
-    return out
+    merged: dict[str, dict[str, str]] = {}
+    for manifest in writer_manifests(lake).values():
+        for name, entry in manifest["tables"].items():
+            table = merged.setdefault(name, {})
+            for column, kind in entry["columns"]:
+                table.setdefault(str(column), "VARCHAR" if kind == "JSON" else str(kind))
+    return {
+        name: [
+            *[(c, k) for c, k in columns.items() if c not in ("day", "service")],
+            ("day", "VARCHAR"),
+            ("service", "VARCHAR"),
+        ]
+        for name, columns in merged.items()
+    }
 
 
 def _empty_select(columns: list[tuple[str, str]]) -> str:
@@ -114,17 +138,33 @@ def duckdb_lake(lake: PathLike, *, memory_limit: str | None = None) -> duckdb.Du
     )
     con.execute("SET enable_progress_bar = false")
     con.execute("SET TimeZone = 'UTC'")
+    # Spill beyond the memory limit to the system's temporary folder, not to ./.tmp.
+    spill = os.path.join(tempfile.gettempdir(), f"tracekit-duckdb-{os.getpid()}")
+    con.execute(f"SET temp_directory = '{spill.replace(chr(39), chr(39) * 2)}'")
+    try:
+        _views(con, lake, tables, mixed_tables(lake))
+    except duckdb.Error as exc:
+        con.close()
+        raise LakeError(f"{lake}: cannot read the lake ({str(exc).splitlines()[0]})") from None
+    return con
+
+
+def _views(
+    con: duckdb.DuckDBPyConnection,
+    lake: PathLike,
+    tables: dict[str, list[tuple[str, str]]],
+    mixed: set[str],
+) -> None:
     for name, columns in tables.items():
-        files = sorted((Path(lake) / name).glob("*/*/*.parquet"))
-        if not files:
+        if next((Path(lake) / name).glob("*/*/*.parquet"), None) is None:
             con.execute(f"CREATE VIEW {name} AS {_empty_select(columns)}")
             continue
         glob = str(Path(lake) / name / "*" / "*" / "*.parquet").replace("'", "''")
         con.execute(
             f"""CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}',
-                hive_partitioning = true, hive_types = {{'day': VARCHAR, 'service': VARCHAR}})"""
+                hive_partitioning = true, union_by_name = {name in mixed},
+                hive_types = {{'day': VARCHAR, 'service': VARCHAR}})"""
         )
-    return con
 
 
 def literal(value: Any) -> str:
@@ -283,6 +323,7 @@ class SparkLake:
         # The server resolves a relative path against its own folder: give it ours.
         self.lake = str(lake) if "://" in str(lake) else os.path.abspath(lake)
         tables = lake_tables(lake) if check else {}
+        self._mixed = mixed_tables(lake) if check else set()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
@@ -302,10 +343,12 @@ class SparkLake:
 
     def _view(self, name: str, columns: list[tuple[str, str]]) -> None:
         folder = os.path.join(self.lake, name)
-        if not sorted(Path(folder).glob("*/*/*.parquet")):
+        if next(Path(folder).glob("*/*/*.parquet"), None) is None:
             frame = self.spark.sql(to_spark(_empty_select(columns)))
         else:
-            frame = self.spark.read.option("basePath", folder).parquet(folder)
+            reader = self.spark.read.option("basePath", folder)
+            reader = reader.option("mergeSchema", str(name in self._mixed).lower())
+            frame = reader.parquet(folder)
         frame.createOrReplaceTempView(name)
 
     def view(self, name: str, sql: str, params: Sequence[Any] | None = None) -> None:

@@ -1,11 +1,14 @@
 """Where a lake keeps each table: the folders, the partition keys and their escaping.
 
 A lake is a folder: one sub-folder a table, Hive-partitioned by ``day`` and
-``service``, one Parquet file a partition, and a manifest beside them
-(``docs/lake.md``)::
+``service``, one Parquet file a partition for each writer (a store, a
+``tracekit serve``) named by the writer's id, the lake's mark and one manifest
+a writer beside them (``docs/lake.md``)::
 
-    lake/runs/day=2026-12-01/service=billing/data_0.parquet
+    lake/runs/day=2026-12-01/service=billing/collector-a.parquet
+    lake/runs/day=2026-12-01/service=billing/collector-b.parquet
     lake/_tracekit_lake.json
+    lake/_writers/collector-a.json
 
 A partition value is written as Spark writes it (Hive's escaping: ``%XX`` for
 ``/``, ``=``, ``%``, control characters and a few more; every other character,
@@ -26,19 +29,26 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from tracekit.errors import LakeError
+
 __all__ = [
     "DEFAULT_PARTITION",
     "MANIFEST",
     "PARTITION_KEYS",
     "STAGING",
     "TABLES",
+    "WRITERS",
     "TableLayout",
     "escape",
     "partition_path",
     "unescape",
+    "writer_name",
 ]
 
 MANIFEST: Final = "_tracekit_lake.json"
+#: One manifest a writer (``<writer>.json``), its lock and nothing else: writers
+#: never write the same file, so many export into one lake at once.
+WRITERS: Final = "_writers"
 #: Where an export writes before it moves each partition into place. Spark and
 #: Hive skip folders whose names start with ``_``; the readers glob table folders only.
 STAGING: Final = "_staging"
@@ -122,6 +132,22 @@ def unescape(name: str) -> str | None:
     if name == DEFAULT_PARTITION:
         return None
     return _HEX.sub(lambda m: chr(int(m.group(1), 16)), name)
+
+
+_WRITER_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def writer_name(name: str) -> str:
+    """A writer id as a file name: letters, digits, ``_ . -`` (others become ``-``).
+
+    Example:
+        >>> writer_name("host 1/fleet")
+        'host-1-fleet'
+    """
+    safe = _WRITER_UNSAFE.sub("-", name).strip(".-")[:100]
+    if not safe:
+        raise LakeError(f"writer id '{name}' has no letter or digit", hint="Give --writer NAME.")
+    return safe
 
 
 def partition_path(table: str, day: str | None, service: str | None) -> str:

@@ -58,6 +58,8 @@ class Collector:
         self._started = False
         #: Called first when stopping (the gRPC server: its requests end before the spool).
         self.before_stop: list[Callable[[], object]] = []
+        #: Called once everything acknowledged is loaded, before the store closes (the lake export).
+        self.before_close: list[Callable[[], object]] = []
         self.busy_answers = 0  # 429 and 503 answered (overload, never a silent drop)
         self._stopped = False
         # Delivery and a reopen exclude each other: the new loader replays the
@@ -127,6 +129,8 @@ class Collector:
             self.recovery.stop()
             self.spool.stop()
             self.loader.stop()
+        for hook in self.before_close:
+            hook()
         with contextlib.suppress(duckdb.Error):
             self._reads.close()
         try:

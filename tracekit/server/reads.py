@@ -182,7 +182,9 @@ def _fleet(request: Request) -> Callable[[Store], Response]:
     from tracekit.fleet.text import render_fleet
 
     def work(store: Store) -> Response:
-        report = fleet_report(store, **_filters(request))
+        limit = _int(request, "limit", 50, _MAX_RUNS)  # lists paged: ?limit=N&offset=N
+        offset = _int(request, "offset", 0, 1 << 40)
+        report = fleet_report(store, **_filters(request), limit=limit, offset=offset)
         if request.query_params.get("format") == "text":
             width = _int(request, "width", 120, 1000)
             color = request.query_params.get("color") in ("1", "true", "yes")

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from tracekit.server.app import create_app
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError, sidecar_path, write_sidecar
+from tracekit.server.lake_export import LakeExporter, LakeOptions
 from tracekit.server.protocol import protocol_class
 from tracekit.server.reads import read_routes
 from tracekit.server.store_api import store_routes
@@ -27,8 +28,11 @@ __all__ = ["serve"]
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def serve(config: ServeConfig) -> None:
+def serve(config: ServeConfig, *, lake: LakeOptions | None = None) -> None:
     """Run the server until SIGTERM or SIGINT (Ctrl-C); return once stopped cleanly.
+
+    With ``lake``, also export the store into that lake every ``lake.every``
+    seconds, and once more when stopping (:mod:`tracekit.server.lake_export`).
 
     Raises:
         ServeError: a non-loopback address without a token, or the port is taken.
@@ -49,6 +53,13 @@ def serve(config: ServeConfig) -> None:
             grpc_server, grpc_port = start_grpc(running, config)
             running.before_stop.append(lambda: grpc_server.stop(grace=5).wait())
             print(f"tracekit serve: OTLP/gRPC on port {grpc_port}", file=sys.stderr)
+        if lake is not None:
+            exporter = LakeExporter(running, lake)
+            exporter.start()
+            running.before_close.append(exporter.stop)
+            print(
+                f"tracekit serve: exporting to {lake.lake} every {lake.every:g} s", file=sys.stderr
+            )
         write_sidecar(running.store.path, url, token_required=bool(config.token))
         print(f"tracekit serve: listening on {url} (store {running.store.path})", file=sys.stderr)
 
