@@ -33,21 +33,21 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from tracekit.dashboards.page import (
-    _CSS,
-    _cards,
-    _circles,
-    _degraded,
-    _failures,
-    _nothing_here,
-    _version,
-    _window,
-    _worst,
-    fleet_figures,
-)
+from tracekit.dashboards.page import fleet_figures
 from tracekit.dashboards.queries import circle_examples, store_span
 from tracekit.dashboards.run_figures import timeline_figure
-from tracekit.dashboards.runs import _json_for_script
+from tracekit.dashboards.sections import (
+    CSS,
+    cards,
+    circles_table,
+    degraded_table,
+    failures_table,
+    nothing_here,
+    script_json,
+    version_text,
+    window_text,
+    worst_table,
+)
 from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.fleet import fleet_report, worst_runs
 from tracekit.tree.html import tree_to_html
@@ -147,7 +147,7 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>Fleet health (live) · tracekit</title><style>{_CSS}{_LIVE_CSS}</style>
+<title>Fleet health (live) · tracekit</title><style>{CSS}{_LIVE_CSS}</style>
 <script src="/static/plotly.min.js"></script></head>
 <body>
 <header><h1>Fleet health <span class="badge">LIVE</span></h1><p id="window">loading…</p>
@@ -160,7 +160,7 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
 <span id="status"></span>
 </form></header>
 <main id="content"><p class="empty">loading…</p></main>
-<footer>tracekit {html.escape(_version())} · refreshed every {refresh_ms / 1000:g} s</footer>
+<footer>tracekit {version_text()} · refreshed every {refresh_ms / 1000:g} s</footer>
 <script>{SCRIPT}</script>
 <script>{script}</script>
 </body></html>
@@ -185,9 +185,9 @@ def live_content(
         StoreError: an unknown service or agent (the message lists the known ones).
     """
     report = fleet_report(store, since=since, service=service, agent=agent)
-    window = html.unescape(_window(report))
+    window = html.unescape(window_text(report))
     if not report.runs:
-        body = _nothing_here(store_span(store))
+        body = nothing_here(store_span(store))
         return {"version": version, "window": window, "html": body, "figures": []}
     figures = [json.loads(fig.to_json()) for fig in fleet_figures(store, report)]
     examples = circle_examples(store, report.filter)
@@ -218,21 +218,21 @@ def _live_body(
     outcome: str | None,
 ) -> str:
     which = f"outcome {cell_text(outcome)}" if outcome else "every outcome"
-    return f"""{_cards(report)}
+    return f"""{cards(report)}
 <section>{_fig(0)}</section>
 <section><h2>Recursion circles</h2>
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
-{_circles(report, examples, links)}
+{circles_table(report, examples, links)}
 <div class="graph">{_fig(1)}</div></section>
 <div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
-{_failures(report)}</section>
+{failures_table(report)}</section>
 <section><h2>Degraded runs</h2>
 <p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.</p>
-{_degraded(report.degraded, links)}</section>
+{degraded_table(report.degraded, links)}</section>
 <section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls.</p>
-{_worst(worst, links)}</section>
+{worst_table(worst, links)}</section>
 <section><h2>Recent runs</h2><p class="note">The newest {_RECENT_RUNS} runs of {which}; a run id opens its page.</p>
 {_recent(recent, links)}</section>"""
 
@@ -256,12 +256,12 @@ def run_page(store: Any, run_id: str) -> str:
     """
     tree = store.tree(run_id)  # raises RunNotFoundError first
     fig = timeline_figure(store.invocations(run_id))
-    spec = _json_for_script(fig.to_json())
+    spec = script_json(fig.to_json())
     name = cell_text(run_id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>run {name} · tracekit</title><style>{_CSS}</style>
+<title>run {name} · tracekit</title><style>{CSS}</style>
 <script src="/static/plotly.min.js"></script></head>
 <body>
 <header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
@@ -270,7 +270,7 @@ def run_page(store: Any, run_id: str) -> str:
 <section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
 <section><h2>Timeline</h2><div id="timeline"></div></section>
 </main>
-<footer>tracekit {html.escape(_version())}</footer>
+<footer>tracekit {version_text()}</footer>
 <script type="application/json" id="spec">{spec}</script>
 <script>var f=JSON.parse(document.getElementById('spec').textContent);
 Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}});</script>

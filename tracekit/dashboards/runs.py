@@ -1,10 +1,12 @@
 """The runs a page lists, embedded: each one's tree (collapsed) and timeline, under an anchor.
 
 A run id in a table links to ``#run-N``; following it opens that run's
-``<details>``, and the page's script draws its timeline then (the figure's
-data waits in a JSON block, so a page with many runs opens fast). A big
-store lists many runs: at most ``limit`` are embedded, and the section says
-how many were left out and how to see any of them.
+``<details>``, and the page's script draws its timeline then, from plain
+JSON (:func:`~tracekit.dashboards.run_figures.timeline_spec`: no figure
+object is built for a run nobody opens). Each summary line says what the
+run is: its outcome and why (the circle, or the agent and code its failure
+began with). A big store lists many runs: at most ``limit`` are embedded,
+and the section says how many were left out and how to see any of them.
 
 Example:
     >>> from tracekit.store import Store
@@ -18,10 +20,13 @@ Example:
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable
 from typing import Any, Final
 
-from tracekit.dashboards.run_figures import timeline_figure
+from tracekit._util.theme import NEUTRAL, OUTCOME_COLORS
+from tracekit.dashboards.run_figures import timeline_spec
+from tracekit.dashboards.sections import script_json
 from tracekit.dashboards.tables import cell_text
 from tracekit.errors import TracekitError
 from tracekit.tree.html import tree_to_html
@@ -34,26 +39,45 @@ _MAX_STEPS: Final = 400  # steps of one embedded tree: the page stays light
 # Past this many invocations a run's timeline is not drawn (a bar each would
 # freeze the page); its tree is folded and built on click past _MAX_STEPS.
 _MAX_TIMELINE: Final = 5000
+_SUMMARY_SQL: Final = """
+SELECT run_id, outcome, service, agent, invocations, circle, origin_agent, origin_code
+FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+"""
 
 
-def _json_for_script(text: str) -> str:
-    """JSON that cannot close its ``<script>`` or open a comment: no raw ``<``, ``>``, ``&``."""
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+def _why(circle: Any, agent: Any, code: Any) -> str:
+    """Why a run failed, in a few words: its circle, or where its failure began."""
+    if isinstance(circle, str):
+        return f'circle <span class="circle">{cell_text(circle)}</span>'
+    if isinstance(agent, str):
+        return f"began in <code>{cell_text(agent)}</code> {cell_text(code)}"
+    return ""
 
 
-def _one_run(store: Any, run_id: str, anchor: str) -> str:
+def _summary(run_id: str, row: tuple[Any, ...] | None) -> str:
+    """The run's one line: id, outcome (in its colour), why, service and entry agent."""
+    if row is None:  # a child run: its root tells the story
+        return f"run <code>{cell_text(run_id)}</code> · child run"
+    outcome, service, agent, _, circle, origin, code = row[1:]
+    colour = OUTCOME_COLORS.get(str(outcome), NEUTRAL)
+    why = _why(circle, origin, code)
+    parts = [
+        f"run <code>{cell_text(run_id)}</code>",
+        f'<b style="color:{html.escape(colour)}">{cell_text(outcome)}</b>',
+        *([why] if why else []),
+        f'<span class="where">{cell_text(service)} · {cell_text(agent)}</span>',
+    ]
+    return " · ".join(parts)
+
+
+def _one_run(store: Any, run_id: str, anchor: str, row: tuple[Any, ...] | None) -> str:
     """A collapsed ``<details>`` holding the run's tree and its timeline's data."""
-    head = f"run <code>{cell_text(run_id)}</code>"
-    row = store.con.execute(
-        "SELECT outcome, service, agent, invocations FROM runs WHERE run_id = ?", [run_id]
-    ).fetchone() or (None, None, None, 0)
     try:
-        body = _run_body(store, run_id, int(row[3] or 0))
+        body = _run_body(store, run_id, int(row[4] or 0) if row else 0)
     except TracekitError as exc:
         body = f'<p class="empty">tree unavailable: {html.escape(str(exc))}</p>'
-    what = " · ".join(cell_text(v) for v in row[:3])
     return (
-        f'<details class="tk-run" id="{anchor}"><summary>{head} · {what}</summary>'
+        f'<details class="tk-run" id="{anchor}"><summary>{_summary(run_id, row)}</summary>'
         f'<div class="run-body">{body}</div></details>'
     )
 
@@ -66,10 +90,10 @@ def _run_body(store: Any, run_id: str, invocations: int) -> str:
             f'{tree}<p class="note">No timeline: {invocations:,} invocations are too many'
             " bars for one page.</p>"
         )
-    fig = timeline_figure(store.invocations(run_id))
-    fig.update_layout(height=min(int(fig.layout.height or 300), 900))
-    spec = f'<script type="application/json" class="tk-spec">{_json_for_script(fig.to_json())}</script>'
-    return f'{tree}<div class="timeline"></div>{spec}'
+    spec = timeline_spec(store.invocations(run_id))
+    spec["layout"]["height"] = min(int(spec["layout"]["height"]), 900)
+    text = script_json(json.dumps(spec, allow_nan=False, separators=(",", ":")))
+    return f'{tree}<div class="timeline"></div><script type="application/json" class="tk-spec">{text}</script>'
 
 
 def embedded_runs(
@@ -94,5 +118,6 @@ def embedded_runs(
             " (worst runs, circle examples, then the newest degraded runs); the others are"
             " plain ids in the tables: <code>tracekit tree RUN --db FILE</code> draws any run."
         )
-    parts = [_one_run(store, run_id, links[run_id]) for run_id in kept]
+    rows = {r[0]: r for r in store.con.execute(_SUMMARY_SQL, [kept]).fetchall()}
+    parts = [_one_run(store, r, links[r], rows.get(r)) for r in kept]
     return f'<p class="note embed">{note}</p>{"".join(parts)}', links
