@@ -85,6 +85,10 @@ pre{margin:0;padding:10px 14px;background:#f6f8fa;border-top:1px solid #d0d7de;o
 a.run{color:#0969da;text-decoration:none}
 a.run:hover{text-decoration:underline}
 .run-body{padding:8px 14px;border-top:1px solid #d0d7de}
+summary .where{color:#59636e;font-weight:400}
+.tk-calls-tree{list-style:none;margin:0 0 8px;padding:0;
+  font:13px/1.55 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.tk-calls-tree .tk-status{color:#fff;border-radius:3px;padding:0 .35em}
 .nothing p{margin:6px 0 0}
 footer{color:#59636e;text-align:center;font-size:12px;padding:12px}
 """
