@@ -52,7 +52,15 @@ from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.fleet import fleet_report, worst_runs
 from tracekit.tree.html import tree_to_html
 
-__all__ = ["OUTCOME_FILTERS", "live_content", "live_shell", "plotly_js", "run_href", "run_page"]
+__all__ = [
+    "OUTCOME_FILTERS",
+    "TYPING_MS",
+    "live_content",
+    "live_shell",
+    "plotly_js",
+    "run_href",
+    "run_page",
+]
 
 #: The outcomes the page's outcome filter offers (``failed`` is every failed:*).
 OUTCOME_FILTERS: Final = (
@@ -73,17 +81,23 @@ form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:10p
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#59636e}
 form.filters input,form.filters select{font:inherit;padding:3px 6px;min-width:9em}
 #status{font-size:12px;color:#59636e;margin-left:auto}
-#status.error{color:#cf222e}
+#notice{margin:10px 0 0;padding:8px 12px;border:1px solid #d4a72c;border-radius:6px;background:#fff8c5;color:#1f2328}
+#notice[hidden]{display:none}
+main.stale{opacity:.35;filter:grayscale(1);pointer-events:none;user-select:none}
 .tk-fig{min-height:120px}
 """
 
+# The filters' typing is debounced (one request once typing pauses); an error the
+# server explains (an unknown service, say) is shown as its sentence and hint beside
+# the filters, and the numbers below are greyed: they are not those of the filters.
 _LIVE_SCRIPT: Final = """
 (function(){
 var form=document.getElementById('filters'), box=document.getElementById('content'),
-    status=document.getElementById('status'), version='', timer=null;
+    status=document.getElementById('status'), notice=document.getElementById('notice'),
+    version='', typing=null, asked=0;
 function query(){
   var q=new URLSearchParams();
-  [].forEach.call(form.elements,function(el){if(el.name&&el.value)q.set(el.name,el.value);});
+  [].forEach.call(form.elements,function(el){if(el.name&&el.value.trim())q.set(el.name,el.value.trim());});
   return q;
 }
 function draw(data){
@@ -95,27 +109,46 @@ function draw(data){
   });
   if(window.tkSetup)window.tkSetup(box);
 }
+function fine(){notice.hidden=true;notice.textContent='';box.classList.remove('stale');}
+function trouble(text){
+  notice.textContent=text;notice.hidden=false;box.classList.add('stale');
+  status.textContent='';
+}
 function refresh(force){
-  var q=query(); if(!force&&version)q.set('version',version);
+  var q=query(), mine=++asked; if(!force&&version)q.set('version',version);
   fetch('/api/live?'+q.toString(),{headers:{'Accept':'application/json'}})
-    .then(function(r){if(!r.ok)return r.text().then(function(t){throw new Error(t||r.status);});return r.json();})
+    .then(function(r){
+      if(r.ok)return r.json();
+      return r.json().catch(function(){return {error:'the server answered '+r.status};})
+        .then(function(b){throw {said:b};});
+    })
     .then(function(data){
-      status.className='';
+      if(mine!==asked)return;
+      fine();
       status.textContent='updated '+new Date().toLocaleTimeString();
       if(data.unchanged)return;
       version=data.version; draw(data);
     })
-    .catch(function(e){status.className='error';status.textContent='cannot refresh: '+e.message;});
+    .catch(function(e){
+      if(mine!==asked)return;
+      if(e&&e.said){var b=e.said, text=String(b.error||'the page cannot be drawn');
+        trouble(text.charAt(0).toUpperCase()+text.slice(1)+'.'+(b.hint?' '+b.hint:''));}
+      else{trouble('Cannot reach the server: the numbers below are from '+(status.textContent||'before')+'.');}
+    });
 }
-function restart(){version='';history.replaceState(null,'','?'+query().toString());refresh(true);}
+function restart(){clearTimeout(typing);version='';history.replaceState(null,'','?'+query().toString());refresh(true);}
 var params=new URLSearchParams(location.search);
 [].forEach.call(form.elements,function(el){if(el.name&&params.get(el.name))el.value=params.get(el.name);});
-form.addEventListener('change',restart);
+form.addEventListener('input',function(e){
+  if(e.target.tagName!=='INPUT')return;clearTimeout(typing);typing=setTimeout(restart,TYPING_MS);});
+form.addEventListener('change',function(e){if(e.target.tagName==='SELECT')restart();});
 form.addEventListener('submit',function(e){e.preventDefault();restart();});
 refresh(true);
-timer=setInterval(function(){refresh(false);},REFRESH_MS);
+setInterval(function(){refresh(false);},REFRESH_MS);
 })();
 """
+#: How long typing in a filter box pauses before the page asks the server.
+TYPING_MS: Final = 400
 
 
 def run_href(run_id: str) -> str:
@@ -143,7 +176,9 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
         refresh_ms: how often the page asks the server whether the store changed.
     """
     outcomes = "".join(f'<option value="{o}">{o}</option>' for o in OUTCOME_FILTERS)
-    script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms)))
+    script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms))).replace(
+        "TYPING_MS", str(TYPING_MS)
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
@@ -158,7 +193,7 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
 <label>agent<input name="agent" placeholder="any"></label>
 <label>outcome (runs list)<select name="outcome"><option value="">any</option>{outcomes}</select></label>
 <span id="status"></span>
-</form></header>
+</form><p id="notice" role="alert" hidden></p></header>
 <main id="content"><p class="empty">loading…</p></main>
 <footer>tracekit {version_text()} · refreshed every {refresh_ms / 1000:g} s</footer>
 <script>{SCRIPT}</script>
