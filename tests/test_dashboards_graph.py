@@ -1,6 +1,6 @@
 """The delegation graph's layout: Graphviz places it, every agent and name inside the page at
 1280 and 1920 px, each name in its own box, measured by a real browser on the demo fleet and on
-a 200-agent fleet."""
+a 200-agent fleet (and the demo's cards, one row)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from test_dashboard import CHROMIUM, FLAGS
 
 from tracekit.dashboards.graph import GRAPH_WIDTH, delegation_graph
-from tracekit.dashboards.graph_layout import layout
+from tracekit.dashboards.graph_layout import Box, layout
 from tracekit.dashboards.page import write_dashboard
 from tracekit.dashboards.sections import CSS
 from tracekit.simulation.simulator import simulate
@@ -62,14 +62,15 @@ def test_layout_packs_groups_to_the_width_and_boxes_never_meet() -> None:
             assert apart, (a, b)
 
 
+def _near(box: Box, point: tuple[float, float]) -> bool:
+    return abs(point[0] - box.x) <= box.w / 2 + 2 and abs(point[1] - box.y) <= box.h / 2 + 2
+
+
 def test_every_edge_runs_from_its_caller_to_its_callee() -> None:
     placed = layout([("desk", "billing"), ("billing", "refunds"), ("refunds", "desk")], width=900)
+    assert len(placed.edges) == 3
     for (a, b), line in placed.edges.items():
-        start, end = placed.boxes[a], placed.boxes[b]
-        near = lambda box, p: (
-            abs(p[0] - box.x) <= box.w / 2 + 2 and abs(p[1] - box.y) <= box.h / 2 + 2
-        )  # noqa: E731
-        assert near(start, line[0]) and near(end, line[-1]), (a, b)
+        assert _near(placed.boxes[a], line[0]) and _near(placed.boxes[b], line[-1]), (a, b)
 
 
 def test_a_plural_for_the_names_left_out() -> None:
@@ -145,11 +146,14 @@ def test_browser_every_agent_and_name_in_view(
             view.goto(pages[fleet].as_uri())
             view.wait_for_selector(".tracetk-labels text")
             seen = view.evaluate(_MEASURE)
+            tops = view.evaluate("[...document.querySelectorAll('.card')].map(c => c.offsetTop)")
         finally:
             browser.close()
     agents = 200 if fleet == "big" else 15
     assert errors == [] and seen["labels"] == seen["boxes"] >= agents
     assert seen["bad"] == [] and not seen["scrolls"], seen["bad"][:10]
+    if fleet == "demo":  # the runs card and the seven outcomes: one row, none left alone
+        assert len(tops) == 8 and len(set(tops)) == 1, tops
 
 
 def test_the_graph_fits_a_section_at_1280_px() -> None:

@@ -95,11 +95,17 @@ def _calls_json(calls: list[Any]) -> str:
     index = {c[1]: n for n, c in enumerate(calls)}
     rows = [
         [index.get(parent, -1), escape(str(agent)), None if node is None else escape(str(node)),
-         kind, status, start, end, duration, None if code is None else escape(str(code))]
+         kind, status, _num(start), _num(end), _num(duration),
+         None if code is None else escape(str(code))]
         for _, _, parent, agent, node, kind, status, start, end, duration, code in calls
     ]  # fmt: skip
     text = json.dumps({"rows": rows}, allow_nan=False, separators=(",", ":"))
     return f'<script type="application/json" class="tk-spec">{script_json(text)}</script>'
+
+
+def _num(value: Any) -> float | None:
+    """A number for JSON: a missing or NaN time is null."""
+    return None if value is None or value != value else float(value)
 
 
 def _huge_body(store: Any, run_id: str, invocations: int) -> str:
