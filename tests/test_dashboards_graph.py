@@ -159,3 +159,22 @@ def test_browser_every_agent_and_name_in_view(
 def test_the_graph_fits_a_section_at_1280_px() -> None:
     # main: 1280 - 2 * 32 padding; section: 2 * 18 padding, 2 * 1 border
     assert GRAPH_WIDTH + 10 + 90 <= 1280 - 64 - 36 - 2
+
+
+def test_without_graphviz_the_dashboard_says_how_to_get_it(
+    pages: dict[str, Path], tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent  # the venv's commands, and no dot
+    done = subprocess.run(
+        [str(bin_dir / "tracekit"), "dashboard", "--db", str(pages["demo"].parent / "s.duckdb"),
+         "--out", str(tmp_path / "page.html")],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PATH": str(bin_dir)},
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "needs Graphviz's dot" in done.stderr and "apt-get install graphviz" in done.stderr
+    assert not (tmp_path / "page.html").exists()
