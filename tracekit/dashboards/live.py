@@ -87,6 +87,8 @@ main.stale{opacity:.35;filter:grayscale(1);pointer-events:none;user-select:none}
 .tk-fig{min-height:120px}
 """
 
+# plotly.js loads beside the first request (async): the cards and tables show as soon
+# as the content arrives, the figures once plotly.js is there.
 # The filters' typing is debounced (one request once typing pauses); an error the
 # server explains (an unknown service, say) is shown as its sentence and hint beside
 # the filters, and the numbers below are greyed: they are not those of the filters.
@@ -94,21 +96,27 @@ _LIVE_SCRIPT: Final = """
 (function(){
 var form=document.getElementById('filters'), box=document.getElementById('content'),
     status=document.getElementById('status'), notice=document.getElementById('notice'),
-    version='', typing=null, asked=0;
+    version='', typing=null, asked=0, waiting=null;
 function query(){
   var q=new URLSearchParams();
   [].forEach.call(form.elements,function(el){if(el.name&&el.value.trim())q.set(el.name,el.value.trim());});
   return q;
 }
-function draw(data){
-  box.innerHTML=data.html;
-  document.getElementById('window').textContent=data.window;
+function plots(data){
+  if(!window.Plotly){waiting=data;return;}
+  waiting=null;
   [].forEach.call(box.querySelectorAll('.tk-fig'),function(el){
     var fig=data.figures[+el.dataset.fig];
     Plotly.react(el,fig.data,fig.layout,{displaylogo:false,responsive:true});
   });
-  if(window.tkSetup)window.tkSetup(box);
 }
+function draw(data){
+  box.innerHTML=data.html;
+  document.getElementById('window').textContent=data.window;
+  if(window.tkSetup)window.tkSetup(box);
+  plots(data);
+}
+document.getElementById('plotlyjs').addEventListener('load',function(){if(waiting)plots(waiting);});
 function fine(){notice.hidden=true;notice.textContent='';box.classList.remove('stale');}
 function trouble(text){
   notice.textContent=text;notice.hidden=false;box.classList.add('stale');
@@ -183,7 +191,7 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>Fleet health (live) · tracekit</title><style>{CSS}{_LIVE_CSS}</style>
-<script src="/static/plotly.min.js"></script></head>
+<script src="/static/plotly.min.js" id="plotlyjs" async></script></head>
 <body>
 <header><h1>Fleet health <span class="badge">LIVE</span></h1><p id="window">loading…</p>
 <form id="filters" class="filters">
