@@ -113,3 +113,20 @@ def test_browser_explains_an_unknown_service_and_greys_the_numbers(
     assert stale and float(grey) < 0.5 and not cleared
     # one request once typing paused (or a timed refresh beside it), never a half-typed name
     assert typed and all("service=support-deskk" in u for u in typed) and len(typed) <= 2, typed
+
+
+def test_a_long_list_of_degraded_runs_is_cut_on_the_live_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracekit.dashboards import live
+    from tracekit.store import Store
+
+    monkeypatch.setattr(live, "_RECENT_RUNS", 5)  # a small cap, so a small fleet passes it
+    simulate(tmp_path / "f.jsonl", runs=300, seed=9)
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(tmp_path / "f.jsonl")
+        sql = "SELECT count(*) AS n FROM runs WHERE outcome = 'degraded'"
+        degraded = int(store.sql(sql)["n"][0])
+        body = live.live_content(store, version="1")["html"]
+    assert degraded > 5 and f"The newest 5 of {degraded}:" in body
+    assert "5 degraded runs</p>" in body and "tracekit runs --status degraded" in body

@@ -238,7 +238,8 @@ def live_content(
     recent = store.runs(
         status=outcome, service=service, agent=agent, since=since, limit=_RECENT_RUNS
     )
-    links = _links([*worst["run_id"], *examples.values(), *report.degraded["run_id"]])
+    degraded = report.degraded.head(_RECENT_RUNS)  # the page stays light on a big store
+    links = _links([*worst["run_id"], *examples.values(), *degraded["run_id"]])
     links.update(_links(recent["run_id"]))
     body = _live_body(report, examples, worst, recent, links, outcome)
     return {"version": version, "window": window, "html": body, "figures": figures}
@@ -272,12 +273,23 @@ def _live_body(
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
 {failures_table(report)}</section>
 <section><h2>Degraded runs</h2>
-<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.</p>
-{degraded_table(report.degraded, links)}</section>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.{_more(report)}</p>
+{degraded_table(report.degraded.head(_RECENT_RUNS), links)}</section>
 <section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls.</p>
 {worst_table(worst, links)}</section>
 <section><h2>Recent runs</h2><p class="note">The newest {_RECENT_RUNS} runs of {which}; a run id opens its page.</p>
 {_recent(recent, links)}</section>"""
+
+
+def _more(report: Any) -> str:
+    """What the live page leaves out of a long list of degraded runs, and where they all are."""
+    total = len(report.degraded)
+    if total <= _RECENT_RUNS:
+        return ""
+    return (
+        f" The newest {_RECENT_RUNS:,} of {total:,}: <code>tracekit dashboard</code> and"
+        " <code>tracekit runs --status degraded</code> list every one."
+    )
 
 
 def _recent(recent: pd.DataFrame, links: dict[str, str]) -> str:
