@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser java screenshot record-frameworks
+.PHONY: demo test lint bench clean install browser graphviz java screenshot record-frameworks
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,22 +14,26 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(STAMP) graphviz
 	@bash examples/demo.sh
 
 # The dashboard's test drives a real headless Chromium: Debian's, installed when missing.
 browser:
 	@bash .ci/browser.sh
 
+# The dashboard's delegation graph is laid out by Graphviz's dot: Debian's, installed when missing.
+graphviz:
+	@bash .ci/graphviz.sh
+
 # The Spark tests run a local Spark Connect server on Java 17: Debian's, installed when missing.
 java:
 	@bash .ci/java.sh
 
-test: $(STAMP) browser java
+test: $(STAMP) browser graphviz java
 	$(BIN)/python -m pytest -n 2 -q
 
 # dashboards/fleet-health.png, the picture in dashboards/README.md, taken by the browser test.
-screenshot: $(STAMP) browser
+screenshot: $(STAMP) browser graphviz
 	TRACEKIT_SCREENSHOT=dashboards/fleet-health.png $(BIN)/python -m pytest -q -n 0 \
 		tests/test_dashboard.py -k browser
 

@@ -1,10 +1,11 @@
-"""The delegation graph: agents as nodes, caller -> callee edges, recursion circles highlighted.
+"""The delegation graph: agents as boxes, caller -> callee edges, recursion circles highlighted.
 
-Agents are laid out in columns by how far they are from an entry agent (one
-that is called less than it calls, or never); each edge is drawn as a gentle
-curve bent to its right, so ``a -> b`` and ``b -> a`` stay apart. Edges that
-belong to a recursion circle are drawn thick in the recursion colour.
-Names are HTML-escaped (plotly renders a subset of HTML in text).
+Graphviz's ``dot`` places the agents and routes the edges
+(:mod:`tracekit.dashboards.graph_layout`): callers before callees, each name
+inside its agent's box, the groups of agents packed to the page's width.
+An agent's box is coloured by the share of calls to it where a failure began;
+edges that belong to a recursion circle are drawn thick in the recursion
+colour. Names are HTML-escaped (plotly renders a subset of HTML in text).
 
 Example:
     >>> import pandas as pd
@@ -18,24 +19,25 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import deque
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR
 from tracekit.dashboards.fleet_figures import label
-from tracekit.dashboards.labels import Area, place_labels
+from tracekit.dashboards.graph_layout import Layout, layout
 
-__all__ = ["circle_edges", "delegation_graph", "layout"]
+__all__ = ["GRAPH_WIDTH", "circle_edges", "delegation_graph"]
 
 _EDGE: Final = "#8c959f"
-_WIDTH: Final = 1080.0  # plot area (px) of a graph of a few columns: the page's width
+#: The plot area's width (px): what a page's section holds at 1280 px and wider.
+GRAPH_WIDTH: Final = 1060.0
 _MARGIN: Final = {"l": 10, "r": 90, "t": 50, "b": 10}  # r: the colour bar
-_TRIES: Final = 6
-_SAMPLES: Final = 16  # points along each curved edge
+_AIR: Final = 8.0  # around the drawing, so a thick border is not cut
+_SCALE: Final = [[0, "#dafbe1"], [0.15, "#fff8c5"], [1, "#cf222e"]]
 
 
 def circle_edges(circles: Iterable[str]) -> set[tuple[str, str]]:
@@ -47,94 +49,8 @@ def circle_edges(circles: Iterable[str]) -> set[tuple[str, str]]:
     return pairs
 
 
-def _components(nodes: list[str], links: dict[str, set[str]]) -> list[list[str]]:
-    """Agents that call each other, directly or not (each service is usually one)."""
-    seen: set[str] = set()
-    groups = []
-    for node in nodes:
-        if node in seen:
-            continue
-        group, stack = [], [node]
-        seen.add(node)
-        while stack:
-            here = stack.pop()
-            group.append(here)
-            for other in sorted(links.get(here, ())):
-                if other not in seen:
-                    seen.add(other)
-                    stack.append(other)
-        groups.append(sorted(group))
-    return groups
-
-
-def _levels(
-    group: list[str],
-    succ: dict[str, list[str]],
-    calls_in: dict[str, int],
-    calls_out: dict[str, int],
-) -> dict[str, int]:
-    """Columns by distance from the group's entry agents (called less than they call)."""
-    entries = [n for n in group if calls_in.get(n, 0) < calls_out.get(n, 0) / 2]
-    entries = entries or [max(group, key=lambda n: (calls_out.get(n, 0), n))]
-    level = dict.fromkeys(entries, 0)
-    queue = deque(entries)
-    while queue:
-        node = queue.popleft()
-        for nxt in succ.get(node, ()):
-            if nxt not in level:
-                level[nxt] = level[node] + 1
-                queue.append(nxt)
-    return {n: level.get(n, 0) for n in group}
-
-
-def layout(edges: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Positions of every agent: one block per group of connected agents, side by side,
-    each in columns by distance from its entry agents."""
-    calls_in: dict[str, int] = {}
-    calls_out: dict[str, int] = {}
-    succ: dict[str, list[str]] = {}
-    links: dict[str, set[str]] = {}
-    for caller, callee, calls in edges[["caller", "callee", "calls"]].itertuples(index=False):
-        calls_out[caller] = calls_out.get(caller, 0) + int(calls)
-        calls_in[callee] = calls_in.get(callee, 0) + int(calls)
-        succ.setdefault(caller, []).append(callee)
-        links.setdefault(caller, set()).add(callee)
-        links.setdefault(callee, set()).add(caller)
-    nodes = sorted(set(calls_in) | set(calls_out))
-    groups = _components(nodes, links)
-    groups.sort(key=lambda g: (-sum(calls_out.get(n, 0) for n in g), g[0]))
-    positions: dict[str, tuple[float, float]] = {}
-    x0 = 0.0
-    for group in groups:
-        level = _levels(group, succ, calls_in, calls_out)
-        columns: dict[int, list[str]] = {}
-        for node in group:
-            columns.setdefault(level[node], []).append(node)
-        for x, names in columns.items():
-            names.sort(key=lambda n: (-(calls_in.get(n, 0) + calls_out.get(n, 0)), n))
-            for i, name in enumerate(names):
-                positions[name] = (x0 + x, (len(names) - 1) / 2 - i)
-        x0 += max(columns) + 1.6
-    return positions
-
-
-def _curve(a: tuple[float, float], b: tuple[float, float]) -> tuple[list[float], list[float]]:
-    """A quadratic curve from a to b bent to its right (a self-call is a small loop)."""
-    (x0, y0), (x1, y1) = a, b
-    if a == b:
-        return [x0, x0 + 0.25, x0 + 0.25, x0], [y0, y0 + 0.2, y0 - 0.2, y0]
-    dx, dy = x1 - x0, y1 - y0
-    length = math.hypot(dx, dy)
-    bend = 0.12 * length
-    cx, cy = (x0 + x1) / 2 + dy / length * bend, (y0 + y1) / 2 - dx / length * bend
-    ts = [i / _SAMPLES for i in range(_SAMPLES + 1)]
-    xs = [(1 - t) ** 2 * x0 + 2 * (1 - t) * t * cx + t**2 * x1 for t in ts]
-    ys = [(1 - t) ** 2 * y0 + 2 * (1 - t) * t * cy + t**2 * y1 for t in ts]
-    return xs, ys
-
-
 def _edge_traces(
-    edges: pd.DataFrame, pos: dict[str, tuple[float, float]], hot: set[tuple[str, str]]
+    edges: pd.DataFrame, placed: Layout, hot: set[tuple[str, str]]
 ) -> list[go.Scatter]:
     """Edges grouped by line width (few traces), then one trace of arrowheads per colour."""
     top = max(int(edges["calls"].max()), 1) if not edges.empty else 1
@@ -142,7 +58,8 @@ def _edge_traces(
     heads: dict[bool, tuple[list[float], list[float], list[float]]] = {}
     for row in edges.itertuples(index=False):
         in_circle = (row.caller, row.callee) in hot
-        xs, ys = _curve(pos[row.caller], pos[row.callee])
+        points = placed.edges[(str(row.caller), str(row.callee))]
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
         weight = 4 if in_circle else 1 + round(3 * math.sqrt(int(row.calls) / top))
         rate = int(row.failed) / max(int(row.calls), 1)
         tip = (
@@ -151,13 +68,13 @@ def _edge_traces(
             + ("<br><b>in a recursion circle</b>" if in_circle else "")
         )
         lx, ly, lt = lines.setdefault((in_circle, weight), ([], [], []))
-        lx.extend([*xs, None])
-        ly.extend([*ys, None])
-        lt.extend([tip] * len(xs) + [""])
+        lx.extend([*xs[:-1], None])  # the line stops where its arrowhead starts
+        ly.extend([*ys[:-1], None])
+        lt.extend([tip] * (len(xs) - 1) + [""])
         hx, hy, ha = heads.setdefault(in_circle, ([], [], []))
-        hx.append(xs[-3])
-        hy.append(ys[-3])
-        ha.append(math.degrees(math.atan2(xs[-1] - xs[-3], ys[-1] - ys[-3])))
+        hx.append((xs[-1] + xs[-2]) / 2)
+        hy.append((ys[-1] + ys[-2]) / 2)
+        ha.append(math.degrees(math.atan2(xs[-1] - xs[-2], ys[-1] - ys[-2])))
     traces = [
         go.Scatter(
             x=lx,
@@ -167,7 +84,7 @@ def _edge_traces(
             hoverinfo="text",
             showlegend=False,
             line={"color": RECURSION_COLOR if hot_ else _EDGE, "width": weight},
-            opacity=1.0 if hot_ else 0.5,
+            opacity=1.0 if hot_ else 0.6,
             uid=f"tk-edges-{int(hot_)}-{weight}",
         )
         for (hot_, weight), (lx, ly, lt) in sorted(lines.items())
@@ -182,7 +99,7 @@ def _edge_traces(
             marker={
                 "symbol": "triangle-up",
                 "angle": ha,
-                "size": 10 if hot_ else 7,
+                "size": 10 if hot_ else 8,
                 "color": RECURSION_COLOR if hot_ else _EDGE,
             },
             uid=f"tk-heads-{int(hot_)}",
@@ -204,20 +121,35 @@ def _origin_rates(
     return called["calls"].astype(int).to_dict(), called["failed"].astype(int).to_dict()
 
 
-def _node_trace(
-    edges: pd.DataFrame,
-    pos: dict[str, tuple[float, float]],
-    hot: set[tuple[str, str]],
-    origins: pd.DataFrame | None,
-) -> go.Scatter:
+def _rates(
+    edges: pd.DataFrame, names: list[str], origins: pd.DataFrame | None
+) -> tuple[list[int], list[float]]:
+    """Calls to each agent, and the share of them where a failure began."""
     calls_in, began = _origin_rates(edges, origins)
-    in_circle = {n for pair in hot for n in pair}
-    names = list(pos)
     calls = [calls_in.get(n, 0) for n in names]
-    rates = [began.get(n, 0) / max(c, 1) for n, c in zip(names, calls, strict=True)]
-    return go.Scatter(
-        x=[pos[n][0] for n in names],
-        y=[pos[n][1] for n in names],
+    return calls, [began.get(n, 0) / max(c, 1) for n, c in zip(names, calls, strict=True)]
+
+
+def _node_traces(
+    edges: pd.DataFrame, placed: Layout, hot: set[tuple[str, str]], origins: pd.DataFrame | None
+) -> tuple[list[go.Scatter], list[dict[str, Any]]]:
+    """The agents' boxes (shapes), their names inside, and a trace for hover and the colour bar."""
+    in_circle = {n for pair in hot for n in pair}
+    names = list(placed.boxes)
+    calls, rates = _rates(edges, names, origins)
+    top = max(0.2, max(rates, default=0.0))
+    fills = sample_colorscale(_SCALE, [min(r / top, 1.0) for r in rates]) if names else []
+    shapes = [
+        {"type": "rect", "layer": "below", "fillcolor": fill,
+         "x0": b.x - b.w / 2, "x1": b.x + b.w / 2, "y0": b.y - b.h / 2, "y1": b.y + b.h / 2,
+         "line": {"width": 3 if n in in_circle else 1,
+                  "color": RECURSION_COLOR if n in in_circle else NEUTRAL}}
+        for n, b, fill in zip(names, placed.boxes.values(), fills, strict=True)
+    ]  # fmt: skip
+    xs, ys = [b.x for b in placed.boxes.values()], [b.y for b in placed.boxes.values()]
+    nodes = go.Scatter(
+        x=xs,
+        y=ys,
         mode="markers",
         hovertext=[
             f"<b>{label(n)}</b><br>{c:,} calls in, {r:.1%} failed there"
@@ -228,26 +160,29 @@ def _node_trace(
         showlegend=False,
         uid="tk-nodes",
         marker={
-            "size": 18,
+            "size": 20,
+            "opacity": 0,  # the boxes are the shapes; this trace answers hovers
             "color": rates,
-            "colorscale": [[0, "#dafbe1"], [0.15, "#fff8c5"], [1, "#cf222e"]],
+            "colorscale": _SCALE,
             "cmin": 0,
-            "cmax": max(0.2, max(rates, default=0.0)),
-            "line": {
-                "width": [3 if n in in_circle else 1 for n in names],
-                "color": [RECURSION_COLOR if n in in_circle else NEUTRAL for n in names],
-            },
-            "colorbar": {
-                "title": {"text": "failures<br>begun"},
-                "tickformat": ".0%",
-                "thickness": 10,
-                "len": 0.6,
-                "x": 1.0,
-                "xanchor": "left",
-                "xpad": 8,
-            },
+            "cmax": top,
+            "colorbar": {"title": {"text": "failures<br>begun"}, "tickformat": ".0%",
+                         "thickness": 10, "lenmode": "pixels", "len": 160, "x": 1.0,
+                         "xanchor": "left", "xpad": 8, "y": 1.0, "yanchor": "top"},
         },
+    )  # fmt: skip
+    labels = go.Scatter(
+        x=xs,
+        y=ys,
+        mode="text",
+        text=[label(n) for n in names],
+        textposition="middle center",
+        textfont={"size": 12, "color": "#1f2328"},
+        hoverinfo="skip",
+        showlegend=False,
+        uid="tk-labels",
     )
+    return [nodes, labels], shapes
 
 
 def _drop_never_ran(edges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -272,6 +207,7 @@ def delegation_graph(
     *,
     origins: pd.DataFrame | None = None,
     title: str = "Delegation graph",
+    width: float = GRAPH_WIDTH,
 ) -> go.Figure:
     """Draw caller -> callee edges; the edges of the given circles stand out.
 
@@ -285,66 +221,34 @@ def delegation_graph(
         origins: ``agent``, ``calls``, ``origins`` (failures that began there), as
             :func:`tracekit.dashboards.queries.origin_failures`; without it, every failed call.
         title: the figure's title.
+        width: the plot area's width in pixels: groups of agents are packed to it.
+
+    Raises:
+        TracekitError: Graphviz's ``dot`` is not installed.
     """
     hot = circle_edges(circles)
     edges, hidden = _drop_never_ran(edges)
     if hidden:
-        title += f" · {hidden} names only ever refused not drawn"
-    pos = layout(edges)
-    columns = max((x for x, _ in pos.values()), default=0.0)
-    rows = max((abs(y) for _, y in pos.values()), default=1.0)
-    area, spots = _roomy_enough(edges, pos, columns, rows)
-    traces = [*_edge_traces(edges, pos, hot), _node_trace(edges, pos, hot, origins)]
-    fig = go.Figure([*traces, _label_trace(pos, spots)] if pos else [])
+        title += f" · {hidden} name{'s' * (hidden != 1)} only ever refused not drawn"
+    placed = layout(_pairs(edges), width=width - 2 * _AIR)
+    nodes, shapes = _node_traces(edges, placed, hot, origins)
+    fig = go.Figure([*_edge_traces(edges, placed, hot), *nodes] if placed.boxes else [])
     fig.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}},
         template="plotly_white",
         autosize=False,
-        width=int(area.width) + _MARGIN["l"] + _MARGIN["r"],
-        height=int(area.height) + _MARGIN["t"] + _MARGIN["b"],
+        width=int(width) + _MARGIN["l"] + _MARGIN["r"],
+        height=int(placed.height + 2 * _AIR) + _MARGIN["t"] + _MARGIN["b"],
         margin=_MARGIN,
         hovermode="closest",
+        shapes=shapes,
         font={"family": "system-ui, -apple-system, Segoe UI, Roboto, Helvetica, Arial, sans-serif"},
     )
-    fig.update_xaxes(visible=False, range=[area.x0, area.x1])
-    fig.update_yaxes(visible=False, range=[area.y0, area.y1])
+    # one pixel a unit on both axes: the boxes were sized in pixels for their names
+    fig.update_xaxes(visible=False, range=[-_AIR, width - _AIR], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[-_AIR, placed.height + _AIR], fixedrange=True)
     return fig
 
 
-def _roomy_enough(
-    edges: pd.DataFrame, pos: dict[str, tuple[float, float]], columns: float, rows: float
-) -> tuple[Area, dict[str, tuple[float, float]]]:
-    """The plot area, grown until every label has a clear place, and the labels' places."""
-    lines = [list(zip(*_curve(pos[a], pos[b]), strict=True)) for a, b in _pairs(edges)]
-    heads = [line[-3] for line in lines if len(line) > 3]
-    width = max(_WIDTH, 160.0 * (columns + 1))  # grown below only when labels need it
-    height = max(360.0, 90.0 * rows + 100)
-    for _ in range(_TRIES):
-        area = Area(-0.5, columns + 0.5, -rows - 0.6, rows + 0.6, width, height)
-        spots = place_labels(pos, lines, heads, area)
-        if spots is not None:
-            return area, spots
-        width, height = width * 1.15, height * 1.3
-    return area, {n: (x, y + 0.25) for n, (x, y) in pos.items()}  # crowded past all tries
-
-
 def _pairs(edges: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(edges[["caller", "callee"]].itertuples(index=False, name=None))
-
-
-def _label_trace(
-    pos: dict[str, tuple[float, float]], spots: dict[str, tuple[float, float]]
-) -> go.Scatter:
-    names = list(pos)
-    return go.Scatter(
-        x=[spots[n][0] for n in names],
-        y=[spots[n][1] for n in names],
-        mode="text",
-        text=[label(n) for n in names],
-        textposition="middle center",
-        textfont={"size": 12, "color": "#1f2328"},
-        hoverinfo="skip",
-        showlegend=False,
-        cliponaxis=False,
-        uid="tk-labels",
-    )
+    return [(str(a), str(b)) for a, b in edges[["caller", "callee"]].itertuples(index=False)]

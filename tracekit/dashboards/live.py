@@ -33,26 +33,34 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from tracekit.dashboards.page import (
-    _CSS,
-    _cards,
-    _circles,
-    _degraded,
-    _failures,
-    _nothing_here,
-    _version,
-    _window,
-    _worst,
-    fleet_figures,
-)
+from tracekit.dashboards.page import fleet_figures
 from tracekit.dashboards.queries import circle_examples, store_span
 from tracekit.dashboards.run_figures import timeline_figure
-from tracekit.dashboards.runs import _json_for_script
+from tracekit.dashboards.sections import (
+    CSS,
+    cards,
+    circles_table,
+    degraded_table,
+    failures_table,
+    nothing_here,
+    script_json,
+    version_text,
+    window_text,
+    worst_table,
+)
 from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.fleet import fleet_report, worst_runs
 from tracekit.tree.html import tree_to_html
 
-__all__ = ["OUTCOME_FILTERS", "live_content", "live_shell", "plotly_js", "run_href", "run_page"]
+__all__ = [
+    "OUTCOME_FILTERS",
+    "TYPING_MS",
+    "live_content",
+    "live_shell",
+    "plotly_js",
+    "run_href",
+    "run_page",
+]
 
 #: The outcomes the page's outcome filter offers (``failed`` is every failed:*).
 OUTCOME_FILTERS: Final = (
@@ -73,49 +81,82 @@ form.filters{display:flex;flex-wrap:wrap;gap:10px;align-items:end;margin-top:10p
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:#59636e}
 form.filters input,form.filters select{font:inherit;padding:3px 6px;min-width:9em}
 #status{font-size:12px;color:#59636e;margin-left:auto}
-#status.error{color:#cf222e}
+#notice{margin:10px 0 0;padding:8px 12px;border:1px solid #d4a72c;border-radius:6px;background:#fff8c5;color:#1f2328}
+#notice[hidden]{display:none}
+main.stale{opacity:.35;filter:grayscale(1);pointer-events:none;user-select:none}
 .tk-fig{min-height:120px}
 """
 
+# plotly.js loads beside the first request (async): the cards and tables show as soon
+# as the content arrives, the figures once plotly.js is there.
+# The filters' typing is debounced (one request once typing pauses); an error the
+# server explains (an unknown service, say) is shown as its sentence and hint beside
+# the filters, and the numbers below are greyed: they are not those of the filters.
 _LIVE_SCRIPT: Final = """
 (function(){
 var form=document.getElementById('filters'), box=document.getElementById('content'),
-    status=document.getElementById('status'), version='', timer=null;
+    status=document.getElementById('status'), notice=document.getElementById('notice'),
+    version='', typing=null, asked=0, waiting=null;
 function query(){
   var q=new URLSearchParams();
-  [].forEach.call(form.elements,function(el){if(el.name&&el.value)q.set(el.name,el.value);});
+  [].forEach.call(form.elements,function(el){if(el.name&&el.value.trim())q.set(el.name,el.value.trim());});
   return q;
 }
-function draw(data){
-  box.innerHTML=data.html;
-  document.getElementById('window').textContent=data.window;
+function plots(data){
+  if(!window.Plotly){waiting=data;return;}
+  waiting=null;
   [].forEach.call(box.querySelectorAll('.tk-fig'),function(el){
     var fig=data.figures[+el.dataset.fig];
     Plotly.react(el,fig.data,fig.layout,{displaylogo:false,responsive:true});
   });
+}
+function draw(data){
+  box.innerHTML=data.html;
+  document.getElementById('window').textContent=data.window;
   if(window.tkSetup)window.tkSetup(box);
+  plots(data);
+}
+document.getElementById('plotlyjs').addEventListener('load',function(){if(waiting)plots(waiting);});
+function fine(){notice.hidden=true;notice.textContent='';box.classList.remove('stale');}
+function trouble(text){
+  notice.textContent=text;notice.hidden=false;box.classList.add('stale');
+  status.textContent='';
 }
 function refresh(force){
-  var q=query(); if(!force&&version)q.set('version',version);
+  var q=query(), mine=++asked; if(!force&&version)q.set('version',version);
   fetch('/api/live?'+q.toString(),{headers:{'Accept':'application/json'}})
-    .then(function(r){if(!r.ok)return r.text().then(function(t){throw new Error(t||r.status);});return r.json();})
+    .then(function(r){
+      if(r.ok)return r.json();
+      return r.json().catch(function(){return {error:'the server answered '+r.status};})
+        .then(function(b){throw {said:b};});
+    })
     .then(function(data){
-      status.className='';
+      if(mine!==asked)return;
+      fine();
       status.textContent='updated '+new Date().toLocaleTimeString();
       if(data.unchanged)return;
       version=data.version; draw(data);
     })
-    .catch(function(e){status.className='error';status.textContent='cannot refresh: '+e.message;});
+    .catch(function(e){
+      if(mine!==asked)return;
+      if(e&&e.said){var b=e.said, text=String(b.error||'the page cannot be drawn');
+        trouble(text.charAt(0).toUpperCase()+text.slice(1)+'.'+(b.hint?' '+b.hint:''));}
+      else{trouble('Cannot reach the server: the numbers below are from '+(status.textContent||'before')+'.');}
+    });
 }
-function restart(){version='';history.replaceState(null,'','?'+query().toString());refresh(true);}
+function restart(){clearTimeout(typing);version='';history.replaceState(null,'','?'+query().toString());refresh(true);}
 var params=new URLSearchParams(location.search);
 [].forEach.call(form.elements,function(el){if(el.name&&params.get(el.name))el.value=params.get(el.name);});
-form.addEventListener('change',restart);
+form.addEventListener('input',function(e){
+  if(e.target.tagName!=='INPUT')return;clearTimeout(typing);typing=setTimeout(restart,TYPING_MS);});
+form.addEventListener('change',function(e){if(e.target.tagName==='SELECT')restart();});
 form.addEventListener('submit',function(e){e.preventDefault();restart();});
 refresh(true);
-timer=setInterval(function(){refresh(false);},REFRESH_MS);
+setInterval(function(){refresh(false);},REFRESH_MS);
 })();
 """
+#: How long typing in a filter box pauses before the page asks the server.
+TYPING_MS: Final = 400
 
 
 def run_href(run_id: str) -> str:
@@ -143,12 +184,14 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
         refresh_ms: how often the page asks the server whether the store changed.
     """
     outcomes = "".join(f'<option value="{o}">{o}</option>' for o in OUTCOME_FILTERS)
-    script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms)))
+    script = _LIVE_SCRIPT.replace("REFRESH_MS", str(int(refresh_ms))).replace(
+        "TYPING_MS", str(TYPING_MS)
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>Fleet health (live) · tracekit</title><style>{_CSS}{_LIVE_CSS}</style>
-<script src="/static/plotly.min.js"></script></head>
+<title>Fleet health (live) · tracekit</title><style>{CSS}{_LIVE_CSS}</style>
+<script src="/static/plotly.min.js" id="plotlyjs" async></script></head>
 <body>
 <header><h1>Fleet health <span class="badge">LIVE</span></h1><p id="window">loading…</p>
 <form id="filters" class="filters">
@@ -158,9 +201,9 @@ def live_shell(*, refresh_ms: int = 3000) -> str:
 <label>agent<input name="agent" placeholder="any"></label>
 <label>outcome (runs list)<select name="outcome"><option value="">any</option>{outcomes}</select></label>
 <span id="status"></span>
-</form></header>
+</form><p id="notice" role="alert" hidden></p></header>
 <main id="content"><p class="empty">loading…</p></main>
-<footer>tracekit {html.escape(_version())} · refreshed every {refresh_ms / 1000:g} s</footer>
+<footer>tracekit {version_text()} · refreshed every {refresh_ms / 1000:g} s</footer>
 <script>{SCRIPT}</script>
 <script>{script}</script>
 </body></html>
@@ -185,9 +228,9 @@ def live_content(
         StoreError: an unknown service or agent (the message lists the known ones).
     """
     report = fleet_report(store, since=since, service=service, agent=agent)
-    window = html.unescape(_window(report))
+    window = html.unescape(window_text(report))
     if not report.runs:
-        body = _nothing_here(store_span(store))
+        body = nothing_here(store_span(store))
         return {"version": version, "window": window, "html": body, "figures": []}
     figures = [json.loads(fig.to_json()) for fig in fleet_figures(store, report)]
     examples = circle_examples(store, report.filter)
@@ -195,7 +238,8 @@ def live_content(
     recent = store.runs(
         status=outcome, service=service, agent=agent, since=since, limit=_RECENT_RUNS
     )
-    links = _links([*worst["run_id"], *examples.values(), *report.degraded["run_id"]])
+    degraded = report.degraded.head(_RECENT_RUNS)  # the page stays light on a big store
+    links = _links([*worst["run_id"], *examples.values(), *degraded["run_id"]])
     links.update(_links(recent["run_id"]))
     body = _live_body(report, examples, worst, recent, links, outcome)
     return {"version": version, "window": window, "html": body, "figures": figures}
@@ -218,23 +262,34 @@ def _live_body(
     outcome: str | None,
 ) -> str:
     which = f"outcome {cell_text(outcome)}" if outcome else "every outcome"
-    return f"""{_cards(report)}
+    return f"""{cards(report)}
 <section>{_fig(0)}</section>
 <section><h2>Recursion circles</h2>
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
-{_circles(report, examples, links)}
+{circles_table(report, examples, links)}
 <div class="graph">{_fig(1)}</div></section>
 <div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
-{_failures(report)}</section>
+{failures_table(report)}</section>
 <section><h2>Degraded runs</h2>
-<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.</p>
-{_degraded(report.degraded, links)}</section>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.{_more(report)}</p>
+{degraded_table(report.degraded.head(_RECENT_RUNS), links)}</section>
 <section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls.</p>
-{_worst(worst, links)}</section>
+{worst_table(worst, links)}</section>
 <section><h2>Recent runs</h2><p class="note">The newest {_RECENT_RUNS} runs of {which}; a run id opens its page.</p>
 {_recent(recent, links)}</section>"""
+
+
+def _more(report: Any) -> str:
+    """What the live page leaves out of a long list of degraded runs, and where they all are."""
+    total = len(report.degraded)
+    if total <= _RECENT_RUNS:
+        return ""
+    return (
+        f" The newest {_RECENT_RUNS:,} of {total:,}: <code>tracekit dashboard</code> and"
+        " <code>tracekit runs --status degraded</code> list every one."
+    )
 
 
 def _recent(recent: pd.DataFrame, links: dict[str, str]) -> str:
@@ -256,12 +311,12 @@ def run_page(store: Any, run_id: str) -> str:
     """
     tree = store.tree(run_id)  # raises RunNotFoundError first
     fig = timeline_figure(store.invocations(run_id))
-    spec = _json_for_script(fig.to_json())
+    spec = script_json(fig.to_json())
     name = cell_text(run_id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
-<title>run {name} · tracekit</title><style>{_CSS}</style>
+<title>run {name} · tracekit</title><style>{CSS}</style>
 <script src="/static/plotly.min.js"></script></head>
 <body>
 <header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
@@ -270,7 +325,7 @@ def run_page(store: Any, run_id: str) -> str:
 <section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
 <section><h2>Timeline</h2><div id="timeline"></div></section>
 </main>
-<footer>tracekit {html.escape(_version())}</footer>
+<footer>tracekit {version_text()}</footer>
 <script type="application/json" id="spec">{spec}</script>
 <script>var f=JSON.parse(document.getElementById('spec').textContent);
 Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}});</script>

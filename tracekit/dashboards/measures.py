@@ -1,4 +1,4 @@
-"""The dashboard's own-time and token tables by agent, and the sessions card.
+"""The dashboard's own-time and token tables by agent, and the sessions line of the runs card.
 
 Own time is a call's duration less the time its own calls covered, so the
 agent that is slow itself stands apart from the ones waiting for it. Tokens
@@ -14,15 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import pandas as pd
 
-from tracekit._util.theme import NEUTRAL, OUTCOME_COLORS
 from tracekit.dashboards.tables import table
 
-__all__ = ["own_time_table", "sessions_card", "tokens_table"]
+__all__ = ["own_time_table", "sessions_line", "tokens_table"]
 
 
 def own_time_table(latency: pd.DataFrame) -> str:
@@ -50,16 +48,14 @@ def tokens_table(tokens: pd.DataFrame) -> str:
     )  # fmt: skip
 
 
-def sessions_card(sessions: dict[str, Any]) -> str:
-    """A card with the window's sessions and how many had a failed run.
+def sessions_line(sessions: dict[str, Any]) -> str:
+    """The runs card's line on the window's sessions and how many had a failed run.
 
     Example:
-        >>> "3 with a failed run" in sessions_card({"sessions": 9, "failed": 3, "runs": 20})
-        True
+        >>> sessions_line({"sessions": 9, "failed": 3, "runs": 20})
+        '<div class="s">9 sessions, 3 with a failed run</div>'
     """
     count, failed = int(sessions.get("sessions", 0)), int(sessions.get("failed", 0))
-    colour = OUTCOME_COLORS["failed:child"] if failed else NEUTRAL
     return (
-        f'<div class="card" style="--c:{html.escape(colour)}"><div class="l">sessions</div>'
-        f'<div class="n">{count:,}</div><div class="s">{failed:,} with a failed run</div></div>'
+        f'<div class="s">{count:,} session{"s" * (count != 1)}, {failed:,} with a failed run</div>'
     )

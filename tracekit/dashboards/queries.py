@@ -1,4 +1,4 @@
-"""What the dashboard reads beyond the fleet report: every row, example runs, origins, the span.
+"""What the dashboard reads beyond the fleet report: every row, example runs, origins, calls, the span.
 
 The fleet report caps its run lists for the terminal; the page pages through
 every row instead, so it reads them here, with the report's own filter. Each
@@ -22,7 +22,7 @@ import pandas as pd
 
 from tracekit.fleet import FleetFilter
 
-__all__ = ["StoreSpan", "circle_examples", "origin_failures", "store_span"]
+__all__ = ["StoreSpan", "circle_examples", "origin_failures", "run_calls", "store_span"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +74,20 @@ def store_span(store: Any) -> StoreSpan:
     """The store's root runs: how many, the first and the last start."""
     row = store.con.execute("SELECT count(*), min(start_at), max(start_at) FROM runs").fetchone()
     return StoreSpan(int(row[0]), row[1], row[2]) if row else StoreSpan(0, None, None)
+
+
+def run_calls(store: Any, run_ids: list[str]) -> list[tuple[Any, ...]]:
+    """The invocations of these root runs in one read, by run and start time.
+
+    Each row: ``root_run_id, invocation_id, parent_invocation_id, agent, node,
+    kind, status, start_ms, end_ms, duration_ms, error_code``.
+    """
+    return store.con.execute(
+        """
+        SELECT root_run_id, invocation_id, parent_invocation_id, agent, node, kind, status,
+            start_ms, end_ms, duration_ms, error_code
+        FROM invocations WHERE root_run_id IN (SELECT unnest(?::VARCHAR[]))
+        ORDER BY root_run_id, start_ms NULLS LAST, invocation_id
+        """,
+        [run_ids],
+    ).fetchall()

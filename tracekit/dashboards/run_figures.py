@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 
-__all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "tree_order"]
+__all__ = ["icicle_figure", "sunburst_figure", "timeline_figure", "timeline_spec", "tree_order"]
 
 _ROOT_ID: Final = "__run__"
 _RECURSION: Final = "recursion"  # the legend entry of a circle's refused invocation
@@ -95,44 +95,63 @@ def timeline_figure(invocations: pd.DataFrame, *, title: str | None = None) -> g
         >>> timeline_figure(frame).data[0].name
         'running'
     """
-    rows = _timeline_rows(invocations)
-    fig = go.Figure()
-    for shade, group in rows.groupby("shade", sort=False):
-        fig.add_trace(
-            go.Bar(
-                name=str(shade),
-                orientation="h",
-                y=group["row"],
-                base=group["offset"].astype(float).tolist(),
-                x=group["width"].astype(float).tolist(),
-                marker_color=_shade_color(str(shade)),
-                marker_line_width=0,
-                customdata=group[["agent", "node", "kind", "status", "shown", "error"]].to_numpy(),
-                hovertemplate=_HOVER,
-            )
-        )
-    fig.update_yaxes(
-        tickmode="array",
-        tickvals=list(rows["row"]),
-        ticktext=list(rows["label"]),
-        autorange="reversed",
-        title=None,
-    )
-    fig.update_xaxes(title="ms since the run's first invocation", zeroline=True)
-    fig.update_layout(
-        title=title,
-        barmode="overlay",
-        bargap=0.25,
-        height=max(300, 140 + _ROW_HEIGHT * len(rows)),
-        legend_title_text="status",
-        template="plotly_white",
-    )
-    if len(rows) <= _MAX_ANNOTATED:
-        _indent_labels(fig, rows)
+    fig = go.Figure(timeline_spec(invocations, title=title))
+    fig.update_layout(template="plotly_white")
     return fig
 
 
-def _indent_labels(fig: go.Figure, rows: pd.DataFrame) -> None:
+def timeline_spec(invocations: pd.DataFrame, *, title: str | None = None) -> dict[str, Any]:
+    """The timeline of :func:`timeline_figure` as plotly's JSON (``data`` and ``layout``).
+
+    Plain lists and dicts, ready for ``Plotly.newPlot`` in a page: building
+    them skips plotly's validation of every bar and label, which is most of
+    the cost of a figure object, so a page can carry many runs' timelines.
+
+    Example:
+        >>> frame = pd.DataFrame([dict(invocation_id="i", parent_invocation_id=None,
+        ...     agent="a", node=None, kind="delegate", status="ok", start_ms=5.0,
+        ...     end_ms=7.0, duration_ms=2.0, depth=1, error_code=None)])
+        >>> spec = timeline_spec(frame)
+        >>> spec["data"][0]["name"], spec["data"][0]["x"]
+        ('ok', [2.0])
+    """
+    rows = _timeline_rows(invocations)
+    data = [
+        {
+            "type": "bar",
+            "name": str(shade),
+            "orientation": "h",
+            "y": group["row"].tolist(),
+            "base": group["offset"].astype(float).tolist(),
+            "x": group["width"].astype(float).tolist(),
+            "marker": {"color": _shade_color(str(shade)), "line": {"width": 0}},
+            "customdata": group[["agent", "node", "kind", "status", "shown", "error"]]
+            .astype(object)
+            .where(group[["agent", "node", "kind", "status", "shown", "error"]].notna(), None)
+            .to_numpy()
+            .tolist(),
+            "hovertemplate": _HOVER,
+        }
+        for shade, group in rows.groupby("shade", sort=False)
+    ]
+    layout: dict[str, Any] = {
+        "title": {"text": title} if title else None,
+        "barmode": "overlay",
+        "bargap": 0.25,
+        "height": max(300, 140 + _ROW_HEIGHT * len(rows)),
+        "legend": {"title": {"text": "status"}},
+        "plot_bgcolor": "#fff",
+        "yaxis": {"tickmode": "array", "tickvals": rows["row"].tolist(),
+                  "ticktext": rows["label"].tolist(), "autorange": "reversed"},
+        "xaxis": {"title": {"text": "ms since the run's first invocation"}, "zeroline": True,
+                  "gridcolor": "#eaeef2"},
+    }  # fmt: skip
+    if len(rows) <= _MAX_ANNOTATED:
+        _indent_labels(layout, rows)
+    return {"data": data, "layout": layout}
+
+
+def _indent_labels(layout: dict[str, Any], rows: pd.DataFrame) -> None:
     """Write the row labels left-aligned in the margin, indented by depth.
 
     Tick labels are right-aligned against the axis, which hides indentation;
@@ -141,20 +160,14 @@ def _indent_labels(fig: go.Figure, rows: pd.DataFrame) -> None:
     depth = rows["depth"].fillna(1).astype(int).clip(lower=1) - 1
     needed = depth * _INDENT_PX + rows["agent"].astype(str).str.len() * 7
     margin = int(min(_MAX_MARGIN_PX, 24 + needed.max()))
-    for row, level, agent in zip(rows["row"], depth, rows["agent"], strict=True):
-        fig.add_annotation(
-            xref="paper",
-            yref="y",
-            x=0,
-            y=row,
-            xanchor="left",
-            xshift=-margin + 6 + level * _INDENT_PX,
-            text=("\u2514 " if level else "") + str(agent),
-            showarrow=False,
-            align="left",
-        )
-    fig.update_yaxes(showticklabels=False)
-    fig.update_layout(margin={"l": margin})
+    layout["annotations"] = [
+        {"xref": "paper", "yref": "y", "x": 0, "y": int(row), "xanchor": "left",
+         "xshift": -margin + 6 + int(level) * _INDENT_PX,
+         "text": ("\u2514 " if level else "") + str(agent), "showarrow": False, "align": "left"}
+        for row, level, agent in zip(rows["row"], depth, rows["agent"], strict=True)
+    ]  # fmt: skip
+    layout["yaxis"]["showticklabels"] = False
+    layout["margin"] = {"l": margin}
 
 
 def _timeline_rows(invocations: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Mapping
 from datetime import datetime
@@ -25,12 +26,18 @@ from typing import Any, Final
 import pandas as pd
 
 from tracekit._util.text import format_ms
+from tracekit._util.theme import NEUTRAL, RECURSION_COLOR, STATUS_COLORS
 from tracekit.dashboards.fleet_figures import label
 
 __all__ = ["PAGE_ROWS", "SCRIPT", "Column", "cell_text", "table"]
 
 #: Rows on one page of a table.
 PAGE_ROWS: Final = 20
+_HOVER: Final = (
+    "<b>%{customdata[0]}</b><br>node: %{customdata[1]}<br>kind: %{customdata[2]}"
+    "<br>status: %{customdata[3]}<br>start: %{base:.1f} ms<br>duration: %{customdata[4]}"
+    "<br>error: %{customdata[5]}<extra></extra>"
+)
 _NUMERIC: Final = frozenset({"num", "pct", "ms"})
 
 Column = tuple[str, str, str]  # (column, header, kind)
@@ -123,8 +130,9 @@ def table(
     )
 
 
-#: Pages and sorts every ``.tk-table``; opens an embedded run when its link is followed.
-SCRIPT: Final = """
+# Pages and sorts every ``.tk-table``; opens an embedded run when its link is followed and
+# draws its calls (a tree and a timeline) from its JSON rows.
+_SCRIPT: Final = """
 (function(){
 function setup(box){
   var size=+box.dataset.page, body=box.querySelector('tbody'), pager=box.querySelector('.pager');
@@ -157,11 +165,54 @@ function openRun(){
   var id=decodeURIComponent(location.hash.slice(1)), el=id&&document.getElementById(id);
   if(el&&el.tagName==='DETAILS'){el.open=true;el.scrollIntoView();}
 }
+function esc(t){return String(t).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;');}
+function order(rows){
+  var kids={}, out=[], stack=[{list:null,i:0,d:0}];
+  rows.forEach(function(r,i){(kids[r[0]]||(kids[r[0]]=[])).push(i);});
+  stack[0].list=kids[-1]||[];
+  while(stack.length){var top=stack[stack.length-1];
+    if(top.i>=top.list.length){stack.pop();continue;}
+    var n=top.list[top.i++];out.push([n,top.d]);stack.push({list:kids[n]||[],i:0,d:top.d+1});}
+  return out;
+}
+function ms(v){return v===null?'':v.toFixed(1)+' ms';}
+function shade(r){return r[8]==='AGENT_RECURSION'?'recursion':r[4];}
+function tree(box,rows,seq){
+  var ul=document.createElement('ul');ul.className='tracekit-tree tk-calls-tree';
+  seq.forEach(function(p){var r=rows[p[0]],li=document.createElement('li'),s=document.createElement('span');
+    li.style.paddingLeft=(1.2*p[1])+'em';
+    li.appendChild(document.createTextNode((p[1]?'\u2514 ':'')+(r[2]!==null?r[2]+' \u2192 ':'')+r[1]+' '));
+    s.className='tk-status';s.style.background=COLORS[shade(r)]||NEUTRAL;s.textContent=r[4];li.appendChild(s);
+    li.appendChild(document.createTextNode(' '+ms(r[7])+(r[8]!==null?' '+r[8]:'')));ul.appendChild(li);});
+  box.appendChild(ul);
+}
+function timeline(box,rows,seq){
+  var t0=Infinity,last=-Infinity,traces={},names=[],notes=[],wide=0;
+  rows.forEach(function(r){if(r[5]!==null){t0=Math.min(t0,r[5]);last=Math.max(last,r[5]);}
+    if(r[6]!==null)last=Math.max(last,r[6]);});
+  if(t0===Infinity){t0=0;last=0;}
+  var sliver=Math.max(last-t0,1)*0.006;
+  seq.forEach(function(p,y){var r=rows[p[0]],k=shade(r),start=r[5]===null?t0:r[5],end=r[6]===null?last:r[6];
+    var t=traces[k];if(!t){t=traces[k]={type:'bar',orientation:'h',name:k,y:[],base:[],x:[],customdata:[],
+      marker:{color:COLORS[k]||NEUTRAL,line:{width:0}},hovertemplate:HOVER};names.push(k);}
+    t.y.push(y);t.base.push(start-t0);t.x.push(Math.max(end-start,sliver));
+    t.customdata.push([esc(r[1]),esc(r[2]||''),r[3],r[4],r[7]===null?'-':ms(r[7]),esc(r[8]||'')]);
+    wide=Math.max(wide,p[1]*14+r[1].length*7);
+    if(seq.length<=300)notes.push({xref:'paper',yref:'y',x:0,y:y,xanchor:'left',showarrow:false,align:'left',
+      text:(p[1]?'\u2514 ':'')+esc(r[1])});});
+  var margin=Math.min(320,24+wide);
+  notes.forEach(function(a,y){a.xshift=-margin+6+seq[y][1]*14;});
+  var layout={barmode:'overlay',bargap:0.25,height:Math.min(900,Math.max(300,140+28*seq.length)),
+    plot_bgcolor:'#fff',legend:{title:{text:'status'}},annotations:notes,margin:{l:margin},
+    xaxis:{title:{text:"ms since the run's first invocation"},gridcolor:'#eaeef2'},
+    yaxis:{autorange:'reversed',showticklabels:false}};
+  Plotly.newPlot(box,names.map(function(k){return traces[k];}),layout,{displaylogo:false,responsive:true});
+}
 function draw(d){
   var box=d.querySelector('.timeline'), spec=d.querySelector('script.tk-spec');
   if(!d.open||!box||!spec||box.dataset.drawn||!window.Plotly)return;
-  var fig=JSON.parse(spec.textContent);box.dataset.drawn='1';
-  Plotly.newPlot(box,fig.data,fig.layout,{displaylogo:false,responsive:true});
+  var rows=JSON.parse(spec.textContent).rows, seq=order(rows);box.dataset.drawn='1';
+  tree(d.querySelector('.tk-calls'),rows,seq);timeline(box,rows,seq);
 }
 function setupAll(root){
   [].forEach.call(root.querySelectorAll('.tk-table'),setup);
@@ -172,3 +223,8 @@ window.tkSetup=setupAll;setupAll(document);
 window.addEventListener('hashchange',openRun);openRun();
 })();
 """
+SCRIPT: Final = (
+    _SCRIPT.replace("COLORS", json.dumps({**STATUS_COLORS, "recursion": RECURSION_COLOR}))
+    .replace("NEUTRAL", json.dumps(NEUTRAL))
+    .replace("HOVER", json.dumps(_HOVER))
+)

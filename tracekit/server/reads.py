@@ -19,6 +19,8 @@ import hashlib
 import io
 import json
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -43,6 +45,43 @@ ARROW: Final = "application/vnd.apache.arrow.stream"
 NDJSON: Final = "application/x-ndjson"
 _MAX_RUNS: Final = 100_000
 _MAX_SQL_BODY: Final = 1 << 20
+_PAGES_KEPT: Final = 32  # pages (live content, dashboards) kept by store version and filters
+_WINDOW_S: Final = 60  # a page with a moving window ("since 1h") is rebuilt after this
+
+
+class _PageCache:
+    """Built pages by (store version, filters): the store only changes by ingest, so
+    a page asked again before the next batch is sent as it was built, at once."""
+
+    def __init__(self) -> None:
+        self._pages: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], build: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            if key in self._pages:
+                self._pages.move_to_end(key)
+                return self._pages[key]
+        page = build()  # outside the lock: two first askers may both build it
+        with self._lock:
+            self._pages[key] = page
+            while len(self._pages) > _PAGES_KEPT:
+                self._pages.popitem(last=False)
+        return page
+
+
+def _page_cache(request: Request) -> _PageCache:
+    state = request.app.state
+    with contextlib.suppress(AttributeError):
+        return state.page_cache
+    state.page_cache = cache = _PageCache()
+    return cache
+
+
+def _page_key(request: Request, version: str, *names: str) -> tuple[Any, ...]:
+    q = request.query_params
+    moving = int(time.time() // _WINDOW_S) if q.get("since") else None
+    return (request.url.path, version, moving, *(q.get(n) or None for n in names))
 
 
 @contextlib.contextmanager
@@ -318,10 +357,13 @@ def _live(request: Request) -> Callable[[Store], Response]:
         if request.query_params.get("version") == version:
             return JSONResponse({"version": version, "unchanged": True})
         outcome = request.query_params.get("outcome") or None
-        content = live_content(store, version=version, outcome=outcome, **_filters(request))
-        return Response(
-            json.dumps(content, allow_nan=False, default=str), media_type="application/json"
-        )
+
+        def build() -> bytes:
+            content = live_content(store, version=version, outcome=outcome, **_filters(request))
+            return json.dumps(content, allow_nan=False, default=str).encode()
+
+        key = _page_key(request, version, "since", "service", "agent", "outcome")
+        return Response(_page_cache(request).get(key, build), media_type="application/json")
 
     return work
 
@@ -336,11 +378,16 @@ def _run_page(request: Request) -> Callable[[Store], Response]:
 
 
 def _dashboard(request: Request) -> Callable[[Store], Response]:
-    """The static dashboard of ``tracekit dashboard``, built here (the server holds the store)."""
+    """The static dashboard of ``tracekit dashboard``, built here (the server holds the store)
+    and kept until the store changes."""
     from tracekit.dashboards.page import build_dashboard
 
     def work(store: Store) -> Response:
-        return HTMLResponse(build_dashboard(store, **_filters(request)))
+        def build() -> bytes:
+            return build_dashboard(store, **_filters(request)).encode()
+
+        key = _page_key(request, _version(store), "since", "service", "agent")
+        return HTMLResponse(_page_cache(request).get(key, build))
 
     return work
 
