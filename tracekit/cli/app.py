@@ -10,15 +10,18 @@ from __future__ import annotations
 import enum
 import os
 import shutil
+import signal
 import sys
 from typing import Annotated, Any
 
 import typer
 
+from tracekit._util.text import plural
 from tracekit._version import __version__
 from tracekit.cli.help import PlainCommand, PlainGroup
+from tracekit.cli.interrupt import leave_on_signals
 from tracekit.cli.quick import quick_fleet_args, quick_tree_args
-from tracekit.errors import LakeError, TracekitError
+from tracekit.errors import IngestInterrupted, LakeError, TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
 # the readers, the simulator or pandas (an import is most of a short command's time).
@@ -515,24 +518,24 @@ def ingest_command(
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     A new store into which nothing went (a missing file, no trace) is not kept.
     """
-    from tracekit.cli.ingest import store_to_ingest_into
+    from tracekit.cli.ingest import ingest_into
     from tracekit.cli.progress import progress_bar
 
-    with store_to_ingest_into(db) as store:
-        report = store.ingest(paths, format.value, progress=progress_bar())
-        for source in report.sources if len(report.sources) <= 20 else []:
-            c = source.counts
-            if source.skipped:
-                print(f"{_clean(source.source)}: skipped, {source.skipped}")
-                continue
-            note = " (unchanged)" if source.unchanged else ""
-            print(
-                f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
-                f" {c.rejected} rejected, {c.duplicates} duplicates{note}"
-            )
-        if report.totals.rejected:
-            print(f"{report.totals.rejected} bad lines kept in the rejects table: tracekit rejects")
-        print(report.reconciliation())
+    report = ingest_into(db, paths, format.value, progress_bar())
+    for source in report.sources if len(report.sources) <= 20 else []:
+        c = source.counts
+        if source.skipped:
+            print(f"{_clean(source.source)}: skipped, {source.skipped}")
+            continue
+        note = " (unchanged)" if source.unchanged else ""
+        print(
+            f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
+            f" {c.rejected} rejected, {plural(c.duplicates, 'duplicate')}{note}"
+        )
+    if report.totals.rejected:
+        bad = plural(report.totals.rejected, "bad line")
+        print(f"{bad} kept in the rejects table: tracekit rejects")
+    print(report.reconciliation())
 
 
 @app.command("runs", cls=PlainCommand)
@@ -915,6 +918,11 @@ def serve_command(
 def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()
+    # Ctrl-C from here raises KeyboardInterrupt, so that what a command holds
+    # is released (tracekit ingest defers it to a safe point instead);
+    # SIGTERM still ends the process at once, with one line.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    leave_on_signals(signal.SIGTERM)
     tree = quick_tree_args(sys.argv[1:])
     fleet = quick_fleet_args(sys.argv[1:]) if tree is None else None
     try:
@@ -928,7 +936,8 @@ def main() -> None:
         _fail(exc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted (SIGINT)", file=sys.stderr)
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: typer's (vendored click's) message
         show = getattr(exc, "show", None)
@@ -952,6 +961,9 @@ def _exit_now(code: int) -> None:
 
 
 def _fail(exc: TracekitError) -> None:
+    if isinstance(exc, IngestInterrupted):  # asked for: no "Error", the shell's exit code
+        print(str(exc), file=sys.stderr)
+        sys.exit(128 + exc.signum)
     message = f"Error: {exc}"
     if exc.hint:
         message += f"\n{exc.hint}"

@@ -77,7 +77,9 @@ def _script(con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] 
             con.execute(statement, params if params and "$" in statement else None)
 
 
-def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport:
+def classify_store(
+    store: _HasCon | duckdb.DuckDBPyConnection, *, own_transaction: bool = True
+) -> ClassifyReport:
     """Classify every run of a store whose ``classified_at`` is NULL (idempotent).
 
     Fills ``runs.outcome``, ``circle``, ``origin_invocation_id``,
@@ -86,6 +88,9 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
 
     Args:
         store: a :class:`tracekit.store.Store` opened for writing, or its connection.
+        own_transaction: run in a transaction of its own; False inside the
+            caller's (an ingest derives and classifies in one, so a store is
+            never seen derived but unclassified).
 
     Returns:
         How many runs were classified, by outcome.
@@ -110,7 +115,8 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
         return ClassifyReport()
     from tracekit.failures.hard import classify_hard  # the rules and pandas: only with work
 
-    con.execute("BEGIN")
+    if own_transaction:
+        con.execute("BEGIN")
     try:
         _script(con, _TODO, None)
         findings, roles = classify_hard(con)
@@ -121,9 +127,11 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
         con.register("_fleet_roles", roles)
         con.execute(_WRITE_RUNS, now)
         con.execute(_WRITE_ROLES)
-        con.execute("COMMIT")
+        if own_transaction:
+            con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if own_transaction:
+            con.execute("ROLLBACK")
         raise
     finally:
         for name in ("_fleet_findings", "_fleet_roles"):
