@@ -2,20 +2,30 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps: the demo needs tracekit and its own dependencies only (a minute
+# on a fresh machine); the suite also needs the dev extras (pyspark, playwright,
+# mypy, ruff, hypothesis, ...: a gigabyte and minutes more).
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench clean install browser java screenshot record-frameworks
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE_STAMP)
+
+$(STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,lovia,notebook,openai-agents,serve]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	@bash examples/demo.sh
+	@echo
+	@echo "tracekit is in .venv: run 'source .venv/bin/activate' in a new shell, then 'tracekit --help'."
 
 # The dashboard's test drives a real headless Chromium: Debian's, installed when missing.
 browser:
