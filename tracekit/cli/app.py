@@ -480,14 +480,16 @@ FormatOption = Annotated[
     TableFormat, typer.Option("--format", help="table, json (one object per line) or csv.")
 ]
 
+# The table's columns, most telling first: those that do not fit the terminal
+# are left out from the end (JSON and CSV have every column).
 _RUN_COLUMNS = [
     "run_id",
+    "start_at",
     "service",
     "agent",
-    "start_at",
-    "duration_ms",
-    "status",
     "outcome",
+    "status",
+    "duration_ms",
     "invocations",
     "failed_invocations",
     "max_depth",
@@ -676,14 +678,20 @@ def find_command(
 
 
 def _emit(df: Any, format: TableFormat) -> None:
-    from tracekit.cli.tables import render
+    from tracekit.cli.tables import fit, render
 
     if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
         return
-    # On a terminal, fit its width; into a pipe or a file, nothing is cut.
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100_000
-    _print_view(render(df, format.value, width=width), [])
+    if format is not TableFormat.table:  # JSON and CSV keep every column and character
+        _print_view(render(df, format.value), [])
+        return
+    # A table fits the terminal ($COLUMNS, else 80 off a terminal): the columns
+    # that do not fit are named on stderr, and --format csv or json has them.
+    width = shutil.get_terminal_size().columns
+    shown, hidden = fit(df, width)
+    note = [f"not shown at this width: {', '.join(hidden)} (--format csv or json has them)"]
+    _print_view(render(shown, "table", width=width), note if hidden else [])
 
 
 def _clean(text: str) -> str:
