@@ -45,7 +45,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tracekit._util.text import escape, format_ms
+from tracekit._util.text import escape, format_ms, plural
 from tracekit._util.theme import OUTCOME_STYLES
 from tracekit.fleet.queries import Rows
 
@@ -281,7 +281,7 @@ def _sessions(report: FleetReport) -> Text:
         return Text("Sessions: none (no run has a session id)", style="dim")
     return Text(
         f"Sessions: {found['sessions']:,} ({found['failed']:,} with a failed run;"
-        f" {found['runs']:,} runs in sessions)"
+        f" {plural(found['runs'], 'run')} in sessions)"
     )
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 
 import duckdb
 
+from tracekit._util.text import plural
 from tracekit.errors import (
     IngestInterrupted,
     StoreError,
@@ -106,11 +107,10 @@ class IngestReport:
         Example: ``ingested 2 sources: 120 lines read = 117 accepted + 2 rejected + 1 duplicate``
         """
         t = self.totals
-        dup = "duplicate" if t.duplicates == 1 else "duplicates"
         text = (
-            f"ingested {len(self.sources)} source{'s' if len(self.sources) != 1 else ''}: "
-            f"{t.read} lines read = {t.accepted} accepted + {t.rejected} rejected"
-            f" + {t.duplicates} {dup}"
+            f"ingested {plural(len(self.sources), 'source')}: "
+            f"{plural(t.read, 'line')} read = {t.accepted} accepted + {t.rejected} rejected"
+            f" + {plural(t.duplicates, 'duplicate')}"
         )
         skipped = sum(bool(r.skipped) for r in self.sources)
         if skipped:
