@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser java screenshot record-frameworks
+.PHONY: demo test lint bench clean install browser java screenshot record-frameworks clear-notebooks
 
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,6 +42,13 @@ test: $(STAMP) browser java
 screenshot: $(STAMP) browser
 	TRACEKIT_SCREENSHOT=dashboards/fleet-health.png $(BIN)/python -m pytest -q -n 0 \
 		tests/test_dashboard.py -k browser
+
+# The committed notebooks carry no outputs (tests/test_notebooks.py checks it).
+clear-notebooks:
+	$(PY) -c 'import glob, json; \
+	cells = lambda nb: [c.update(outputs=[], execution_count=None) for c in nb["cells"] if c["cell_type"] == "code"]; \
+	[(cells(nb), open(p, "w").write(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")) \
+	 for p in glob.glob("notebooks/*.ipynb") for nb in [json.load(open(p))]]'
 
 lint: $(STAMP)
 	$(BIN)/ruff check tracekit tests bench examples
