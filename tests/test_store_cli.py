@@ -305,3 +305,33 @@ def test_runs_fits_the_terminal_and_csv_and_json_keep_everything(tmp_path: Path)
     assert len(rows) == 6 and {"output_tokens", "origin_code", "session_id"} <= set(rows[0])
     objects = [json.loads(r) for r in cli("runs", "--format", "json", db=db).stdout.splitlines()]
     assert set(objects[0]) == set(rows[0])
+
+
+def test_a_store_and_a_trace_given_for_each_other_say_what_to_run(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(2))
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    wrong_db = cli("runs", db=trace, check=False)
+    assert wrong_db.returncode == 2 and "Traceback" not in wrong_db.stderr
+    assert wrong_db.stderr.splitlines() == [
+        f"Error: {trace}: not a tracekit store (a store is a DuckDB file; is this a trace?)",
+        f"Read a trace with: tracekit tree {trace}; store it with:"
+        f" tracekit ingest {trace} --db tracekit.duckdb",
+    ]
+    assert trace.read_bytes() == write(tmp_path / "again.jsonl", fleet(2)).read_bytes()
+    store_as_trace = cli("tree", str(db), check=False)
+    assert store_as_trace.returncode == 2
+    assert store_as_trace.stderr.splitlines()[1].startswith(
+        f"Read a run from it: tracekit tree RUN_ID --db {db}"
+    )
+
+
+def test_find_names_an_agent_that_is_in_no_run(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(2))
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    done = cli("find", "front > billng", db=db)
+    assert done.stderr.splitlines()[-2:] == [
+        "0 runs, 0 paths",
+        "no agent billng in any run; did you mean billing?",
+    ]

@@ -119,7 +119,8 @@ def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, 
     known = [
         str(row[0])
         for row in con.execute(
-            "SELECT DISTINCT agent FROM invocations WHERE agent IS NOT NULL"
+            "SELECT agent FROM invocations WHERE agent IS NOT NULL"
+            " UNION SELECT agent FROM runs WHERE agent IS NOT NULL"
         ).fetchall()
     ]
     notes = []
