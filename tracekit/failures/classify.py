@@ -14,17 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Final
 
 import duckdb
 
+from tracekit._util.sql import StoreOrConnection, connection, run_script
 from tracekit.failures.calls import sync_calls
 
 __all__ = ["ClassifyReport", "classify_store"]
-
-
-class _HasCon(Protocol):
-    con: duckdb.DuckDBPyConnection
 
 
 @dataclass(slots=True)
@@ -71,15 +68,7 @@ FROM _fleet_roles r WHERE invocations.invocation_id = r.invocation_id
 """
 
 
-def _script(con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] | None) -> None:
-    for statement in (s.strip() for s in script.split(";\n")):
-        if statement:
-            con.execute(statement, params if params and "$" in statement else None)
-
-
-def classify_store(
-    store: _HasCon | duckdb.DuckDBPyConnection, *, own_transaction: bool = True
-) -> ClassifyReport:
+def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) -> ClassifyReport:
     """Classify every run of a store whose ``classified_at`` is NULL (idempotent).
 
     Fills ``runs.outcome``, ``circle``, ``origin_invocation_id``,
@@ -108,7 +97,7 @@ def classify_store(
         3  failed:recursion     1
         >>> store.close()
     """
-    con = store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
+    con = connection(store)
     now = {"now": datetime.now(UTC).replace(tzinfo=None)}
     row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
     if not row or not row[0]:
@@ -118,10 +107,10 @@ def classify_store(
     if own_transaction:
         con.execute("BEGIN")
     try:
-        _script(con, _TODO, None)
+        run_script(con, _TODO)
         findings, roles = classify_hard(con)
         counts = [(("ok" if has else "incomplete"), n) for has, n in _plain_counts(con)]
-        _script(con, _PLAIN, now)
+        run_script(con, _PLAIN, now)
         sync_calls(con)
         con.register("_fleet_findings", findings)
         con.register("_fleet_roles", roles)

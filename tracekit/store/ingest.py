@@ -130,11 +130,14 @@ def ingest_paths(
     format: Format = "auto",
     progress: ProgressFactory | None = None,
     stop: Stop | None = None,
+    classify: bool = True,
 ) -> IngestReport:
     """Ingest files, directories, globs or ``-`` into the open store, derive and classify.
 
     ``stop`` is asked after each chunk; a signal number it returns stops the
     ingest (a query cut short by ``con.interrupt()`` stops it too).
+    ``classify=False`` loads and derives only, leaving the runs to
+    :func:`~tracekit.failures.classify_store` (the rules' own tests).
 
     Raises:
         IngestInterrupted: stopped before the end; nothing of this ingest is
@@ -158,7 +161,8 @@ def ingest_paths(
             _check(asked)
             with transaction(con):
                 report.runs_touched = derive(con, since)
-                classify_store(con, own_transaction=False)
+                if classify:
+                    classify_store(con, own_transaction=False)
                 mark_derived(con, since)
         for sub in report.sources:
             if sub.damage:  # raised once every good line is stored and derived
