@@ -64,7 +64,7 @@ def fit(df: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[str]]:
 
     Example:
         >>> df = pd.DataFrame({"run_id": ["r-1"], "agent": ["triage"], "note": ["x" * 80]})
-        >>> fit(df, 30)[1]
+        >>> fit(df, 24)[1]
         ['note']
     """
     used = -_GAP
