@@ -2,20 +2,30 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps: the demo needs tracekit and its own dependencies only (a minute
+# on a fresh machine); the suite also needs the dev extras (pyspark, playwright,
+# mypy, ruff, hypothesis, ...: a gigabyte and minutes more).
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser graphviz java screenshot record-frameworks
+.PHONY: demo test lint bench clean install browser graphviz java screenshot record-frameworks clear-notebooks
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e .
+	touch $(BASE_STAMP)
+
+$(STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,lovia,notebook,openai-agents,serve]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP) graphviz
+demo: $(BASE_STAMP) graphviz
 	@bash examples/demo.sh
+	@echo
+	@echo "tracekit is in .venv: run 'source .venv/bin/activate' in a new shell, then 'tracekit --help'."
 
 # The dashboard's test drives a real headless Chromium: Debian's, installed when missing.
 browser:
@@ -36,6 +46,13 @@ test: $(STAMP) browser graphviz java
 screenshot: $(STAMP) browser graphviz
 	TRACEKIT_SCREENSHOT=dashboards/fleet-health.png $(BIN)/python -m pytest -q -n 0 \
 		tests/test_dashboard.py -k browser
+
+# The committed notebooks carry no outputs (tests/test_notebooks.py checks it).
+clear-notebooks:
+	$(PY) -c 'import glob, json; \
+	cells = lambda nb: [c.update(outputs=[], execution_count=None) for c in nb["cells"] if c["cell_type"] == "code"]; \
+	[(cells(nb), open(p, "w").write(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")) \
+	 for p in glob.glob("notebooks/*.ipynb") for nb in [json.load(open(p))]]'
 
 lint: $(STAMP)
 	$(BIN)/ruff check tracekit tests bench examples

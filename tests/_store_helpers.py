@@ -68,9 +68,13 @@ def write(path: Path, lines: list[str]) -> Path:
 
 
 def cli(
-    *args: str, db: Path | None = None, stdin: str | None = None, check: bool = True
+    *args: str,
+    db: Path | None = None,
+    stdin: str | None = None,
+    check: bool = True,
+    columns: int = 200,
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": str(columns)}
     argv = [TRACEKIT, *args] + (["--db", str(db)] if db is not None else [])
     done = subprocess.run(argv, capture_output=True, text=True, input=stdin, env=env, timeout=120)
     if check:

@@ -95,7 +95,10 @@ def test_runs_and_limit(db: Path) -> None:
     assert len(limited.stdout.splitlines()) == 3
     assert limited.stderr == "1 run, 10 paths (the first 2 shown; --limit N for more)\n"
     none = cli("find", "nobody", db=db)
-    assert (none.stdout, none.stderr) == ("", "(no rows)\n0 runs, 0 paths\n")
+    assert (none.stdout, none.stderr) == (
+        "",
+        "(no rows)\n0 runs, 0 paths\nno agent nobody in any run\n",
+    )
 
 
 def test_a_parse_error_points_at_the_column(db: Path) -> None:

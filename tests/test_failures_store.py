@@ -32,7 +32,9 @@ def _none(value: object) -> object:
 def test_hand_made_runs_classified_in_the_store(tmp_path: Path) -> None:
     trace = write(tmp_path / "cases.jsonl", all_cases())
     with Store(tmp_path / "s.duckdb") as store:
-        ingest_paths(store.con, [trace])  # the bare load, without the classification
+        ingest_paths(
+            store.con, [trace], classify=False
+        )  # the bare load, without the classification
         report = classify_store(store)
         assert report.runs == len(CASES)
         rows = _runs(store)
@@ -51,10 +53,14 @@ def test_classify_is_idempotent_and_picks_up_what_a_later_ingest_changed(tmp_pat
     exits = [e for e in events if isinstance(e, Exit) or e.__struct_config__.tag == "run.end"]
     first = write(tmp_path / "first.jsonl", [e for e in events if e not in exits])
     with Store(tmp_path / "s.duckdb") as store:
-        ingest_paths(store.con, [first])  # the bare load, without the classification
+        ingest_paths(
+            store.con, [first], classify=False
+        )  # the bare load, without the classification
         assert classify_store(store).outcomes == {"incomplete": 1}
         assert classify_store(store).runs == 0  # nothing new: nothing done
-        ingest_paths(store.con, [write(tmp_path / "second.jsonl", exits)])  # the exits, later
+        ingest_paths(
+            store.con, [write(tmp_path / "second.jsonl", exits)], classify=False
+        )  # the exits, later
         assert classify_store(store).outcomes == {"failed:child": 1}
         row = _runs(store)["late"]
         assert (row["origin_agent"], row["origin_code"]) == ("invoices", "TIMEOUT")

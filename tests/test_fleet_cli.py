@@ -156,3 +156,37 @@ def test_plain_and_unusual_command_lines_give_the_same_report(db: Path) -> None:
     assert first["outcomes"] == second["outcomes"] and first["edges"] == second["edges"]
     bad = _run("fleet", "--db", str(db), "--format", "yaml", cwd=db.parent)
     assert bad.returncode == 2 and "yaml" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_fleet_gives_no_change_against_an_empty_window(tmp_path: Path) -> None:
+    """Runs only 70-110 minutes ago: quiet in the last hour, none in the 3 hours before the last 3."""
+    from datetime import UTC, datetime, timedelta
+
+    start = (datetime.now(UTC) - timedelta(minutes=110)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    trace = tmp_path / "fleet.jsonl"
+    made = _run(
+        "simulate", "--runs", "60", "--seed", "3", "--start", start, "--window", "40m",
+        "-o", str(trace), cwd=tmp_path,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert _run("ingest", str(trace), "--db", "s.duckdb", cwd=tmp_path).returncode == 0
+    quiet = _run("fleet", "--db", "s.duckdb", "--since", "1h", cwd=tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "Runs: 0 (previous window: 60)" in quiet.stdout
+    assert " pt" not in quiet.stdout
+    assert {_outcome_cells(quiet.stdout)[i] for i in (2, 4)} == {("-",) * 7}  # share, change
+    first = _run("fleet", "--db", "s.duckdb", "--since", "3h", cwd=tmp_path)
+    assert "Runs: 60 (no runs in the previous window)" in first.stdout
+    assert " pt" not in first.stdout
+    assert {_outcome_cells(first.stdout)[i] for i in (3, 4)} == {("-",) * 7}  # before, change
+    data = json.loads(_run("fleet", "--db", "s.duckdb", "--since", "3h", "--format", "json",
+                           cwd=tmp_path).stdout)  # fmt: skip
+    assert data["previous_runs"] == 0
+    assert {row["change"] for row in data["outcomes"]} == {None}
+
+
+def _outcome_cells(out: str) -> list[tuple[str, ...]]:
+    """The outcomes table's columns, each a tuple of its cells."""
+    table = out.split("Runs:", 1)[1].split("\n\n", 1)[0]
+    rows = [line.strip("│").split("│") for line in table.splitlines()[4:-1]]
+    return list(zip(*[[cell.strip() for cell in row] for row in rows], strict=True))

@@ -223,3 +223,17 @@ def test_open_run_on_a_store_needs_a_run_id_when_there_are_several(tmp_path: Pat
         with pytest.raises(TracekitError, match="several runs") as info:
             open_run(store)
         assert "store.runs()" in info.value.hint
+
+
+def test_open_run_takes_a_store_file_path(tmp_path: Path) -> None:
+    from tracekit.notebook import open_run
+    from tracekit.store import Store
+
+    path = tmp_path / "s.duckdb"
+    with Store(path) as store:
+        store.ingest(str(SAMPLES / "child_failure.jsonl"))
+        run_id = str(store.runs().run_id.iloc[0])
+        from_store = open_run(store, run_id)
+    run = open_run(str(path), run_id)  # read as a store, not as a trace file
+    assert (run.run_id, run.outcome) == (from_store.run_id, from_store.outcome)
+    assert run.invocations.equals(from_store.invocations)

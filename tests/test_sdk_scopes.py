@@ -215,3 +215,19 @@ def test_a_cancelled_run_ends_with_a_cancelled_error(tk: AgentTracer, sink: Memo
     assert isinstance(end, RunEnd) and end.ok is False and end.failure is None
     assert end.error is not None and end.error.code == "CANCELLED"
     assert classify_events(sink.events)[end.runId].outcome == "cancelled"
+
+
+def test_integrations_need_only_the_sdk_facade() -> None:
+    """What an integration uses of the SDK is exported by ``tracekit.sdk``: no inner module."""
+    import ast
+    from pathlib import Path
+
+    import tracekit.sdk
+    from tracekit.sdk import integrations
+
+    folder = Path(integrations.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tracekit.sdk"):
+                assert node.module == "tracekit.sdk", f"{path.name} imports {node.module}"
+                assert {a.name for a in node.names} <= set(tracekit.sdk.__all__)

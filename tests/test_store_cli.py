@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._store_helpers import cli, fleet, line, run_lines, write
+from tests._store_helpers import TRACEKIT, cli, fleet, line, run_lines, write
 
 SAMPLES = sorted(Path(__file__).parent.parent.joinpath("sample_traces").glob("*.jsonl"))
 
@@ -22,7 +22,7 @@ def test_ingest_prints_the_reconciling_line_and_runs_lists_them(tmp_path: Path) 
         "ingested 1 source: 36 lines read = 36 accepted + 0 rejected + 0 duplicates"
     )
     table = cli("runs", db=db).stdout.splitlines()
-    assert table[0].split()[:3] == ["run_id", "service", "agent"]
+    assert table[0].split()[:4] == ["run_id", "start_at", "service", "agent"]
     assert len(table) == 7
     from tracekit import Store
 
@@ -271,3 +271,67 @@ def test_ids_are_never_cut_in_a_table(tmp_path: Path) -> None:
         text = render(store.runs(), "table", width=100)
     assert long_id in text
     assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def test_runs_fits_the_terminal_and_csv_and_json_keep_everything(tmp_path: Path) -> None:
+    import csv
+    import io
+    import os
+
+    trace = write(tmp_path / "fleet.jsonl", fleet(6))
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "80"}
+    narrow = subprocess.run(
+        [TRACEKIT, "runs", "--db", str(db)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert len(lines) == 7 and max(map(len, lines)) <= 80
+    full = cli("runs", db=db).stdout  # COLUMNS=200: every column
+    assert "<NA>" not in full and "nan" not in full
+    origins = [
+        row.split()[full.splitlines()[0].split().index("origin_code")]
+        for row in full.splitlines()[1:]
+    ]
+    assert "-" in origins  # an ok run has no origin
+    header = lines[0].split()
+    assert header[:5] == ["run_id", "start_at", "service", "agent", "outcome"]
+    (note,) = narrow.stderr.splitlines()
+    hidden = note.split(": ", 1)[1].split(" (")[0].split(", ")
+    assert "output_tokens" in hidden and not set(hidden) & set(header)
+    wide = cli("runs", "--format", "csv", db=db).stdout
+    rows = list(csv.DictReader(io.StringIO(wide)))
+    assert len(rows) == 6 and {"output_tokens", "origin_code", "session_id"} <= set(rows[0])
+    objects = [json.loads(r) for r in cli("runs", "--format", "json", db=db).stdout.splitlines()]
+    assert set(objects[0]) == set(rows[0])
+
+
+def test_a_store_and_a_trace_given_for_each_other_say_what_to_run(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(2))
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    wrong_db = cli("runs", db=trace, check=False)
+    assert wrong_db.returncode == 2 and "Traceback" not in wrong_db.stderr
+    assert wrong_db.stderr.splitlines() == [
+        f"Error: {trace}: not a tracekit store (a store is a DuckDB file; is this a trace?)",
+        f"Read a trace with: tracekit tree {trace}; store it with:"
+        f" tracekit ingest {trace} --db tracekit.duckdb",
+    ]
+    assert trace.read_bytes() == write(tmp_path / "again.jsonl", fleet(2)).read_bytes()
+    store_as_trace = cli("tree", str(db), check=False)
+    assert store_as_trace.returncode == 2
+    assert store_as_trace.stderr.splitlines()[1].startswith(
+        f"Read a run from it: tracekit tree RUN_ID --db {db}"
+    )
+
+
+def test_find_names_an_agent_that_is_in_no_run(tmp_path: Path) -> None:
+    trace = write(tmp_path / "fleet.jsonl", fleet(2))
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    done = cli("find", "front > billng", db=db)
+    assert done.stderr.splitlines()[-2:] == [
+        "0 runs, 0 paths",
+        "no agent billng in any run; did you mean billing?",
+    ]

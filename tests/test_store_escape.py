@@ -79,7 +79,7 @@ def test_text_and_csv_show_hostile_names_escaped(db: Path, name: str) -> None:
 
 
 def test_tables_and_csv_escape_alike(db: Path) -> None:
-    table = cli("runs", db=db).stdout
+    table = cli("runs", db=db, columns=400).stdout  # wide enough that no name is cut
     csv = cli("runs", "--format", "csv", db=db).stdout
     for escaped in ("run\\u202egpj.exe", "front\\x1b[31m\\x07\\x0d\\x85", "r\\u200f2", "a\\u2029"):
         assert escaped in table and escaped in csv

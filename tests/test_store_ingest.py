@@ -314,7 +314,9 @@ def test_an_ingest_resets_the_classification_of_the_runs_it_touches(tmp_path: Pa
         store.ingest(write(tmp_path / "a.jsonl", lines[:5]))
         store.ingest(write(tmp_path / "other.jsonl", run_lines("r2")))
         store.con.execute("UPDATE runs SET outcome = 'stale', classified_at = now()")
-        ingest_paths(store.con, [write(tmp_path / "b.jsonl", lines[5:])])  # load and derive only
+        ingest_paths(
+            store.con, [write(tmp_path / "b.jsonl", lines[5:])], classify=False
+        )  # load and derive only
         runs = store.runs().set_index("run_id")
         assert pd.isna(runs.loc["r1", "outcome"]) and runs.loc["r2", "outcome"] == "stale"
         assert pd.isna(runs.loc["r1", "classified_at"])

@@ -16,6 +16,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
+    "IngestInterrupted",
     "InvalidRecordError",
     "LakeError",
     "RunNotFoundError",
@@ -151,6 +152,22 @@ class StoreWriteError(StoreError):
     What was committed before is kept and consistent; the next ingest goes on
     from it.
     """
+
+
+class IngestInterrupted(StoreError):
+    """An ingest stopped by a signal (Ctrl-C, SIGTERM) before it finished.
+
+    The store is as a finished ingest leaves it: everything in it is derived
+    and classified; what this ingest had read is not kept, and the next
+    ingest of the same files reads it.
+
+    Attributes:
+        signum: the signal that stopped it; the command exits ``128 + signum``.
+    """
+
+    def __init__(self, message: str, *, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
 
 
 class AgentError(TracekitError):

@@ -48,6 +48,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from tracekit._util.files import is_store_file
 from tracekit._util.text import format_ms
 from tracekit.errors import TracekitError
 from tracekit.events import Event
@@ -289,8 +290,9 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
     """Open one run from a trace file or a store, for a notebook.
 
     Args:
-        source: a trace file path (JSONL, ``.gz``, OTLP JSON) or a
-            :class:`~tracekit.store.Store`.
+        source: a trace file path (JSONL, ``.gz``, OTLP JSON), a
+            :class:`~tracekit.store.Store`, or a store file's path (opened
+            read-only for the call).
         run_id: the root run to open. For a file, by default its first root
             run; for a store, required unless the store holds one run.
 
@@ -303,6 +305,11 @@ def open_run(source: Any, run_id: str | None = None) -> RunView:
         >>> run.outcome, run.root_cause().chain
         ('failed:recursion', ['orders', 'billing', 'orders'])
     """
+    if isinstance(source, str | Path) and is_store_file(source):
+        from tracekit.store import Store
+
+        with Store(source, read_only=True) as store:
+            return _open_store(store, run_id)
     if isinstance(source, str | Path):
         return _open_file(Path(source), run_id)
     if hasattr(source, "invocations") and hasattr(source, "events"):

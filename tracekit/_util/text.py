@@ -10,7 +10,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["duration_ms", "escape", "format_ms"]
+__all__ = ["duration_ms", "escape", "format_ms", "plural"]
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``count`` and the word, singular for exactly one: ``1 circle``, ``2 circles``.
+
+    Example:
+        >>> plural(1, "bad line"), plural(0, "duplicate"), plural(3, "child", "children")
+        ('1 bad line', '0 duplicates', '3 children')
+    """
+    return f"{count} {word if count == 1 else (words or word + 's')}"
 
 
 def escape(text: str) -> str:

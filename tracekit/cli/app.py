@@ -10,15 +10,18 @@ from __future__ import annotations
 import enum
 import os
 import shutil
+import signal
 import sys
 from typing import Annotated, Any
 
 import typer
 
+from tracekit._util.text import plural
 from tracekit._version import __version__
 from tracekit.cli.help import PlainCommand, PlainGroup
+from tracekit.cli.interrupt import leave_on_signals
 from tracekit.cli.quick import quick_fleet_args, quick_tree_args
-from tracekit.errors import LakeError, TracekitError
+from tracekit.errors import IngestInterrupted, LakeError, TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
 # the readers, the simulator or pandas (an import is most of a short command's time).
@@ -477,14 +480,16 @@ FormatOption = Annotated[
     TableFormat, typer.Option("--format", help="table, json (one object per line) or csv.")
 ]
 
+# The table's columns, most telling first: those that do not fit the terminal
+# are left out from the end (JSON and CSV have every column).
 _RUN_COLUMNS = [
     "run_id",
+    "start_at",
     "service",
     "agent",
-    "start_at",
-    "duration_ms",
-    "status",
     "outcome",
+    "status",
+    "duration_ms",
     "invocations",
     "failed_invocations",
     "max_depth",
@@ -515,7 +520,7 @@ def ingest_command(
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     A new store into which nothing went (a missing file, no trace) is not kept.
     """
-    from tracekit.cli.ingest import store_to_ingest_into
+    from tracekit.cli.ingest import ingest_into
     from tracekit.cli.progress import progress_bar
     from tracekit.cli.remote import server_url
 
@@ -523,23 +528,23 @@ def ingest_command(
     if url is not None:  # tracekit serve holds the store: it loads what it is sent
         _forward(paths, url)
         return
-    with store_to_ingest_into(db) as store:
-        report = store.ingest(paths, format.value, progress=progress_bar())
-        for source in report.sources if len(report.sources) <= 20 else []:
-            c = source.counts
-            if source.skipped:
-                print(f"{_clean(source.source)}: skipped, {source.skipped}")
-                continue
-            note = " (unchanged)" if source.unchanged else ""
-            print(
-                f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
-                f" {c.rejected} rejected, {c.duplicates} duplicates{note}"
-            )
-            if source.spans is not None:  # OTLP: where every span read went
-                print(f"  {source.spans.line()}")
-        if report.totals.rejected:
-            print(f"{report.totals.rejected} bad lines kept in the rejects table: tracekit rejects")
-        print(report.reconciliation())
+    report = ingest_into(db, paths, format.value, progress_bar())
+    for source in report.sources if len(report.sources) <= 20 else []:
+        c = source.counts
+        if source.skipped:
+            print(f"{_clean(source.source)}: skipped, {source.skipped}")
+            continue
+        note = " (unchanged)" if source.unchanged else ""
+        print(
+            f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
+            f" {c.rejected} rejected, {plural(c.duplicates, 'duplicate')}{note}"
+        )
+        if source.spans is not None:  # OTLP: where every span read went
+            print(f"  {source.spans.line()}")
+    if report.totals.rejected:
+        bad = plural(report.totals.rejected, "bad line")
+        print(f"{bad} kept in the rejects table: tracekit rejects")
+    print(report.reconciliation())
 
 
 def _forward(paths: list[str], url: str) -> None:
@@ -691,14 +696,20 @@ def find_command(
 
 
 def _emit(df: Any, format: TableFormat) -> None:
-    from tracekit.cli.tables import render
+    from tracekit.cli.tables import fit, render
 
     if df.empty and format is TableFormat.table:
         print("(no rows)", file=sys.stderr)
         return
-    # On a terminal, fit its width; into a pipe or a file, nothing is cut.
-    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 100_000
-    _print_view(render(df, format.value, width=width), [])
+    if format is not TableFormat.table:  # JSON and CSV keep every column and character
+        _print_view(render(df, format.value), [])
+        return
+    # A table fits the terminal ($COLUMNS, else 80 off a terminal): the columns
+    # that do not fit are named on stderr, and --format csv or json has them.
+    width = shutil.get_terminal_size().columns
+    shown, hidden = fit(df, width)
+    note = [f"not shown at this width: {', '.join(hidden)} (--format csv or json has them)"]
+    _print_view(render(shown, "table", width=width), note if hidden else [])
 
 
 def _clean(text: str) -> str:
@@ -1004,6 +1015,11 @@ def serve_command(
 def main() -> None:
     """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
     _FAST_EXIT.clear()
+    # Ctrl-C from here raises KeyboardInterrupt, so that what a command holds
+    # is released (tracekit ingest defers it to a safe point instead);
+    # SIGTERM still ends the process at once, with one line.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    leave_on_signals(signal.SIGTERM)
     tree = quick_tree_args(sys.argv[1:])
     fleet = quick_fleet_args(sys.argv[1:]) if tree is None else None
     try:
@@ -1017,7 +1033,8 @@ def main() -> None:
         _fail(exc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted (SIGINT)", file=sys.stderr)
         sys.exit(130)
     except typer.TyperException as exc:  # usage errors: typer's (vendored click's) message
         show = getattr(exc, "show", None)
@@ -1041,6 +1058,9 @@ def _exit_now(code: int) -> None:
 
 
 def _fail(exc: TracekitError) -> None:
+    if isinstance(exc, IngestInterrupted):  # asked for: no "Error", the shell's exit code
+        print(str(exc), file=sys.stderr)
+        sys.exit(128 + exc.signum)
     message = f"Error: {exc}"
     if exc.hint:
         message += f"\n{exc.hint}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from tracekit._util.text import escape
 from tracekit.store.findparse import quote_name
 
 if TYPE_CHECKING:
@@ -73,4 +74,4 @@ def find_notes(found: FindResult, *, runs: bool) -> list[str]:
     shown, total = (len(found.runs), total_runs) if runs else (len(found.paths), total_paths)
     if shown < total:
         line += f" (the first {shown:,} shown; --limit N for more)"
-    return [line]
+    return [line, *(escape(note) for note in found.notes)]

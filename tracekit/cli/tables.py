@@ -20,14 +20,19 @@ from rich.table import Table
 
 from tracekit._util.text import escape
 
-__all__ = ["clean", "render"]
+__all__ = ["clean", "fit", "render"]
+
+_GAP = 2  # rich's padding between two columns of a borderless table
+_NARROWEST = 10  # a text column is cut (with …) to no less than this, or its header
+# Short vocabularies, read whole or not at all: never cut.
+_WHOLE = frozenset({"outcome", "status", "kind", "format"})
 
 
 def clean(value: Any, width: int | None = None) -> str:
     """One cell as safe text: what is not printable escaped, cut to ``width``."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or value is pd.NaT:
         return ""
-    if value is pd.NaT:
+    if isinstance(value, float) and math.isnan(value):
         return ""
     if isinstance(value, datetime):
         text = value.isoformat(sep=" ", timespec="seconds")
@@ -48,6 +53,52 @@ def render(df: pd.DataFrame, fmt: str, *, width: int | None = None) -> str:
     if fmt == "csv":
         return _csv(df)
     return _table(df, width)
+
+
+def fit(df: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[str]]:
+    """The leading columns of ``df`` that fit ``width`` as a table, and the names of the rest.
+
+    Ids, outcomes, numbers and times count whole; other text columns may be cut (with
+    …) down to their header or ten characters. The columns are kept in their
+    order, so put the ones that matter first.
+
+    Example:
+        >>> df = pd.DataFrame({"run_id": ["r-1"], "agent": ["triage"], "note": ["x" * 80]})
+        >>> fit(df, 24)[1]
+        ['note']
+    """
+    used = -_GAP
+    for i, (_natural, least) in enumerate(_widths(df)):
+        used += least + _GAP
+        if used > width and i:
+            return df.iloc[:, :i], [str(c) for c in df.columns[i:]]
+    return df, []
+
+
+def _widths(df: pd.DataFrame) -> list[tuple[int, int]]:
+    """Each column's natural width, and the least it may be cut to."""
+    widths = []
+    for i, column in enumerate(df.columns):
+        name = escape(str(column))
+        natural = max([len(name), *(len(clean(v) or "-") for v in df.iloc[:, i])])
+        text = pd.api.types.is_object_dtype(df.dtypes.iloc[i]) or pd.api.types.is_string_dtype(
+            df.dtypes.iloc[i]
+        )
+        cuttable = text and not name.endswith("_id") and name not in _WHOLE
+        widths.append((natural, min(natural, max(len(name), _NARROWEST)) if cuttable else natural))
+    return widths
+
+
+def _cut_to(widths: list[tuple[int, int]], width: int) -> list[int]:
+    """Column widths summing (with gaps) to at most ``width``: the widest cut first."""
+    sizes = [natural for natural, _ in widths]
+    room = width - _GAP * (len(sizes) - 1)
+    while sum(sizes) > room:
+        i = max(range(len(sizes)), key=lambda j: sizes[j] - widths[j][1])
+        if sizes[i] <= widths[i][1]:
+            break  # nothing left to cut: wider than the terminal
+        sizes[i] -= 1
+    return sizes
 
 
 def _csv(df: pd.DataFrame) -> str:
@@ -82,18 +133,14 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 
 def _table(df: pd.DataFrame, width: int | None) -> str:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    cut = [None if str(c).endswith("_id") else 60 for c in df.columns]
-    rows = [
-        [clean(v, w) for v, w in zip(row, cut, strict=True)] for row in df.itertuples(index=False)
-    ]
-    for i, column in enumerate(df.columns):
-        name = escape(str(column))
-        # Ids are copied into other commands: never cut them short.
-        widest = max((len(r[i]) for r in rows), default=0) if name.endswith("_id") else 0
-        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=max(len(name), widest))
+    rows = [[clean(v) or "-" for v in row] for row in df.itertuples(index=False)]
+    sizes = _cut_to(_widths(df), width or 100_000)
+    for column, size in zip(df.columns, sizes, strict=True):
+        table.add_column(escape(str(column)), no_wrap=True, overflow="ellipsis", width=size)
     for row in rows:
         table.add_row(*row)
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width or 200, no_color=True, highlight=False, markup=False)
+    total = sum(sizes) + _GAP * (len(sizes) - 1)
+    console = Console(file=buffer, width=total, no_color=True, highlight=False, markup=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from tracekit._util.files import is_store_file
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
@@ -93,6 +94,12 @@ def tree_view(
     with gc_paused():  # a million acyclic records: collections would only walk them
         result = read_trace(source, strict=strict)
         if not result.events:
+            if is_store_file(source):
+                raise TracekitError(
+                    f"{escape(source)} is a tracekit store, not a trace file",
+                    hint=f"Read a run from it: tracekit tree RUN_ID --db {escape(source)}"
+                    f" (tracekit runs --db {escape(source)} lists them)",
+                )
             raise _no_records(source, result)
         forest = build_forest(result.events)
         view = render_forest(

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit._util.text import escape
+from tracekit._util.text import escape, plural
 from tracekit.errors import RunNotFoundError, TracekitError
 
 __all__ = ["FleetComparison", "PathShare", "against_fleet", "describe_against_fleet"]
@@ -141,7 +141,9 @@ def _lines(title: str, paths: list[PathShare], total: int) -> list[str]:
     lines = [title]
     for found in paths[:_LISTED]:
         where = "/".join(map(escape, found.path))
-        lines.append(f"  {where}: in {found.runs} of {total} runs ({100 * found.share:.1f}%)")
+        lines.append(
+            f"  {where}: in {found.runs} of {plural(total, 'run')} ({100 * found.share:.1f}%)"
+        )
     if len(paths) > _LISTED:
         lines.append(f"  ... and {len(paths) - _LISTED} more (--json lists them all)")
     return lines

@@ -36,10 +36,11 @@ import os
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
 
 import duckdb
 
+from tracekit._util.sql import StoreOrConnection, connection
 from tracekit.errors import StoreError
 from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet.frames import to_frame
@@ -97,11 +98,6 @@ Engine: TypeAlias = Literal["duckdb", "spark"]
 Percentiles: TypeAlias = Literal["exact", "approx"]
 
 
-class _HasCon(Protocol):
-    con: duckdb.DuckDBPyConnection
-    read_only: bool
-
-
 def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> Store:
     """Open a store to report on, read-only: every write has classified its runs already.
 
@@ -114,12 +110,8 @@ def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> 
     return Store(Path(db) if db is not None else default_path(), read_only=True, wait=wait)
 
 
-def _con(store: _HasCon | duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    return store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
-
-
-def _source(store: _HasCon | duckdb.DuckDBPyConnection) -> tuple[duckdb.DuckDBPyConnection, str]:
-    con = _con(store)
+def _source(store: StoreOrConnection) -> tuple[duckdb.DuckDBPyConnection, str]:
+    con = connection(store)
     return con, calls_source(con)
 
 
@@ -132,7 +124,7 @@ def outcome_shares(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
 
     Columns: ``outcome``, ``runs``, ``share`` (0..1).
     """
-    groups = run_groups(_con(store), flt or FleetFilter(), None, 0.0)
+    groups = run_groups(connection(store), flt or FleetFilter(), None, 0.0)
     return _outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
         ["outcome", "runs", "share"]
     ]
@@ -143,7 +135,7 @@ def incomplete_states(
 ) -> dict[str, int]:
     """Incomplete runs told apart by age: ``crashed`` (quiet for 15 minutes) or ``running``."""
     return incomplete_counts(
-        run_groups(_con(store), flt or FleetFilter(), None, _running_since(now))
+        run_groups(connection(store), flt or FleetFilter(), None, _running_since(now))
     )
 
 
@@ -155,7 +147,7 @@ def recursion_circles(store: Any, flt: FleetFilter | None = None) -> pd.DataFram
     ``runs``, ``failed`` (runs it failed), ``services``, ``first_seen``,
     ``last_seen``, ``action`` (always True).
     """
-    table = circles_table(circle_rows(_con(store), flt or FleetFilter()), compare=False)
+    table = circles_table(circle_rows(connection(store), flt or FleetFilter()), compare=False)
     return to_frame(_without(table, "new"))
 
 
@@ -178,7 +170,7 @@ def degraded_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 20
     Columns: ``run_id``, ``start_at``, ``service``, ``agent``,
     ``origin_agent``, ``origin_code``, ``circle``, ``failed_invocations``, ``duration_ms``.
     """
-    return to_frame(degraded_rows(_con(store), flt or FleetFilter(), limit))
+    return to_frame(degraded_rows(connection(store), flt or FleetFilter(), limit))
 
 
 def worst_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 5) -> pd.DataFrame:
@@ -187,7 +179,7 @@ def worst_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 5) ->
     Columns: ``run_id``, ``outcome``, ``start_at``, ``service``, ``agent``,
     ``circle``, ``origin_agent``, ``origin_code``, ``failed_invocations``, ``duration_ms``.
     """
-    return to_frame(worst_rows(_con(store), flt or FleetFilter(), limit))
+    return to_frame(worst_rows(connection(store), flt or FleetFilter(), limit))
 
 
 def agent_latency(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -229,7 +221,7 @@ def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFra
 
     Columns: ``bucket`` (start of the bucket, UTC), ``outcome``, ``runs``.
     """
-    return to_frame(over_time_rows(_con(store), flt or FleetFilter()))
+    return to_frame(over_time_rows(connection(store), flt or FleetFilter()))
 
 
 def _without(rows: Rows, column: str) -> Rows:

@@ -59,15 +59,21 @@ def _shares(counts: dict[str, int]) -> list[float]:
 
 
 def outcomes_table(groups: Rows, *, compare: bool) -> Rows:
-    """Outcome, runs and share; with ``compare``, the previous window's and the change."""
+    """Outcome, runs and share; with ``compare``, the previous window's and the change.
+
+    A window with no runs has no shares, and no change is given against it.
+    """
     now = outcome_counts(groups, True)
     rows: list[tuple[Any, ...]] = []
     if compare:
+        # A share of no runs is no share, and a change against it no change:
+        # an empty window on either side leaves those cells empty (None).
         before = outcome_counts(groups, False)
-        for outcome, share, prev_share in zip(now, _shares(now), _shares(before), strict=True):
-            rows.append(
-                (outcome, now[outcome], share, before[outcome], prev_share, share - prev_share)
-            )
+        shares = _shares(now) if sum(now.values()) else [None] * len(now)
+        earlier = _shares(before) if sum(before.values()) else [None] * len(before)
+        for outcome, share, prev_share in zip(now, shares, earlier, strict=True):
+            change = None if share is None or prev_share is None else share - prev_share
+            rows.append((outcome, now[outcome], share, before[outcome], prev_share, change))
     else:
         rows = [(o, now[o], s, None, None, None) for o, s in zip(now, _shares(now), strict=True)]
     return Rows(

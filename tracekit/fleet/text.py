@@ -12,18 +12,18 @@ Example:
     ...     print(render_fleet(fleet_report(store, since="24h"), width=100))
     Fleet health: runs started ... to ... UTC
     <BLANKLINE>
-    Runs: 40 (previous window: 0)
-    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━━━┓
-    ┃ outcome          ┃ runs ┃ share ┃ before ┃   change ┃
-    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━━━┩
-    │ ok               │   34 │ 85.0% │   0.0% │ +85.0 pt │
-    │ degraded         │    4 │ 10.0% │   0.0% │ +10.0 pt │
-    │ failed:recursion │    1 │  2.5% │   0.0% │  +2.5 pt │
-    │ failed:child     │    1 │  2.5% │   0.0% │  +2.5 pt │
-    │ failed:refused   │    0 │  0.0% │   0.0% │  +0.0 pt │
-    │ cancelled        │    0 │  0.0% │   0.0% │  +0.0 pt │
-    │ incomplete       │    0 │  0.0% │   0.0% │  +0.0 pt │
-    └──────────────────┴──────┴───────┴────────┴──────────┘
+    Runs: 40 (no runs in the previous window)
+    ┏━━━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━┓
+    ┃ outcome          ┃ runs ┃ share ┃ before ┃ change ┃
+    ┡━━━━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━┩
+    │ ok               │   34 │ 85.0% │      - │      - │
+    │ degraded         │    4 │ 10.0% │      - │      - │
+    │ failed:recursion │    1 │  2.5% │      - │      - │
+    │ failed:child     │    1 │  2.5% │      - │      - │
+    │ failed:refused   │    0 │  0.0% │      - │      - │
+    │ cancelled        │    0 │  0.0% │      - │      - │
+    │ incomplete       │    0 │  0.0% │      - │      - │
+    └──────────────────┴──────┴───────┴────────┴────────┘
     <BLANKLINE>
     Sessions: ... with a failed run; 40 runs in sessions)
     <BLANKLINE>
@@ -45,7 +45,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tracekit._util.text import escape, format_ms
+from tracekit._util.text import escape, format_ms, plural
 from tracekit._util.theme import OUTCOME_STYLES
 from tracekit.fleet.queries import Rows
 
@@ -157,7 +157,9 @@ def _outcomes(report: FleetReport) -> Table | Text:
         ]
 
     title = f"Runs: {report.runs:,}"
-    if report.previous_runs is not None:
+    if report.previous_runs == 0:
+        title += " (no runs in the previous window)"
+    elif report.previous_runs is not None:
         title += f" (previous window: {report.previous_runs:,})"
     return _table(
         title,
@@ -286,7 +288,7 @@ def _sessions(report: FleetReport) -> Text:
         return Text("Sessions: none (no run has a session id)", style="dim")
     return Text(
         f"Sessions: {found['sessions']:,} ({found['failed']:,} with a failed run;"
-        f" {found['runs']:,} runs in sessions)"
+        f" {plural(found['runs'], 'run')} in sessions)"
     )
 
 

@@ -1,5 +1,9 @@
 """Instrument Python agents: runs, steps and invocations as OTel spans and v1 records.
 
+An integration for a framework (:mod:`tracekit.sdk.integrations`) needs no
+more than these names: ``Scope`` and its kinds, ``AgentTracer``, and
+``current_frame`` (the run or invocation the calling code is inside).
+
 Example:
     >>> from tracekit.sdk import AgentTracer, MemorySink
     >>> tk = AgentTracer(MemorySink())
@@ -10,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from tracekit.sdk.context import propagate_context
+from tracekit.sdk.context import current_frame, propagate_context
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
 from tracekit.sdk.scopes import Invocation, Run, Scope, Step
@@ -28,5 +32,6 @@ __all__ = [
     "Sink",
     "Step",
     "TracekitSpanProcessor",
+    "current_frame",
     "propagate_context",
 ]

@@ -26,6 +26,7 @@ from typing import Final
 
 import msgspec
 
+from tracekit._util.text import plural
 from tracekit.events import Event
 
 __all__ = ["HttpSink"]
@@ -111,6 +112,13 @@ class HttpSink:
         with self._lock:
             self.dropped += len(self._buffer)
             self._buffer.clear()
+        if self.dropped:  # the one figure the agent's operator needs at the end
+            log.warning(
+                "tracekit HttpSink: %s not delivered to %s (%s sent)",
+                plural(self.dropped, "record"),
+                self.endpoint,
+                self.sent,
+            )
 
     def _run(self) -> None:
         while not self._closed:

@@ -117,7 +117,8 @@ def describe_report(report: SimulationReport) -> str:
     """One line: what was written where, and how many runs of each class."""
     where = "standard output" if report.path == "-" else report.path
     shares = ", ".join(f"{name} {count:,}" for name, count in sorted(report.outcomes.items()))
-    line = f"wrote {report.runs:,} runs, {report.events:,} events to {where}"
+    runs = f"{report.runs:,} run{'s' * (report.runs != 1)}"
+    line = f"wrote {runs}, {report.events:,} event{'s' * (report.events != 1)} to {where}"
     if report.format == "otlp":
         line += f" as {report.spans:,} OTLP spans"
     line += f" ({shares})" if shares else ""

@@ -16,6 +16,8 @@ from typing import Final
 
 import duckdb
 
+from tracekit._util.sql import run_script
+
 __all__ = ["sync_calls"]
 
 # Runs being classified lose their old rows, and so do runs that are no
@@ -39,5 +41,4 @@ WHERE i.root_run_id IN (SELECT run_id FROM _fleet_todo)
 
 def sync_calls(con: duckdb.DuckDBPyConnection) -> None:
     """Rebuild the ``fleet_calls`` rows of the runs in the temp table ``_fleet_todo``."""
-    for statement in _SYNC.split(";\n"):
-        con.execute(statement)
+    run_script(con, _SYNC)

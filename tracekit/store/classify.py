@@ -18,17 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol
+from typing import Final
 
 import duckdb
 
+from tracekit._util.sql import StoreOrConnection, connection, run_script
 from tracekit.store.calls import sync_calls
 
 __all__ = ["ClassifyReport", "classify_store"]
-
-
-class _HasCon(Protocol):
-    con: duckdb.DuckDBPyConnection
 
 
 @dataclass(slots=True)
@@ -75,13 +72,7 @@ FROM _fleet_roles r WHERE invocations.invocation_id = r.invocation_id
 """
 
 
-def _script(con: duckdb.DuckDBPyConnection, script: str, params: dict[str, Any] | None) -> None:
-    for statement in (s.strip() for s in script.split(";\n")):
-        if statement:
-            con.execute(statement, params if params and "$" in statement else None)
-
-
-def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport:
+def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) -> ClassifyReport:
     """Classify every run of a store whose ``classified_at`` is NULL (idempotent).
 
     Fills ``runs.outcome``, ``circle``, ``origin_invocation_id``,
@@ -90,6 +81,9 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
 
     Args:
         store: a :class:`tracekit.store.Store` opened for writing, or its connection.
+        own_transaction: run in a transaction of its own; False inside the
+            caller's (an ingest derives and classifies in one, so a store is
+            never seen derived but unclassified).
 
     Returns:
         How many runs were classified, by outcome.
@@ -107,27 +101,30 @@ def classify_store(store: _HasCon | duckdb.DuckDBPyConnection) -> ClassifyReport
         3  failed:recursion     1
         >>> store.close()
     """
-    con = store if isinstance(store, duckdb.DuckDBPyConnection) else store.con
+    con = connection(store)
     now = {"now": datetime.now(UTC).replace(tzinfo=None)}
     row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
     if not row or not row[0]:
         return ClassifyReport()
     from tracekit.failures.hard import classify_hard  # the rules and pandas: only with work
 
-    con.execute("BEGIN")
+    if own_transaction:
+        con.execute("BEGIN")
     try:
-        _script(con, _TODO, None)
+        run_script(con, _TODO)
         findings, roles = classify_hard(con)
         counts = [(("ok" if has else "incomplete"), n) for has, n in _plain_counts(con)]
-        _script(con, _PLAIN, now)
+        run_script(con, _PLAIN, now)
         sync_calls(con)
         con.register("_fleet_findings", findings)
         con.register("_fleet_roles", roles)
         con.execute(_WRITE_RUNS, now)
         con.execute(_WRITE_ROLES)
-        con.execute("COMMIT")
+        if own_transaction:
+            con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if own_transaction:
+            con.execute("ROLLBACK")
         raise
     finally:
         for name in ("_fleet_findings", "_fleet_roles"):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from tracekit._util.files import is_store_file
 from tracekit.errors import StoreError
 from tracekit.store.lock import lock_error, retry_locked
 from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
@@ -45,6 +46,12 @@ def connect(path: Path, *, read_only: bool = False, wait: float = 0.0) -> duckdb
     if read_only and not path.exists():
         raise StoreError(
             f"{path}: no store here", hint="Create one with: tracekit ingest TRACES --db FILE"
+        )
+    if path.is_file() and path.stat().st_size and not is_store_file(path):
+        raise StoreError(
+            f"{path}: not a tracekit store (a store is a DuckDB file; is this a trace?)",
+            hint=f"Read a trace with: tracekit tree {path}; store it with:"
+            f" tracekit ingest {path} --db {DEFAULT_DB}",
         )
     con = retry_locked(lambda: _open(path, read_only), wait)
     _migrate(con, path, read_only=read_only)

@@ -12,6 +12,7 @@ from typing import Final
 
 import duckdb
 
+from tracekit._util.sql import run_script
 from tracekit.store.measures import EDGE_SOURCE, MEASURE_COLUMNS, MEASURE_SQL, USAGE_JSON
 from tracekit.store.paths import derive_paths
 
@@ -267,8 +268,7 @@ def derive(con: duckdb.DuckDBPyConnection, since: int) -> int:
     params = {"since": since}
     steps = _STEPS if _has_call(con) else _STEPS_V1
     for script in (_TOUCHED, _REBUILD, _SUBTREE, _ROOTS, steps, _AFFECTED, MEASURE_SQL, _RUNS):
-        for statement in _statements(script):
-            con.execute(statement, params if "$since" in statement else None)
+        run_script(con, script, params)
     derive_paths(con)  # the closure of the rebuilt subtrees (tracekit find)
     row = con.execute("SELECT count(*) FROM _affected").fetchall()[0]
     return int(row[0]) if row else 0
@@ -280,7 +280,3 @@ def _has_call(con: duckdb.DuckDBPyConnection) -> bool:
         "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'steps' AND column_name = 'call'"
     ).fetchone()
     return bool(row and row[0])
-
-
-def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";\n") if s.strip()]

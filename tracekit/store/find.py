@@ -55,6 +55,8 @@ class FindResult:
             ``paths``, how many paths matched in it; oldest first.
         total_paths: paths matched (``paths`` holds the first ``limit``).
         total_runs: runs matched (``runs`` holds the first ``limit``).
+        notes: when nothing matched, why it may be: an agent the query names
+            that is in no run, with the nearest names that are.
     """
 
     query: str
@@ -62,6 +64,7 @@ class FindResult:
     runs: pd.DataFrame
     total_paths: int
     total_runs: int
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         runs, paths = self.total_runs, self.total_paths
@@ -102,7 +105,30 @@ def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None)
     paths = table.slice(0, shown).select(_PATH_COLUMNS).to_pandas()
     paths.insert(1, "path", _path_texts(query, paths["agents"].tolist()))
     found_runs = runs.slice(0, shown).to_pandas()
-    return FindResult(str(query), paths, found_runs, table.num_rows, runs.num_rows)
+    notes = _unknown_agents(con, query) if not table.num_rows else ()
+    return FindResult(str(query), paths, found_runs, table.num_rows, runs.num_rows, notes)
+
+
+def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, ...]:
+    """A line for each agent the query names that no invocation has, with near names."""
+    import difflib
+
+    named = sorted({step.agent for step in query.steps if step.agent is not None})
+    if not named:
+        return ()
+    known = [
+        str(row[0])
+        for row in con.execute(
+            "SELECT agent FROM invocations WHERE agent IS NOT NULL"
+            " UNION SELECT agent FROM runs WHERE agent IS NOT NULL"
+        ).fetchall()
+    ]
+    notes = []
+    for agent in (a for a in named if a not in set(known)):
+        near = difflib.get_close_matches(agent, known, n=3)
+        hint = f"; did you mean {' or '.join(map(quote_name, near))}?" if near else ""
+        notes.append(f"no agent {quote_name(agent)} in any run{hint}")
+    return tuple(notes)
 
 
 def _path_texts(query: Query, agents: list[list[str | None]]) -> list[str]:

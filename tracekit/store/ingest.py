@@ -2,9 +2,14 @@
 
 Each chunk commits with its source's ``ingest_log`` counts, whose lines read
 = accepted + rejected + duplicates at every moment; the derived tables are
-rebuilt in one transaction at the end. An ingest cut short (a crash, Ctrl-C,
-a full disk) is finished by the next one, which continues reading where it
-stopped and derives both (:mod:`tracekit.store.ingest_log`).
+rebuilt and classified in one transaction at the end. An ingest cut short (a
+crash, a full disk) is finished by the next one, which continues reading where
+it stopped and derives both (:mod:`tracekit.store.ingest_log`).
+
+An ingest asked to stop (``stop``, which the CLI sets on Ctrl-C or SIGTERM,
+also interrupting the running query) stops at the next chunk or at once, and
+removes what it stored: the store is left derived and classified throughout,
+and the next ingest reads those lines again.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,9 +25,17 @@ from typing import Literal
 
 import duckdb
 
-from tracekit.errors import StoreError, StoreWriteError, TraceDamagedError, TraceFileError
+from tracekit._util.text import plural
+from tracekit.errors import (
+    IngestInterrupted,
+    StoreError,
+    StoreWriteError,
+    TraceDamagedError,
+    TraceFileError,
+)
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.sources import Source, expand, open_stream
+from tracekit.store.classify import classify_store
 from tracekit.store.derive import derive
 from tracekit.store.ingest_log import (
     Resume,
@@ -46,6 +60,8 @@ _ERROR_KIND = re.compile(r"^(\w+ )?Error: ")
 
 Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 Progress = Callable[[int], None]
+# Asked for the signal that asks the ingest to stop, 0 while none has.
+Stop = Callable[[], int]
 ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Progress]]
 _LOST = " the lines before it are stored, the rest of the file is lost"
 
@@ -85,11 +101,10 @@ class IngestReport:
         Example: ``ingested 2 sources: 120 lines read = 117 accepted + 2 rejected + 1 duplicate``
         """
         t = self.totals
-        dup = "duplicate" if t.duplicates == 1 else "duplicates"
         text = (
-            f"ingested {len(self.sources)} source{'s' if len(self.sources) != 1 else ''}: "
-            f"{t.read} lines read = {t.accepted} accepted + {t.rejected} rejected"
-            f" + {t.duplicates} {dup}"
+            f"ingested {plural(len(self.sources), 'source')}: "
+            f"{plural(t.read, 'line')} read = {t.accepted} accepted + {t.rejected} rejected"
+            f" + {plural(t.duplicates, 'duplicate')}"
         )
         skipped = sum(bool(r.skipped) for r in self.sources)
         if skipped:
@@ -108,26 +123,40 @@ def ingest_paths(
     *,
     format: Format = "auto",
     progress: ProgressFactory | None = None,
+    stop: Stop | None = None,
+    classify: bool = True,
 ) -> IngestReport:
-    """Ingest files, directories, globs or ``-`` into the open store.
+    """Ingest files, directories, globs or ``-`` into the open store, derive and classify.
+
+    ``stop`` is asked after each chunk; a signal number it returns stops the
+    ingest (a query cut short by ``con.interrupt()`` stops it too).
+    ``classify=False`` loads and derives only, leaving the runs to
+    :func:`~tracekit.failures.classify_store` (the rules' own tests).
 
     Raises:
+        IngestInterrupted: stopped before the end; nothing of this ingest is
+            kept, and the store is as it was.
         TraceFileError: a source cannot be read.
         StoreWriteError: the store cannot be written (a full disk); what was
             committed before is kept, and the next ingest continues from it.
         StoreError: the records could not be stored or derived; the ingest was
             rolled back.
     """
+    asked = stop or _never
     sources = expand(paths)
     report = IngestReport()
     try:
         since = first_underived(con)
-        with _failures(con, since):
+        with _failures(con, since, asked):
             with _progress_for(sources, progress) as advance:
                 for source in sources:
-                    report.sources.append(_ingest_source(con, source, format, advance))
+                    _check(asked)
+                    report.sources.append(_ingest_source(con, source, format, advance, asked))
+            _check(asked)
             with transaction(con):
                 report.runs_touched = derive(con, since)
+                if classify:
+                    classify_store(con, own_transaction=False)
                 mark_derived(con, since)
         for sub in report.sources:
             if sub.damage:  # raised once every good line is stored and derived
@@ -169,22 +198,42 @@ def ingest_records(
         record_progress(con, ingest_id, sub.counts)
         report.sources.append(sub)
         report.runs_touched = derive(con, since)
+        classify_store(con, own_transaction=False)
         mark_derived(con, since)
     return report
 
 
+class _Stopped(Exception):
+    """Raised at a chunk's end when the ingest was asked to stop."""
+
+
+def _never() -> int:
+    return 0
+
+
+def _check(stop: Stop) -> None:
+    if stop():
+        raise _Stopped
+
+
 @contextlib.contextmanager
-def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
+def _failures(con: duckdb.DuckDBPyConnection, since: int, stop: Stop = _never) -> Iterator[None]:
     """Turn a database error into one line; roll the ingest back unless the disk is at fault.
 
     A write that fails (a full disk) leaves the store as a crash would: every
     committed chunk is counted in ``ingest_log`` and the next ingest goes on
-    from there. Any other failure removes what this ingest (and any earlier
-    one cut short) stored, so no record is left that the store cannot derive.
+    from there. Any other failure, and a stop, removes what this ingest (and
+    any earlier one cut short) stored, so no record is left underived.
     """
     try:
         yield
+    except _Stopped:
+        raise _interrupted(con, since, stop()) from None
     except duckdb.Error as exc:
+        # An interrupted query can surface as the error of a statement after
+        # it (in the aborted transaction): once asked to stop, any is the stop.
+        if stop() or isinstance(exc, duckdb.InterruptException):
+            raise _interrupted(con, since, stop()) from None
         if _is_write_failure(exc):
             raise StoreWriteError(
                 f"cannot write the store ({_first_line(exc)}); what was stored is kept,"
@@ -198,6 +247,16 @@ def _failures(con: duckdb.DuckDBPyConnection, since: int) -> Iterator[None]:
             f"{names}: could not store and derive the records ({_first_line(exc)});"
             " nothing of this ingest was kept"
         ) from None
+
+
+def _interrupted(con: duckdb.DuckDBPyConnection, since: int, signum: int) -> IngestInterrupted:
+    undo_since(con, since)
+    name = signal.Signals(signum or signal.SIGINT).name
+    return IngestInterrupted(
+        f"ingest interrupted ({name}): nothing of it was kept and the store is as it was;"
+        " ingest the same sources again to store them",
+        signum=signum or signal.SIGINT,
+    )
 
 
 def _is_write_failure(exc: duckdb.Error) -> bool:
@@ -224,7 +283,7 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
 
 
 def _ingest_source(
-    con: duckdb.DuckDBPyConnection, source: Source, format: Format, advance: Progress
+    con: duckdb.DuckDBPyConnection, source: Source, format: Format, advance: Progress, stop: Stop
 ) -> SourceReport:
     size = source.path.stat().st_size
     undo_unread(con, source)
@@ -241,7 +300,7 @@ def _ingest_source(
     open_row(con, ingest_id, source, chosen, size, resume)
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
-        end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance)
+        end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance, stop)
     digest = fingerprint(source.path, size if source.gz else end)
     record_progress(con, ingest_id, report.counts, end=(end, end_line, digest))
     return report
@@ -255,6 +314,7 @@ def _read_source(
     ingest_id: int,
     report: SourceReport,
     advance: Progress,
+    stop: Stop,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
     final = source.gz or source.stdin or (chosen == "otlp" and is_document(source))
@@ -287,6 +347,7 @@ def _read_source(
                     report.damage = f"{chunk.damage} at line {chunk.last_line};" + _LOST
                 advance(chunk.end - end if not source.gz else len(chunk.data))
                 end, end_line = next_end
+                _check(stop)
     except OSError as exc:
         raise TraceFileError(source.label, f"cannot read ({exc})") from None
     report.held_back = not final and end < source.path.stat().st_size

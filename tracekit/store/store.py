@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from tracekit.events import Event
     from tracekit.store.find import FindResult
-    from tracekit.store.ingest import Format, IngestReport, ProgressFactory
+    from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
     from tracekit.tree import AgentTree
 
 __all__ = ["Store"]
@@ -107,17 +107,22 @@ class Store:
         format: Format = "auto",
         *,
         progress: ProgressFactory | None = None,
+        stop: Stop | None = None,
     ) -> IngestReport:
         """Ingest trace files, directories, globs or ``-``, then classify the runs it touched.
 
         Classification (:func:`tracekit.store.classify.classify_store`) is part of
-        every write, so that every read of the store is read-only.
+        every write, in the transaction that derives the runs, so that every
+        read of the store is read-only and never sees a run unclassified.
 
         Args:
             paths: one path or several.
             format: ``"auto"`` (by content), ``"tracekit"`` (v1 JSONL) or ``"otlp"``.
             progress: called with (total bytes, sources); returns a callable
                 given the bytes read after each chunk.
+            stop: asked after each chunk; a signal number it returns stops
+                the ingest, which then raises ``IngestInterrupted`` and keeps
+                nothing of what it read (``tracekit ingest`` on Ctrl-C).
 
         Example:
             >>> with Store("samples.duckdb") as store:
@@ -129,9 +134,7 @@ class Store:
         self._writable()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        report = ingest_paths(self.con, paths, format=format, progress=progress)
-        classify_store(self.con)
-        return report
+        return ingest_paths(self.con, paths, format=format, progress=progress, stop=stop)
 
     def ingest_records(
         self,
@@ -150,11 +153,9 @@ class Store:
         from tracekit.store.ingest import ingest_records
 
         self._writable()
-        report = ingest_records(
+        return ingest_records(
             self.con, lines, source=source, first_line=first_line, refused=refused
         )
-        classify_store(self.con)
-        return report
 
     def runs(
         self,

@@ -40,9 +40,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final
 
-from tracekit.sdk.context import current_frame
-from tracekit.sdk.scopes import Invocation, Scope
-from tracekit.sdk.tracer import AgentTracer
+from tracekit.sdk import AgentTracer, Invocation, Scope, current_frame
 
 __all__ = ["LoviaTracer"]
 

@@ -49,8 +49,7 @@ from typing import Any, Final
 from agents.tracing import Span, Trace, TracingProcessor
 
 from tracekit.errors import AgentError
-from tracekit.sdk.scope import Scope
-from tracekit.sdk.tracer import AgentTracer
+from tracekit.sdk import AgentTracer, Scope
 
 __all__ = ["OpenAIAgentsProcessor"]
 

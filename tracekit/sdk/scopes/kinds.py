@@ -4,7 +4,7 @@ Each is a context manager (``with`` and ``async with``) and a decorator (for
 plain and ``async`` functions; every call gets a fresh scope). Each is a real
 OpenTelemetry span, and knows the v1 record it stands for: the span
 processor asks it for that record as the span starts and ends. What they
-share is :class:`~tracekit.sdk.scope.Scope`.
+share is :class:`~tracekit.sdk.scopes.base.Scope`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, Run
 from tracekit.sdk import attributes as A
 from tracekit.sdk.context import _CURRENT, Frame, new_ids
 from tracekit.sdk.guards import check_call
-from tracekit.sdk.scope import (
+from tracekit.sdk.scopes.base import (
     _NS_PER_MS,
     Scope,
     _enter_context,
