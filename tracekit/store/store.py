@@ -23,7 +23,6 @@ import duckdb
 
 from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
-from tracekit.store.classify import classify_store
 from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_names, check_read_only, runs_query
 
