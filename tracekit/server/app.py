@@ -149,9 +149,9 @@ def create_app(
 
 def _warm() -> None:
     """Import the decoders now: the first request must not wait for them (a second, loaded)."""
-    import tracekit.readers.otlp_json
-    import tracekit.readers.otlp_proto
-    import tracekit.readers.otlp_wire  # noqa: F401
+    import tracekit.intake.otlp.decode_json
+    import tracekit.intake.otlp.decode_json_fast
+    import tracekit.intake.otlp.decode_proto  # noqa: F401
 
 
 async def _status_lines(collector: Collector) -> None:
