@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
-import stat
 import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Literal
@@ -29,6 +28,7 @@ from tracekit.errors import TraceFileError, TracekitError, TraceReadError
 from tracekit.intake.jsonl import ReadResult, read_jsonl_blocks
 from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
 from tracekit.intake.otlp.convert import OtlpConverter
+from tracekit.intake.sources import open_path
 
 __all__ = ["ReadResult", "read_trace"]
 
@@ -96,19 +96,8 @@ def _open(path: str) -> _Source:
         raw: IO[bytes] = sys.stdin.buffer
         owned: list[IO[bytes]] = []
     else:
-        try:
-            raw = open(path, "rb")  # noqa: SIM115 - closed by _Source
-        except IsADirectoryError:
-            raise TraceFileError(path, "is a directory, not a trace file") from None
-        except FileNotFoundError:
-            raise TraceFileError(path, "no such file") from None
-        except OSError as exc:
-            raise TraceFileError(path, f"cannot read ({exc.strerror or exc})") from None
+        raw = open_path(path)
         owned = [raw]
-        mode = os.fstat(raw.fileno()).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
-            raw.close()
-            raise TraceFileError(path, "is a device, not a trace file")
     peek = getattr(raw, "peek", None)
     head = peek(2)[:2] if peek is not None else b""
     if head == _GZIP_MAGIC:

@@ -90,6 +90,7 @@ class TraceAssembler:
         self._taken: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._late: dict[str, dict[Key, Span]] = {}  # reopened trace -> its spans before
         self._linked: dict[str, set[str]] = {}  # held trace -> held traces it links with
+        self._rooted: set[str] = set()  # held traces whose root has come (settle applies)
         self.pending = 0  # spans held
         self.reopened = 0  # traces a late span reopened
 
@@ -100,9 +101,13 @@ class TraceAssembler:
         return len(self._traces)
 
     def add(self, spans: Iterable[Span], *, position: int, now: float) -> None:
-        """Hold spans that came from ``position`` at ``now``; a second copy of a span keeps its end."""
+        """Hold spans that came from ``position`` (their ``line``) at ``now``.
+
+        A second copy of a span replaces the first only if it brings the end.
+        """
         traces = self._traces
         for span in spans:
+            span.line = position
             state = traces.get(span.trace)
             if state is None:
                 state = traces[span.trace] = self._open(span.trace, position)
@@ -113,8 +118,9 @@ class TraceAssembler:
                 self.pending += 1
             elif seen.end is None and span.end is not None:
                 state.spans[span.id] = span
-            if not span.parent and span.end is not None:
+            if not span.parent and span.end is not None and not state.rooted:
                 state.rooted = True
+                self._rooted.add(span.trace)
             if span.links:
                 self._link(span, position, now)
 
@@ -137,6 +143,8 @@ class TraceAssembler:
             state.spans = dict(old)
             self._late[trace] = {(trace, i): s for i, s in old.items()}
             state.rooted = any(not s.parent and s.end is not None for s in old.values())
+            if state.rooted:
+                self._rooted.add(trace)
             self.pending += len(old)
             self.reopened += 1
         return state
@@ -152,12 +160,13 @@ class TraceAssembler:
         """
         if final:
             done = [t for t, s in self._traces.items() if incomplete or s.rooted]
-        else:
-            done = [
-                trace
-                for trace, state in self._traces.items()
-                if now - state.seen >= (self.settle if state.rooted else self.linger)
-            ]
+        else:  # the rooted first: a file's reader asks after every line
+            traces = self._traces
+            done = [t for t in self._rooted if now - traces[t].seen >= self.settle]
+            if self.linger != math.inf:
+                done += [
+                    t for t, s in traces.items() if not s.rooted and now - s.seen >= self.linger
+                ]
         if self._linked:
             done = self._whole_groups(done)
         if self.pending > self.max_pending:  # memory first: the oldest half goes
@@ -199,6 +208,7 @@ class TraceAssembler:
             state = self._traces.pop(trace, None)
             if state is None:
                 continue
+            self._rooted.discard(trace)
             for other in self._linked.pop(trace, ()):
                 if other in self._linked:
                     self._linked[other].discard(trace)

@@ -21,6 +21,7 @@ import duckdb
 
 from tracekit.errors import StoreError, StoreWriteError, TraceDamagedError, TraceFileError
 from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.derive import derive
 from tracekit.store.ingest_log import (
     Resume,
@@ -36,16 +37,7 @@ from tracekit.store.ingest_log import (
 )
 from tracekit.store.load import Counts, load_batch
 from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
-from tracekit.store.sources import (
-    Chunk,
-    Source,
-    chunk_table,
-    expand,
-    fingerprint,
-    open_stream,
-    read_chunks,
-    text_table,
-)
+from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 

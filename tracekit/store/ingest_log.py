@@ -18,8 +18,9 @@ from datetime import UTC, datetime
 
 import duckdb
 
+from tracekit.intake.sources import Source
 from tracekit.store.load import Counts
-from tracekit.store.sources import Source, fingerprint
+from tracekit.store.sources import fingerprint
 
 __all__ = [
     "Resume",

@@ -18,7 +18,8 @@ import pyarrow as pa
 from tracekit.events import MAX_LINE_BYTES, Event, encode_event
 from tracekit.intake.lines import sniff
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.store.sources import Chunk, Source, open_stream, read_chunks, text_table
+from tracekit.intake.sources import Source, open_stream
+from tracekit.store.sources import Chunk, read_chunks, text_table
 
 __all__ = ["detect_format", "is_document", "otlp_batches"]
 

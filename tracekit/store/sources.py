@@ -1,4 +1,4 @@
-"""Where an ingest reads from: paths expanded, files read in line-aligned chunks.
+"""How an ingest reads its sources (opened by :mod:`tracekit.intake.sources`): line-aligned chunks.
 
 A chunk is whole lines only; its lines become an Arrow table (``line``,
 ``item``, ``text``, ``raw``) without one Python object per line: the newline
@@ -8,24 +8,19 @@ own bytes, so DuckDB scans it in place.
 
 from __future__ import annotations
 
-import glob
 import gzip
 import hashlib
-import os
-import shutil
-import stat
-import sys
-import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 import pyarrow as pa
 
-from tracekit.errors import TraceFileError
 from tracekit.intake.lines import Chunk, guarded, split_lines
+
+# Opening is intake's (one opener for tree, ingest and serve); re-exported for the store's callers.
+from tracekit.intake.sources import Source, expand, open_stream
 
 __all__ = [
     "Chunk",
@@ -50,85 +45,6 @@ _SAMPLE = 64 << 10
 _PIECE = 4 << 20
 # A gzip read that reaches a cut loses what it inflated: small reads lose little.
 _GZIP_PIECE = 64 << 10
-_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
-_GLOB_CHARS = frozenset("*?[")
-
-
-@dataclass
-class Source:
-    """One input: ``label`` as the user gave it, ``path`` the file to read."""
-
-    label: str
-    path: Path
-    gz: bool
-    stdin: bool = False
-
-    @property
-    def key(self) -> str | None:
-        """The identity of the file across ingests (None for stdin)."""
-        return None if self.stdin else str(self.path.resolve())
-
-
-def expand(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
-    """Turn files, directories, globs and ``-`` into sources, in a stable order.
-
-    Raises:
-        TraceFileError: a path is missing or a glob or directory matches nothing.
-    """
-    sources: list[Source] = []
-    for given in paths:
-        text = os.fspath(given)
-        if text == "-":
-            sources.append(_stdin_source())
-        elif os.path.isdir(text):
-            sources.extend(_source(p, str(p)) for p in _walk(Path(text)))
-        elif os.path.exists(text):
-            sources.append(_source(Path(text), text))
-        elif _GLOB_CHARS & set(text):
-            matches = sorted(glob.glob(text, recursive=True))
-            if not matches:
-                raise TraceFileError(text, "no file matches this pattern")
-            sources.extend(_source(Path(m), m) for m in matches if os.path.isfile(m))
-        else:
-            raise TraceFileError(text, "no such file or directory")
-    return sources
-
-
-def _walk(root: Path) -> list[Path]:
-    found = [p for p in root.rglob("*") if p.is_file() and p.name.endswith(_SUFFIXES)]
-    if not found:
-        raise TraceFileError(str(root), "no *.jsonl, *.jsonl.gz or *.json file in this directory")
-    return sorted(found)
-
-
-def _source(path: Path, label: str) -> Source:
-    try:
-        mode = path.stat().st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
-            raise TraceFileError(label, "is a device, not a trace file")
-        if not stat.S_ISREG(mode):  # a pipe, a FIFO, <(...): it can be read once only
-            with path.open("rb") as stream:
-                return _spooled(stream, label)
-        with path.open("rb") as fh:
-            gz = fh.read(2) == b"\x1f\x8b"
-    except OSError as exc:
-        raise TraceFileError(label, f"cannot read ({exc.strerror or exc})") from None
-    return Source(label=label, path=path, gz=gz)
-
-
-def _stdin_source() -> Source:
-    return _spooled(sys.stdin.buffer, "-")
-
-
-def _spooled(stream: IO[bytes], label: str) -> Source:
-    """Copy a stream to a temporary file, read in chunks like any file and then removed."""
-    fd, name = tempfile.mkstemp(prefix="tracekit-stdin-", suffix=".jsonl")
-    with os.fdopen(fd, "wb") as out:
-        shutil.copyfileobj(stream, out, 1 << 20)
-    path = Path(name)
-    with path.open("rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    return Source(label=label, path=path, gz=gz, stdin=True)
 
 
 def fingerprint(path: Path, end: int) -> str:
@@ -145,13 +61,6 @@ def fingerprint(path: Path, end: int) -> str:
             fh.seek(max(_SAMPLE, end - _SAMPLE))
             digest.update(fh.read(end - fh.tell()))
     return digest.hexdigest()
-
-
-def open_stream(source: Source) -> IO[bytes]:
-    """Open a source for reading bytes (gzip decompressed on the fly)."""
-    if source.gz:
-        return gzip.open(source.path, "rb")  # type: ignore[return-value]
-    return source.path.open("rb")
 
 
 def read_chunks(
