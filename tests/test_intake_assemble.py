@@ -128,7 +128,9 @@ def _key(encoded: bytes) -> tuple[Any, ...]:
     )
 
 
-def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("failing", [2, 3], ids=["the-step", "a-span-folded-into-it"])
+def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path, failing: int) -> None:
+    """Plain OpenTelemetry: a run named after its top span; an ERROR span always shows."""
     trace = "ab" * 16
 
     def span(i: int, parent: int | None, name: str, **extra: Any) -> dict[str, Any]:
@@ -136,8 +138,12 @@ def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path) -> No
                 "parentSpanId": f"{parent:016x}" if parent else "",
                 "startTimeUnixNano": str(1_000_000 * i), "endTimeUnixNano": "90000000", **extra}  # fmt: skip
 
-    spans = [span(1, None, "GET /chat"), span(2, 1, "lookup", status={"code": 2, "message": "boom"}),
-             span(3, 2, "db query")]  # fmt: skip
+    boom = {"status": {"code": 2, "message": "boom"}}
+    spans = [
+        span(1, None, "GET /chat"),
+        span(2, 1, "lookup", **(boom if failing == 2 else {})),
+        span(3, 2, "db query", **(boom if failing == 3 else {})),
+    ]
     service = {"attributes": [{"key": "service.name", "value": {"stringValue": "shop"}}]}
     path = tmp_path / "plain.otlp.jsonl"
     doc = {"resourceSpans": [{"resource": service, "scopeSpans": [{"spans": spans}]}]}

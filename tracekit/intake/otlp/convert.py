@@ -52,7 +52,7 @@ from tracekit.intake.otlp.errors import CANCELLED_CODES, agent_errors
 from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.kinds import session_of
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
-from tracekit.intake.otlp.steps import Steps
+from tracekit.intake.otlp.steps import Steps, own_error
 from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = ["OtlpConverter", "event_sort_key", "failure_of", "otlp_to_events"]
@@ -295,6 +295,8 @@ def _map(
     steps = Steps(index)
     pairs: list[tuple[int, Event]] = []
     failed_tools: dict[Key, Node] = {}  # each agent's last failed tool call
+    made: dict[Key, int] = {}  # step span -> its record's place in pairs
+    hidden: list[Key] = []  # folded spans that may have failed
     counts.agents += len(index.agent_set)
     counts.steps += len(index.consumed)
     for key, span in spans.items():
@@ -307,14 +309,19 @@ def _map(
         node = steps.node(key, span, run)
         if node is None:
             counts.wrappers += 1
+            if span.error or span.exception is not None:
+                hidden.append(key)
         else:
             counts.steps += 1
+            made[key] = len(pairs)
             pairs.append((span.line, node))
             owner = index.otel.get(key)
             if node.call == "tool" and node.error is not None and owner is not None:
                 last = failed_tools.get(owner)
                 if last is None or node.ts >= last.ts:
                     failed_tools[owner] = node
+    if hidden:
+        _surface_errors(index, hidden, made, pairs)
     errors = agent_errors(index, failed_tools)
     sessions = _sessions(index)
     for key in index.agents:
@@ -323,6 +330,31 @@ def _map(
         pairs.extend((line, event) for event in records)
     pairs.sort(key=lambda pair: event_sort_key(pair[1]))
     return pairs
+
+
+def _surface_errors(
+    index: SpanIndex, hidden: list[Key], made: dict[Key, int], pairs: list[tuple[int, Event]]
+) -> None:
+    """A failed span folded into a step fails that step: an error never vanishes.
+
+    The step keeps its own error if it has one; otherwise it takes the first
+    failure folded into it (a tool call that raised inside a delegation tool,
+    a query that failed inside a plain step).
+    """
+    for key in hidden:
+        error = own_error(index.spans[key])
+        above = index.parent_of(key)
+        while error is not None and above is not None and above not in made:
+            above = None if above in index.agent_set else index.parent_of(above)
+        if error is None or above is None:
+            continue
+        line, node = pairs[made[above]]
+        if isinstance(node, Node) and node.ok is not False:
+            failed = node.call is not None  # a plain step carries no error of its own
+            pairs[made[above]] = (
+                line,
+                msgspec.structs.replace(node, ok=False, error=error if failed else None),
+            )
 
 
 def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:

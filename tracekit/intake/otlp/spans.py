@@ -583,10 +583,8 @@ class SpanIndex:
         node = self.edges[key].node
         return self.step_name(self.spans[node]) if node is not None else None
 
-    @staticmethod
-    def agent_name(span: Span) -> str:
-        """The agent's name, as its framework's shape gives it (:mod:`.shapes`)."""
-        return shapes.agent_name(span)
+    #: The agent's name, as its framework's shape gives it (:mod:`.shapes`).
+    agent_name = staticmethod(shapes.agent_name)
 
     @staticmethod
     def step_name(span: Span) -> str:

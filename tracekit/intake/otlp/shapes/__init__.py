@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from tracekit.intake.otlp.decode_json import Span
@@ -38,7 +39,7 @@ _WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)
 DECIDES: Final = bool(_VERDICTS)
 
 
-def agent_name(span: Span) -> str:
+def _first_name(span: Span) -> str:
     """The agent's name: the first shape that recognises the span and names it."""
     for shape in _NAMERS:
         if shape.recognise(span):
@@ -46,6 +47,11 @@ def agent_name(span: Span) -> str:
             if name:
                 return name
     return genai.bare_name(span)
+
+
+#: The agent's name: the first shape that recognises the span and names it, else
+#: the generic one (called directly when no shape names agents: it is per agent).
+agent_name: Final[Callable[[Span], str]] = _first_name if _NAMERS else genai.bare_name
 
 
 def agent_verdict(span: Span) -> bool | None:
