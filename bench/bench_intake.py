@@ -79,7 +79,9 @@ def main() -> None:
             capture_output=True,
         )  # fmt: skip
         size = path.stat().st_size / 1e6
-        print(f"OTLP fleet: {args.events} events asked, {size:.1f} MB, seed 0, {args.repeat} rounds")
+        print(
+            f"OTLP fleet: {args.events} events asked, {size:.1f} MB, seed 0, {args.repeat} rounds"
+        )
         for what in ("tree", "ingest"):
             new: list[float] = []
             old: list[float] = []
