@@ -154,7 +154,7 @@ def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path, faili
     errors = run_cli("tree", "--errors", str(path))
     assert errors.returncode == 0 and "lookup (error)" in errors.stdout
     assert errors.stderr.strip().endswith(
-        "3 spans read = 1 agents + 1 steps + 1 wrappers + 0 rejected"
+        "3 spans read = 1 agent + 1 step + 1 wrapper + 0 rejected"
     )
 
 

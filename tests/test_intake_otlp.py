@@ -506,7 +506,7 @@ def test_the_otlp_sample_prints_the_tree_of_its_v1_twin(name: str) -> None:
     result = run_cli("tree", str(SAMPLES / "otlp" / name))
     # Nothing odd; the one note is where the spans went, and it adds up.
     assert result.returncode == 0
-    assert result.stderr == "14 spans read = 4 agents + 9 steps + 1 wrappers + 0 rejected\n"
+    assert result.stderr == "14 spans read = 4 agents + 9 steps + 1 wrapper + 0 rejected\n"
     assert result.stdout == (SAMPLES / "escalation_desk.tree.txt").read_text()
 
 

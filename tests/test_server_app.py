@@ -200,6 +200,7 @@ def test_hostile_bodies_get_their_status_and_the_server_stays_up(tmp_path: Path)
         [TRACEKIT, "runs", "--db", str(tmp_path / "h.duckdb")],
         capture_output=True,
         text=True,
+        env={**os.environ, "COLUMNS": "400"},  # the table fits the terminal: a wide one
     )
     assert runs.returncode == 0, runs.stderr
     assert "\x1b" not in runs.stdout and "\x07" not in runs.stdout  # shown escaped

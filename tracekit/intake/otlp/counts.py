@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from tracekit._util.text import plural
+
 __all__ = ["SpanCounts"]
 
 
@@ -49,8 +51,9 @@ class SpanCounts:
     def line(self) -> str:
         """The counts line: ``N spans read = A agents + S steps + W wrappers + R rejected``."""
         text = (
-            f"{self.read} spans read = {self.agents} agents + {self.steps} steps"
-            f" + {self.wrappers} wrappers + {self.rejected} rejected"
+            f"{plural(self.read, 'span')} read = {plural(self.agents, 'agent')}"
+            f" + {plural(self.steps, 'step')} + {plural(self.wrappers, 'wrapper')}"
+            f" + {self.rejected} rejected"
         )
         why = [f"{n} {what}" for n, what in self._why() if n]
         return f"{text} ({', '.join(why)})" if why else text
