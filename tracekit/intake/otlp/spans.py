@@ -15,6 +15,8 @@ from typing import Final
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
+from tracekit.intake.otlp.inputs import CURRENT_AGENT
+from tracekit.intake.otlp.shapes import llamaindex
 from tracekit.intake.otlp.handoff import (
     is_handoff_word,
     kind_of_name,
@@ -146,19 +148,26 @@ class SpanIndex:
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
         marks: list[Key] = []
+        turns: list[Key] = []
         linked: set[str] = set()
         for key, span in spans.items():  # one pass: a big file holds millions of spans
             if span.parent:
                 self.has_children.add((span.trace, span.parent))
             if span.links:
                 linked.add(span.trace)
-            if is_workflow(span):
+            if CURRENT_AGENT in span.attrs:
+                turns.append(key)  # an agent's turn: its invocation is found below
+            elif is_workflow(span):
                 self.workflows.add(key)
             elif is_agent(span):
                 self.agent_set.add(key)
             elif _may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
+        if turns:  # LlamaIndex: agents with no span, only turns
+            heads = llamaindex.invocations(spans, turns)
+            self.agent_set.update(heads)
+            self.has_children.update(heads)
         self._spanless_agents(marks)
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
