@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _server_helpers import readable_spans, simulate_otlp, spans_of
@@ -75,3 +76,36 @@ def test_values_of_every_kind_are_read_as_json_reads_them() -> None:
         None,
         "",
     )
+
+
+RECORDINGS = Path(__file__).parent / "frameworks" / "recordings"
+
+
+@pytest.mark.parametrize("framework", ["llama_index", "autogen", "crewai", "agno", "google_adk"])
+def test_every_decoder_reads_the_same_handoff_targets_and_turns(framework: str) -> None:
+    """JSON, fast JSON and protobuf read the same targets, transfers and current agents."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tracekit.intake.otlp.decode_json import decode_spans
+    from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+    from tracekit.intake.otlp.inputs import CURRENT_AGENT
+
+    def facts(spans: list[Any]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (s.id, s.parent, s.name, s.attrs.get(CURRENT_AGENT), s.target, s.transfer)
+            for s in spans
+        )
+
+    lines = [
+        line for path in sorted((RECORDINGS / framework).glob("*.otlp.json"))
+        for line in path.read_text().splitlines()
+    ]  # fmt: skip
+    docs = [json.loads(line) for line in lines]
+    from_json = facts([s for doc in docs for s in decode_spans(doc)])
+    from_fast = facts([s for line in lines for s in decode_spans_fast(line.encode())])
+    body = encode_spans(readable_spans(spans_of(docs))).SerializeToString()
+    assert from_fast == from_json
+    assert facts(decode_spans_proto(body)) == from_json
+    if framework == "llama_index":  # the turns and the handoff tool are read at all
+        assert {f[3] for f in from_json} >= {"triage", "billing"}
+        assert "billing" in {f[4] for f in from_json}

@@ -29,18 +29,9 @@ from tracekit.tree import AgentStep, NodeStep, RunTree, Step, build_forest
 HERE = Path(__file__).parent
 RECORDINGS = HERE / "recordings"
 TRACEKIT = str(Path(sys.executable).parent / "tracekit")
-# LlamaIndex's AgentWorkflow writes no agent span at all (the agent is only in
-# ``current_agent_name`` inside its step spans' input): tracekit does not rebuild it yet.
-NOT_YET = {"llama_index"}
-NOT_YET_REASON = "LlamaIndex AgentWorkflow: agents with no span of their own are not rebuilt yet"
 FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
 IDS = [f"{p.parent.name}/{p.name.removesuffix('.otlp.json')}" for p in FILES]
-CASES = [
-    pytest.param(p, id=i, marks=[pytest.mark.xfail(strict=True, reason=NOT_YET_REASON)])
-    if p.parent.name in NOT_YET
-    else pytest.param(p, id=i)
-    for p, i in zip(FILES, IDS, strict=True)
-]
+CASES = [pytest.param(p, id=i) for p, i in zip(FILES, IDS, strict=True)]
 
 
 def truth_of(path: Path) -> dict[str, Any]:

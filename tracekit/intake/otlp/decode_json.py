@@ -18,6 +18,7 @@ from typing import Any, Final
 
 # The handoff words live in one module; re-exported here for the decoders' callers.
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
+from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "decode_spans",
     "hex_id",
     "is_transfer_name",
+    "names_transfer",
     "target_in",
 ]
 
@@ -249,6 +251,11 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     events = raw.get("events") or ()
     name = str(raw.get("name") or "")
     exception, exception_message, exception_cause = _exception(events)
+    attrs = attributes(raw.get("attributes"), SPAN_KEYS)
+    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+        agent = current_agent(name, attributes(raw.get("attributes"), _INPUT_KEYS).get(INPUT))
+        if agent:
+            attrs[CURRENT_AGENT] = agent
     return Span(
         trace=hex_id(_get(raw, "traceId", "trace_id")),
         id=span_id,
@@ -256,7 +263,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
         name=name,
         start=start,
         end=_nanos(_get(raw, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"),
-        attrs=attributes(raw.get("attributes"), SPAN_KEYS),
+        attrs=attrs,
         error=status.get("code") in ERROR_CODES,
         message=str(status.get("message") or ""),
         service=service if isinstance(service, str) else None,
@@ -267,7 +274,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
             (hex_id(_get(link, "traceId", "trace_id")), hex_id(_get(link, "spanId", "span_id")))
             for link in raw.get("links") or ()
         ),
-        target=_dict_target(name, raw, events),
+        target=_dict_target(raw, events) if names_transfer(name, attrs) else None,
         transfer=is_transfer_name(name),
     )
 
@@ -309,9 +316,23 @@ def chained_causes(stacktrace: Any) -> str | None:
     return stacktrace[:cut].strip() if cut > 0 else None
 
 
-def _dict_target(name: str, raw: dict[str, Any], events: Any) -> str | None:
-    if not is_transfer_name(name):
-        return None
+_INPUT_KEYS: Final = frozenset({INPUT})
+
+
+def names_transfer(name: str, attrs: dict[str, Any]) -> bool:
+    """Whether a span's name or its tool's name reads as a transfer (its target is then read).
+
+    Example:
+        >>> names_transfer("FunctionTool.acall", {"tool.name": "handoff"})
+        True
+    """
+    if is_transfer_name(name):
+        return True
+    tool = attrs.get("tool.name") or attrs.get("gen_ai.tool.name")
+    return isinstance(tool, str) and is_transfer_name(tool)
+
+
+def _dict_target(raw: dict[str, Any], events: Any) -> str | None:
     attrs = attributes(raw.get("attributes"))
     values: list[Any] = [attrs.get(key) for key in ARGUMENT_KEYS]
     for event in events:

@@ -14,8 +14,16 @@ from typing import Any, Final
 
 import msgspec
 
-from tracekit.intake.otlp.decode_json import ERROR_CODES, SPAN_KEYS, Span, chained_causes, hex_id
+from tracekit.intake.otlp.decode_json import (
+    ERROR_CODES,
+    SPAN_KEYS,
+    Span,
+    chained_causes,
+    hex_id,
+    names_transfer,
+)
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
+from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_fast"]
@@ -167,6 +175,11 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
                 message = str(message) if message else None
                 cause = chained_causes(found.get("exception.stacktrace"))
                 break
+    attrs = _attrs(raw.attributes, SPAN_KEYS)
+    if is_turn(raw.name):  # LlamaIndex: the agent is only in the turn's input
+        agent = current_agent(raw.name, _attrs(raw.attributes, _INPUT_KEYS).get(INPUT))
+        if agent:
+            attrs[CURRENT_AGENT] = agent
     return Span(
         trace=_id(raw.traceId, ids),
         id=_id(raw.spanId, ids),
@@ -174,7 +187,7 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         name=raw.name,
         start=start,
         end=_nanos(raw.endTimeUnixNano),
-        attrs=_attrs(raw.attributes, SPAN_KEYS),
+        attrs=attrs,
         error=status is not None and status.code in ERROR_CODES,
         message=(status.message or "") if status is not None else "",
         service=service,
@@ -184,9 +197,12 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
         if raw.links
         else (),
-        target=_target(raw) if transfer else None,
+        target=_target(raw) if transfer or names_transfer(raw.name, attrs) else None,
         transfer=transfer,
     )
+
+
+_INPUT_KEYS: Final = frozenset({INPUT})
 
 
 def _target(raw: _Span) -> str | None:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes
+from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes, names_transfer
+from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
+from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_proto"]
@@ -92,6 +94,12 @@ def _span(raw: Any, service: str | None) -> Span:
     if not raw.start_time_unix_nano:
         raise ValueError(f"span {span_id} has no startTimeUnixNano")
     attrs = {kv.key: _plain(kv.value) for kv in raw.attributes if kv.key in SPAN_KEYS}
+    name = raw.name
+    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+        agent = current_agent(name, _attribute(raw.attributes, INPUT))
+        if agent:
+            attrs[CURRENT_AGENT] = agent
+    transfer = is_transfer_name(name)
     return Span(
         trace=raw.trace_id.hex(),
         id=span_id,
@@ -103,8 +111,25 @@ def _span(raw: Any, service: str | None) -> Span:
         error=raw.status.code == _ERROR,
         message=raw.status.message,
         service=service,
+        target=_target(raw) if transfer or names_transfer(name, attrs) else None,
+        transfer=transfer,
         **_exception(raw.events),
     )
+
+
+def _attribute(items: Any, key: str) -> Any:
+    for kv in items:
+        if kv.key == key:
+            return _plain(kv.value)
+    return None
+
+
+def _target(raw: Any) -> str | None:
+    """The agent a transfer tool names, in its arguments or its events' attributes."""
+    values: list[Any] = [_attribute(raw.attributes, key) for key in ARGUMENT_KEYS]
+    for event in raw.events:
+        values.extend(_plain(kv.value) for kv in event.attributes)
+    return target_in(values)
 
 
 def _exception(events: Any) -> dict[str, Any]:

@@ -31,6 +31,8 @@ from tracekit.events import Kind
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
 from tracekit.intake.otlp.kinds import langgraph_meta, namespace, tool_name
+from tracekit.intake.otlp.links import linked_caller
+from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
     from tracekit.intake.otlp.spans import Key, SpanIndex
@@ -149,13 +151,13 @@ def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
     speaker, a sequential workflow's next step); one still running waits for
     it (a delegation).
     """
-    found = index.linked_caller(key)
+    found = linked_caller(index, key)
     if found is None:
         return None
     parent = found[0]
     if parent == key or not index.may_call(parent, key):
         return None
-    node = index.caller_marker(parent, key)
+    node = caller_marker(index, parent, key)
     if node is not None:
         return Edge(parent, node, kind_of_node(index.spans[node]), "span.link")
     caller, callee = index.spans[parent], index.spans[key]
@@ -170,7 +172,7 @@ def gen_ai_transfer(index: SpanIndex, key: Key) -> Edge | None:
     ``gen_ai.transfer.mode`` (``pass_control``: a handoff; ``return_to_caller``:
     a delegation) and the target's name; the target need not be its child.
     """
-    marker = index.latest_marker(key, lambda span: "gen_ai.transfer.target.name" in span.attrs)
+    marker = latest_marker(index, key, lambda span: "gen_ai.transfer.target.name" in span.attrs)
     return _handoff(index, key, marker, "gen_ai.transfer") if marker is not None else None
 
 
@@ -200,13 +202,14 @@ def handoff_span(index: SpanIndex, key: Key) -> Edge | None:
     Serves OpenAI Agents (its ``handoff`` span, ``from_agent``/``to_agent``,
     or under OpenInference a ``TOOL`` span named ``handoff to X``), Google ADK
     (``execute_tool transfer_to_agent``, the target in the tool's arguments),
-    Strands swarms (``handoff_to_agent``, the target in span events) and
-    LangGraph handoff tools (``transfer_to_<name>``, ``Command.PARENT``): the
+    Strands swarms (``handoff_to_agent``, the target in span events),
+    LlamaIndex AgentWorkflow (its ``handoff`` tool, ``to_agent`` in the
+    input's ``kwargs``) and LangGraph handoff tools (``transfer_to_<name>``, ``Command.PARENT``): the
     runner ends or leaves the speaking agent and opens the target beside it.
     The latest such span naming this agent (or naming none) before it started
     is the handoff.
     """
-    marker = index.latest_marker(key, _is_handoff_marker)
+    marker = latest_marker(index, key, _is_handoff_marker)
     return _handoff(index, key, marker, "handoff.span") if marker is not None else None
 
 
@@ -298,7 +301,7 @@ def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     it) is the node.
     """
     parent = index.otel_agent(key)
-    node = index.node_between(parent, key) or index.enclosing_tool(parent, key)
+    node = index.node_between(parent, key) or enclosing_tool(index, parent, key)
     return Edge(parent, node, kind_of_node(index.spans[node]) if node else "delegate", OTEL)
 
 

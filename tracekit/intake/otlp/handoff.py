@@ -90,10 +90,20 @@ def target_in(values: Iterable[Any]) -> str | None:
             except ValueError:
                 continue
         if isinstance(value, dict):
-            for key in TARGET_KEYS:
-                found = value.get(key)
-                if isinstance(found, str) and found:
+            # LlamaIndex's tool spans hold the call's arguments under ``kwargs``.
+            for where in (value, value.get("kwargs")):
+                found = _named(where)
+                if found is not None:
                     return found
+    return None
+
+
+def _named(arguments: Any) -> str | None:
+    if isinstance(arguments, dict):
+        for key in TARGET_KEYS:
+            found = arguments.get(key)
+            if isinstance(found, str) and found:
+                return found
     return None
 
 

@@ -9,17 +9,13 @@ instead of followed forever.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
-from tracekit.intake.otlp.handoff import (
-    is_handoff_word,
-    kind_of_name,
-    target_of_name,
-)
+from tracekit.intake.otlp.handoff import kind_of_name
+from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.kinds import (
     is_container,
     is_llm,
@@ -30,6 +26,8 @@ from tracekit.intake.otlp.kinds import (
     namespace,
     tool_name,
 )
+from tracekit.intake.otlp.markers import marker_target, may_mark
+from tracekit.intake.otlp.shapes import llamaindex
 
 __all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
@@ -105,15 +103,6 @@ def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
     return loops
 
 
-def _marker_target(span: Span) -> str | None:
-    """The agent a handoff or transfer span names, if it names one."""
-    attrs = span.attrs
-    found = attrs.get("gen_ai.transfer.target.name") or attrs.get("to_agent") or span.target
-    if found:
-        return str(found)
-    return target_of_name(tool_name(span) or span.name)
-
-
 #: Attributes of an agent span that name its caller some other way than the span tree.
 _EVIDENCE: Final = frozenset(
     {
@@ -123,17 +112,6 @@ _EVIDENCE: Final = frozenset(
         "metadata",
     }
 )
-
-
-def _may_mark(span: Span) -> bool:
-    """Whether a span may be a handoff or transfer (names first: they are cheap)."""
-    attrs = span.attrs
-    if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
-        return True
-    if span.transfer and is_handoff_word(span.name):
-        return is_tool(span)
-    name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    return isinstance(name, str) and is_handoff_word(name)
 
 
 class SpanIndex:
@@ -146,19 +124,26 @@ class SpanIndex:
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
         marks: list[Key] = []
+        turns: list[Key] = []
         linked: set[str] = set()
         for key, span in spans.items():  # one pass: a big file holds millions of spans
             if span.parent:
                 self.has_children.add((span.trace, span.parent))
             if span.links:
                 linked.add(span.trace)
-            if is_workflow(span):
+            if CURRENT_AGENT in span.attrs:
+                turns.append(key)  # an agent's turn: its invocation is found below
+            elif is_workflow(span):
                 self.workflows.add(key)
             elif is_agent(span):
                 self.agent_set.add(key)
-            elif _may_mark(span):
+            elif may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
+        if turns:  # LlamaIndex: agents with no span, only turns
+            heads = llamaindex.invocations(spans, turns)
+            self.agent_set.update(heads)
+            self.has_children.update(heads)
         self._spanless_agents(marks)
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
@@ -166,20 +151,22 @@ class SpanIndex:
         self.agent_set -= nested
         self.otel = self._ancestors()
         self.claimed: set[Key] = set()
-        self._markers: dict[str, list[Key]] = {}
+        #: Per trace, the spans that may be handoffs (:mod:`.markers` reads them).
+        self.markers: dict[str, list[Key]] = {}
         #: Traces with any evidence of an edge besides the span tree; in the
         #: others (most traces: nesting only) the rules are not tried.
         self._evidence: set[str] = linked
         for key in marks:
             if key not in self.agent_set:
-                self._markers.setdefault(key[0], []).append(key)
+                self.markers.setdefault(key[0], []).append(key)
                 self._evidence.add(key[0])
         for key in self.agent_set:
             span = spans[key]
             if span.links or not _EVIDENCE.isdisjoint(span.attrs):
                 self._evidence.add(key[0])
         self._by_name: dict[tuple[str, str], list[Key]] | None = None
-        self._agent_children: dict[Key, list[Key]] | None = None
+        #: Agent spans by their OTel parent, built once when :mod:`.links` first asks.
+        self.agent_children: dict[Key, list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
         # Only evidence rules need start order (a caller placed first); the span tree does not.
@@ -209,7 +196,7 @@ class SpanIndex:
             if key not in self.has_children:
                 continue
             span = self.spans[key]
-            target = _marker_target(span)
+            target = marker_target(span)
             if target is not None and kind_of_name(tool_name(span) or span.name) == "delegate":
                 found.append((key, target))
         if not found:
@@ -353,32 +340,6 @@ class SpanIndex:
             cur = self.parent_of(cur)
         return False
 
-    def _trace_markers(self, trace: str) -> list[Key]:
-        return self._markers.get(trace, [])
-
-    def latest_marker(self, key: Key, wanted: Callable[[Span], bool]) -> Key | None:
-        """The latest unclaimed marker span before ``key`` started that names its agent.
-
-        One that names no agent serves when none names this one.
-        """
-        span = self.spans[key]
-        agent = self.agent_name(span)
-        named: Key | None = None
-        unnamed: Key | None = None
-        for marker in self._trace_markers(key[0]):
-            found = self.spans[marker]
-            if marker in self.claimed or found.start > span.start or not wanted(found):
-                continue
-            if self.below(marker, key):
-                continue
-            target = _marker_target(found)
-            if target == agent:
-                if named is None or found.start >= self.spans[named].start:
-                    named = marker
-            elif target is None and (unnamed is None or found.start >= self.spans[unnamed].start):
-                unnamed = marker
-        return named if named is not None else unnamed
-
     def _agents_named(self, trace: str, name: str) -> list[Key]:
         if self._by_name is None:
             self._by_name = {}
@@ -433,104 +394,6 @@ class SpanIndex:
             meta = langgraph_meta(self.spans[other])
             if meta is not None and namespace(meta) == ns:
                 return other
-        return None
-
-    def linked_caller(self, key: Key) -> tuple[Key, Key] | None:
-        """The agent a span link leads to from ``key`` or a non-agent span above it.
-
-        Message-passing runtimes (AutoGen's, Microsoft Agent Framework's) start
-        each agent under the runtime's own ``process`` / ``executor`` span and
-        link *that* span to the message that woke it (``send``, ``create``),
-        often in another trace. The message is followed up to its agent: the
-        agent above it, else the agent that ran before it under the same parent
-        (the executor that sent it); a message with neither is itself linked
-        further (AutoGen's group manager relays every handoff), a few hops at most.
-
-        Returns:
-            ``(caller agent, the linked span)``, or None.
-        """
-        seen: set[Key] = set()
-        frontier = [self.parent_of(key)]
-        for _ in range(8):  # hops through relaying spans
-            links: list[Key] = []
-            for start in frontier:
-                cur = start
-                while cur is not None and cur not in self.agent_set and cur not in seen:
-                    seen.add(cur)
-                    links.extend(link for link in self.spans[cur].links if link in self.spans)
-                    cur = self.parent_of(cur)
-            frontier = []
-            for link in links:
-                owner = self._owner(link)
-                if owner is not None and owner != key:
-                    return owner, link
-                frontier.append(link)
-            if not frontier:
-                return None
-        return None
-
-    def _owner(self, key: Key) -> Key | None:
-        """The agent a (message) span belongs to: above it, else run just before it beside it."""
-        if key in self.agent_set:
-            return key
-        above = self.otel.get(key)
-        if above is not None:
-            return above
-        parent = self.parent_of(key)
-        start = self.spans[key].start
-        found: Key | None = None
-        for other in self.children_agents_of_span(parent):
-            if self.spans[other].start <= start and (
-                found is None or self.spans[other].start >= self.spans[found].start
-            ):
-                found = other
-        return found
-
-    def children_agents_of_span(self, parent: Key | None) -> list[Key]:
-        """The agent spans right under a (non-agent) span."""
-        if parent is None:
-            return []
-        if self._agent_children is None:
-            self._agent_children = {}
-            for agent in self.agent_set:
-                above = self.parent_of(agent)
-                if above is not None:
-                    self._agent_children.setdefault(above, []).append(agent)
-        return self._agent_children.get(parent, [])
-
-    def caller_marker(self, caller: Key, key: Key) -> Key | None:
-        """The caller's latest unclaimed handoff span before ``key`` that names it (or no one)."""
-        agent = self.agent_name(self.spans[key])
-        start = self.spans[key].start
-        found: Key | None = None
-        for marker in self._markers.get(caller[0], ()):
-            span = self.spans[marker]
-            if marker in self.claimed or self.otel.get(marker) != caller or span.start > start:
-                continue
-            if _marker_target(span) not in (agent, None):
-                continue
-            if found is None or span.start >= self.spans[found].start:
-                found = marker
-        return found
-
-    def enclosing_tool(self, parent: Key | None, key: Key) -> Key | None:
-        """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
-
-        Agno opens a team member's agent span beside the leader's
-        ``delegate_task_to_member`` span, not under it; the tool still spans
-        the member's whole run and names it (``member_id``).
-        """
-        if parent is None:
-            return None
-        span = self.spans[key]
-        agent = self.agent_name(span)
-        for marker in self._trace_markers(key[0]):
-            found = self.spans[marker]
-            if marker in self.claimed or self.otel.get(marker) != parent or self.below(key, marker):
-                continue
-            ends_after = found.end is None or (span.end is not None and found.end >= span.end)
-            if found.start <= span.start and ends_after and _marker_target(found) == agent:
-                return marker
         return None
 
     def node_between(self, parent: Key | None, key: Key) -> Key | None:

@@ -25,13 +25,18 @@ from collections.abc import Callable
 from typing import Final
 
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.shapes import genai, openinference, smolagents
+from tracekit.intake.otlp.shapes import genai, llamaindex, openinference, smolagents
 from tracekit.intake.otlp.shapes.base import Shape
 
 __all__ = ["DECIDES", "SHAPES", "Shape", "agent_name", "agent_verdict", "workflow_verdict"]
 
 #: Framework shapes first, the generic conventions last (their answers are the fallback).
-SHAPES: Final[tuple[Shape, ...]] = (smolagents.SHAPE, openinference.SHAPE, genai.SHAPE)
+SHAPES: Final[tuple[Shape, ...]] = (
+    smolagents.SHAPE,
+    llamaindex.SHAPE,
+    openinference.SHAPE,
+    genai.SHAPE,
+)
 _NAMERS: Final = tuple(s for s in SHAPES if s.agent_name is not None)
 _VERDICTS: Final = tuple(s for s in SHAPES if s.is_agent is not None)
 _WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)
