@@ -100,6 +100,23 @@ def _run_totals(db: Path) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def _parts_differ(db: Path) -> list[Any]:
+    """Runs whose total is not their root agent's own usage plus their invocations' own."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            """
+            SELECT r.run_id FROM runs r LEFT JOIN invocations i ON i.root_run_id = r.run_id
+            GROUP BY r.run_id, r.input_tokens, r.own_input_tokens
+            HAVING r.input_tokens IS DISTINCT FROM CASE
+                WHEN r.own_input_tokens IS NOT NULL OR count(i.input_tokens) > 0
+                THEN coalesce(r.own_input_tokens, 0) + coalesce(sum(i.input_tokens), 0) END
+            """
+        ).fetchall()
+    finally:
+        con.close()
+
+
 def _expected(tokens_in: Usage, tokens_out: Usage) -> dict[str, tuple[int, int]]:
     return {agent: (tokens_in[agent], tokens_out[agent]) for agent in tokens_in}
 
@@ -133,6 +150,7 @@ def test_the_root_agent_has_its_own_row_and_the_rows_sum_to_the_runs_totals(
     total_in = sum(i for i, _ in tokens.values())
     total_out = sum(o for _, o in tokens.values())
     assert (total_in, total_out) == _run_totals(db)
+    assert _parts_differ(db) == []  # docs/store.md: a run's total is exactly its parts
     text = cli("fleet", "--color", "never", db=db).stdout
     table = text[text.index("Tokens by agent") :]
     assert f"{expected[root][0]:,}" in table
