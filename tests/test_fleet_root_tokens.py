@@ -229,3 +229,27 @@ def test_a_store_made_before_the_root_usage_column_gets_it_when_it_migrates(
     with Store(old) as store:
         assert _tokens_of({"tokens": fleet_report(store).tables["tokens"].records()}) == expected
     assert _run_totals(old) == _run_totals(db)
+
+
+def test_a_lake_written_before_the_root_usage_columns_still_reports(
+    otel: tuple[Path, dict[str, tuple[int, int]]], tmp_path: Path
+) -> None:
+    """Its runs lack the columns: the root agents' own rows are missing, nothing fails."""
+    db, expected = otel
+    lake = tmp_path / "lake"
+    export_lake(db, lake, writer="old")
+    con = duckdb.connect()
+    for part in (lake / "runs").glob("*/*/*.parquet"):
+        con.execute(
+            f"COPY (SELECT * EXCLUDE (own_input_tokens, own_output_tokens)"
+            f" FROM read_parquet('{part}')) TO '{part}.x' (FORMAT parquet)"
+        )
+        Path(f"{part}.x").replace(part)
+    con.close()
+    manifest = lake / "_writers" / "old.json"
+    doc = json.loads(manifest.read_text())
+    runs = doc["tables"]["runs"]
+    runs["columns"] = [c for c in runs["columns"] if not c[0].startswith("own_")]
+    manifest.write_text(json.dumps(doc))
+    rows = fleet_report(lake=lake).tables["tokens"].records()
+    assert {r["agent"]: r["input_tokens"] for r in rows} == {"refunds": expected["refunds"][0]}
