@@ -351,28 +351,43 @@ def latency_rows(
 def token_rows(con: duckdb.DuckDBPyConnection, flt: FleetFilter, source: str) -> Rows:
     """Each agent's own model tokens: totals, and the median per call that reported usage.
 
-    Own tokens only (``invocations.input_tokens``), so no token counts twice:
-    a caller's total with its subtree is in ``invocations.total_input_tokens``.
-    Most input tokens first; agents without usage are left out.
+    Own tokens only, so no token counts twice: a call's own usage
+    (``invocations.input_tokens``), and a root agent's own usage on its run
+    (``runs.own_input_tokens``: it has no call of its own, its run stands for
+    one, in the window by the run's start). Summed over every agent, they are
+    the runs' totals (``runs.input_tokens``). An agent with no run.start is
+    ``?``. Most input tokens first; agents without usage are left out.
     """
     where, params = flt.calls_where("i")
+    run_where, run_params = flt.calls_where("r")
     if flt.agent is not None:
         where += " AND i.agent = ?"
+        run_where += " AND coalesce(r.agent, '?') = ?"
         params.append(flt.agent)
+        run_params.append(flt.agent)
     return fetch(
         con,
         f"""
+        WITH own AS (
+            SELECT i.agent, i.input_tokens, i.output_tokens FROM {source} i WHERE {where}
+            UNION ALL
+            SELECT coalesce(r.agent, '?') AS agent, r.own_input_tokens AS input_tokens,
+                r.own_output_tokens AS output_tokens
+            FROM runs r
+            WHERE (r.own_input_tokens IS NOT NULL OR r.own_output_tokens IS NOT NULL)
+                AND {run_where}
+        )
         SELECT agent,
             count(*) FILTER (WHERE input_tokens IS NOT NULL OR output_tokens IS NOT NULL)
                 AS calls,
             sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
             median(input_tokens) AS median_input_tokens,
             median(output_tokens) AS median_output_tokens
-        FROM {source} i WHERE {where} GROUP BY agent
+        FROM own GROUP BY agent
         HAVING count(input_tokens) + count(output_tokens) > 0
         ORDER BY input_tokens DESC NULLS LAST, output_tokens DESC NULLS LAST, agent
         """,
-        params,
+        params + run_params,
     )
 
 

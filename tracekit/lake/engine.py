@@ -41,7 +41,7 @@ from typing import Any, Final
 import duckdb
 
 from tracekit.errors import LakeError
-from tracekit.lake.layout import TABLES
+from tracekit.lake.layout import LATER_COLUMNS, TABLES
 
 __all__ = [
     "Cursor",
@@ -104,6 +104,10 @@ def lake_tables(lake: PathLike) -> dict[str, list[tuple[str, str]]]:
             table = merged.setdefault(name, {})
             for column, kind in entry["columns"]:
                 table.setdefault(str(column), "VARCHAR" if kind == "JSON" else str(kind))
+    for name, later in LATER_COLUMNS.items():
+        for column, kind in later:
+            if name in merged:
+                merged[name].setdefault(column, kind)
     return {
         name: [
             *[(c, k) for c, k in columns.items() if c not in ("day", "service")],
@@ -112,6 +116,22 @@ def lake_tables(lake: PathLike) -> dict[str, list[tuple[str, str]]]:
         ]
         for name, columns in merged.items()
     }
+
+
+def _absent(lake: PathLike, name: str) -> list[str]:
+    """The later columns of ``name`` no writer holds, as NULL select items."""
+    from tracekit.lake.export import writer_manifests
+
+    held = {
+        str(column)
+        for manifest in writer_manifests(lake).values()
+        for column, _ in manifest["tables"].get(name, {}).get("columns", ())
+    }
+    return [
+        f'CAST(NULL AS {kind}) AS "{column}"'
+        for column, kind in LATER_COLUMNS.get(name, ())
+        if column not in held
+    ]
 
 
 def _empty_select(columns: list[tuple[str, str]]) -> str:
@@ -160,8 +180,9 @@ def _views(
             con.execute(f"CREATE VIEW {name} AS {_empty_select(columns)}")
             continue
         glob = str(Path(lake) / name / "*" / "*" / "*.parquet").replace("'", "''")
+        extra = "".join(", " + item for item in _absent(lake, name))
         con.execute(
-            f"""CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}',
+            f"""CREATE VIEW {name} AS SELECT *{extra} FROM read_parquet('{glob}',
                 hive_partitioning = true, union_by_name = {name in mixed},
                 hive_types = {{'day': VARCHAR, 'service': VARCHAR}})"""
         )
@@ -324,6 +345,7 @@ class SparkLake:
         self.lake = str(lake) if "://" in str(lake) else os.path.abspath(lake)
         tables = lake_tables(lake) if check else {}
         self._mixed = mixed_tables(lake) if check else set()
+        self._absent = {name: _absent(lake, name) for name in tables}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
@@ -349,6 +371,8 @@ class SparkLake:
             reader = self.spark.read.option("basePath", folder)
             reader = reader.option("mergeSchema", str(name in self._mixed).lower())
             frame = reader.parquet(folder)
+            if self._absent.get(name):
+                frame = frame.selectExpr("*", *self._absent[name])
         frame.createOrReplaceTempView(name)
 
     def view(self, name: str, sql: str, params: Sequence[Any] | None = None) -> None:

@@ -33,6 +33,7 @@ from tracekit.errors import LakeError
 
 __all__ = [
     "DEFAULT_PARTITION",
+    "LATER_COLUMNS",
     "MANIFEST",
     "PARTITION_KEYS",
     "STAGING",
@@ -91,6 +92,12 @@ LEFT JOIN (
     ) GROUP BY run_id
 ) s ON s.run_id = t.run_id
 """
+
+#: Columns a later store schema added that the readers' queries use: a lake
+#: whose writers all predate them reads them as NULL rather than failing.
+LATER_COLUMNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "runs": (("own_input_tokens", "BIGINT"), ("own_output_tokens", "BIGINT")),
+}
 
 #: Every exported table, in the order they are written.
 TABLES: Final[dict[str, TableLayout]] = {

@@ -188,7 +188,8 @@ _RUNS: Final = f"""
 INSERT INTO runs (
     run_id, service, agent, trace_id, start_ms, end_ms, start_at, end_at, duration_ms,
     ok, status, failure, error_code, error_message, has_start, has_end,
-    invocations, failed_invocations, max_depth, session_id, input_tokens, output_tokens)
+    invocations, failed_invocations, max_depth, session_id, input_tokens, output_tokens,
+    own_input_tokens, own_output_tokens)
 WITH a AS (SELECT run_id FROM _affected),
 ev AS MATERIALIZED (
     -- The raw JSON is read out here, not carried: only run.end needs two fields of it.
@@ -245,7 +246,8 @@ t AS (
         CASE WHEN i.input_tokens IS NOT NULL OR e.own_in IS NOT NULL
             THEN coalesce(i.input_tokens, 0) + coalesce(e.own_in, 0) END AS input_tokens,
         CASE WHEN i.output_tokens IS NOT NULL OR e.own_out IS NOT NULL
-            THEN coalesce(i.output_tokens, 0) + coalesce(e.own_out, 0) END AS output_tokens
+            THEN coalesce(i.output_tokens, 0) + coalesce(e.own_out, 0) END AS output_tokens,
+        e.own_in, e.own_out
     FROM roots r
     LEFT JOIN s ON s.run_id = r.run_id
     LEFT JOIN e ON e.run_id = r.run_id
@@ -258,7 +260,7 @@ SELECT run_id, service, agent, trace_id, start_ms, end_ms,
     ok,
     CASE WHEN NOT has_end THEN 'running' WHEN ok THEN 'ok' ELSE 'error' END,
     failure, error_code, error_message, has_start, has_end, invocations, failed, max_depth,
-    session_id, input_tokens, output_tokens
+    session_id, input_tokens, output_tokens, own_in, own_out
 FROM t
 """
 

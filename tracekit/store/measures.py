@@ -19,7 +19,14 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BACKFILL_SQL", "EDGE_SOURCE", "MEASURE_COLUMNS", "MEASURE_SQL", "USAGE_JSON"]
+__all__ = [
+    "BACKFILL_SQL",
+    "EDGE_SOURCE",
+    "MEASURE_COLUMNS",
+    "MEASURE_SQL",
+    "ROOT_USAGE_BACKFILL_SQL",
+    "USAGE_JSON",
+]
 
 # The raw JSON is parsed only where it names the field (most records have none).
 _USAGE = "CASE WHEN contains({raw}, '\"usage\"') THEN json_extract({raw}, '$.usage') END"
@@ -142,4 +149,28 @@ UPDATE fleet_calls SET own_ms = i.own_ms, input_tokens = i.input_tokens,
     output_tokens = i.output_tokens
 FROM invocations i WHERE fleet_calls.invocation_id = i.invocation_id
     AND fleet_calls.root_run_id = i.root_run_id;
+"""
+
+#: Fills ``runs.own_input_tokens`` and ``own_output_tokens`` (the root agent's
+#: own usage, from its ``run.end``) in a store made before they existed (the v7
+#: migration), and recomputes each run's total from its parts: the v4 backfill
+#: summed the invocations only, so a store migrated through it left the root
+#: agent's own usage out of its runs' totals.
+ROOT_USAGE_BACKFILL_SQL: Final = """
+UPDATE runs SET own_input_tokens = x.i, own_output_tokens = x.o FROM (
+    SELECT run_id,
+        any_value(TRY_CAST(json_extract(raw, '$.usage.inputTokens') AS BIGINT)) AS i,
+        any_value(TRY_CAST(json_extract(raw, '$.usage.outputTokens') AS BIGINT)) AS o
+    FROM events WHERE type = 'run.end' AND contains(raw, '"usage"') GROUP BY run_id
+) x WHERE runs.run_id = x.run_id;
+
+UPDATE runs SET
+    input_tokens = CASE WHEN x.i IS NOT NULL OR runs.own_input_tokens IS NOT NULL
+        THEN coalesce(x.i, 0) + coalesce(runs.own_input_tokens, 0) END,
+    output_tokens = CASE WHEN x.o IS NOT NULL OR runs.own_output_tokens IS NOT NULL
+        THEN coalesce(x.o, 0) + coalesce(runs.own_output_tokens, 0) END
+FROM (
+    SELECT r.run_id, sum(i.input_tokens) AS i, sum(i.output_tokens) AS o
+    FROM runs r LEFT JOIN invocations i ON i.root_run_id = r.run_id GROUP BY r.run_id
+) x WHERE runs.run_id = x.run_id;
 """

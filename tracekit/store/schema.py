@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from tracekit.store.measures import BACKFILL_SQL
+from tracekit.store.measures import BACKFILL_SQL, ROOT_USAGE_BACKFILL_SQL
 from tracekit.store.paths import CLOSURE_BACKFILL
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
@@ -261,7 +261,17 @@ CREATE TABLE IF NOT EXISTS closure (
 {CLOSURE_BACKFILL}
 """
 
-SCHEMA_VERSION: Final = 6
+# v7: the root agent's own usage on its run. The root agent has no exit
+# record: its own model calls ride on ``run.end``, and counted only in the
+# run's total they could not be told apart from its callees'. Kept apart here,
+# the fleet's tokens table lists root agents too; filled from the records.
+_V7: Final = f"""
+ALTER TABLE runs ADD COLUMN own_input_tokens BIGINT;
+ALTER TABLE runs ADD COLUMN own_output_tokens BIGINT;
+{ROOT_USAGE_BACKFILL_SQL}
+"""
+
+SCHEMA_VERSION: Final = 7
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
