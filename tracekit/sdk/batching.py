@@ -235,9 +235,7 @@ class BatchingSink:
     def _warn(self, message: str) -> None:
         if not self._warned:
             self._warned = True
-            log.warning(
-                "tracekit %s: %s; carrying on (logged once)", type(self).__name__, message
-            )
+            log.warning("tracekit %s: %s; carrying on (logged once)", type(self).__name__, message)
 
 
 #: Sinks still open: flushed at exit, emptied in a forked child.
