@@ -57,6 +57,8 @@ class BatchWriter(Protocol):
     """Writes batches of encoded records; :class:`BatchingSink` decides when."""
 
     #: Where the records go, for messages ("run.jsonl", a URL, a store).
+    #: A writer may also set ``concurrent = True`` when its ``write`` may run
+    #: in several threads at once (with ``batch=1`` it is then called unlocked).
     target: str
 
     def encode(self, event: Event) -> bytes:
@@ -101,6 +103,8 @@ class BatchingSink:
         if batch < 1 or self._max < batch:
             raise ValueError("batch must be at least 1 and max_queue at least batch")
         self.writer = writer
+        self._encode = writer.encode
+        self._write_batch = writer.write
         self.sent = 0
         self.dropped = 0
         self._batch = batch
@@ -111,7 +115,8 @@ class BatchingSink:
         self._thread: threading.Thread | None = None
         self._reinit()
         if interval is None and batch == 1:
-            self.emit = self._emit_now  # type: ignore[method-assign]
+            unlocked = getattr(writer, "concurrent", False)
+            self.emit = self._emit_unlocked if unlocked else self._emit_now  # type: ignore[method-assign]
         _OPEN.add(self)
 
     def _reinit(self) -> None:
@@ -127,35 +132,60 @@ class BatchingSink:
     # -- the sink protocol -------------------------------------------------
     def emit(self, event: Event) -> None:
         """Queue one record; write a batch once ``batch`` wait (never raises for the writer)."""
-        line = self.writer.encode(event)
+        line = self._encode(event)
         with self._lock:
-            closed = self._closed
-            overflow = not closed and len(self._queue) >= self._max
-            if closed or overflow:
+            queue = self._queue
+            if self._closed or len(queue) >= self._max:
+                late: bool | None = self._closed
                 self.dropped += 1
-            if overflow:
-                self._queue.popleft()
-            if not closed:
-                self._queue.append(line)
-            full = len(self._queue) >= self._batch
-        if closed or overflow:
-            self._warn("closed, dropping records" if closed else "queue full, dropping the oldest")
-        if closed or not full:
-            return
+                if not late:
+                    queue.popleft()
+                    queue.append(line)
+            else:
+                late = None
+                queue.append(line)
+                if len(queue) < self._batch:
+                    return
+        if late is not None:
+            self._warn("closed, dropping records" if late else "queue full, dropping the oldest")
+            if late or len(queue) < self._batch:
+                return
         if self._thread is not None:
             self._wake.set()
         else:
             self._write_next(full_only=True)
 
     def _emit_now(self, event: Event) -> None:
-        line = self.writer.encode(event)
+        line = self._encode(event)
         if self._closed:
-            with self._lock:
-                self.dropped += 1
-            self._warn("closed, dropping records")
+            self._drop_late()
             return
-        with self._write_lock:
-            self._write([line])
+        with self._write_lock:  # _write, inlined: one record per call is the default hot path
+            try:
+                self._write_batch([line])
+            except Exception as exc:
+                self._failed([line], exc)
+                return
+            self.sent += 1
+
+    def _emit_unlocked(self, event: Event) -> None:
+        # For a writer whose writes may overlap (one O_APPEND write per call):
+        # an uncontended lock costs as much as the rest of this path.
+        line = self._encode(event)
+        if self._closed:
+            self._drop_late()
+            return
+        try:
+            self._write_batch([line])
+        except Exception as exc:
+            self._failed([line], exc)
+            return
+        self.sent += 1  # no call between read and store: the GIL keeps it whole
+
+    def _drop_late(self) -> None:
+        with self._lock:
+            self.dropped += 1
+        self._warn("closed, dropping records")
 
     def flush(self) -> None:
         """Write everything queued now; a batch the writer defers stays queued."""
@@ -205,24 +235,31 @@ class BatchingSink:
                 size = min(self._batch, len(self._queue))
                 if not size or (full_only and size < self._batch):
                     return False
-                lines = [self._queue.popleft() for _ in range(size)]
+                if size == len(self._queue):
+                    lines = list(self._queue)
+                    self._queue.clear()
+                else:
+                    lines = [self._queue.popleft() for _ in range(size)]
             return self._write(lines)
 
     def _write(self, lines: list[bytes]) -> bool:
         """Hand one batch to the writer (the write lock held); False if it was deferred."""
         try:
-            self.writer.write(lines)
-        except RetryLater as exc:
+            self._write_batch(lines)
+        except Exception as exc:
+            return self._failed(lines, exc)
+        self.sent += len(lines)  # only ever changed under the write lock
+        return True
+
+    def _failed(self, lines: list[bytes], exc: Exception) -> bool:
+        """Keep a deferred batch, count a lost one; log the first failure. False if deferred."""
+        if isinstance(exc, RetryLater):
             self._requeue(lines)
             self._warn(str(exc))
             return False
-        except Exception as exc:  # instrumentation never breaks the agent it watches
-            with self._lock:
-                self.dropped += len(lines)
-            self._warn(f"writing failed ({type(exc).__name__}: {exc})")
-            return True
-        with self._lock:
-            self.sent += len(lines)
+        with self._lock:  # instrumentation never breaks the agent it watches
+            self.dropped += len(lines)
+        self._warn(f"writing failed ({type(exc).__name__}: {exc})")
         return True
 
     def _requeue(self, lines: list[bytes]) -> None:

@@ -25,7 +25,6 @@ from typing import Final
 
 import msgspec
 
-from tracekit.events import Event
 from tracekit.sdk.batching import BatchingSink, RetryLater
 
 __all__ = ["HttpSink"]
@@ -44,8 +43,7 @@ class _HttpWriter:
             self._headers["Authorization"] = f"Bearer {token}"
         self._timeout = timeout
 
-    def encode(self, event: Event) -> bytes:
-        return _ENCODER.encode(event)
+    encode = staticmethod(_ENCODER.encode)
 
     def write(self, batch: list[bytes]) -> None:
         body = b"\n".join(batch) + b"\n"
