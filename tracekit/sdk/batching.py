@@ -57,8 +57,6 @@ class BatchWriter(Protocol):
     """Writes batches of encoded records; :class:`BatchingSink` decides when."""
 
     #: Where the records go, for messages ("run.jsonl", a URL, a store).
-    #: A writer may also set ``concurrent = True`` when its ``write`` may run
-    #: in several threads at once (with ``batch=1`` it is then called unlocked).
     target: str
 
     def encode(self, event: Event) -> bytes:
@@ -115,8 +113,7 @@ class BatchingSink:
         self._thread: threading.Thread | None = None
         self._reinit()
         if interval is None and batch == 1:
-            unlocked = getattr(writer, "concurrent", False)
-            self.emit = self._emit_unlocked if unlocked else self._emit_now  # type: ignore[method-assign]
+            self.emit = self._emit_now  # type: ignore[method-assign]
         _OPEN.add(self)
 
     def _reinit(self) -> None:
@@ -167,20 +164,6 @@ class BatchingSink:
                 self._failed([line], exc)
                 return
             self.sent += 1
-
-    def _emit_unlocked(self, event: Event) -> None:
-        # For a writer whose writes may overlap (one O_APPEND write per call):
-        # an uncontended lock costs as much as the rest of this path.
-        line = self._encode(event)
-        if self._closed:
-            self._drop_late()
-            return
-        try:
-            self._write_batch([line])
-        except Exception as exc:
-            self._failed([line], exc)
-            return
-        self.sent += 1  # no call between read and store: the GIL keeps it whole
 
     def _drop_late(self) -> None:
         with self._lock:
