@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import logging
 import socket
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from _server_helpers import start
@@ -55,3 +58,50 @@ def test_a_server_that_is_not_there_is_logged_once_and_the_agent_carries_on(
     assert (
         sink.sent == 0 and sink.dropped == 20
     )  # every record accounted for: dropped, never raised
+
+
+class _Scripted(http.server.BaseHTTPRequestHandler):
+    """Answers each POST with the next status of ``statuses`` (then 200), keeping the bodies."""
+
+    statuses: ClassVar[list[int]] = []
+    bodies: ClassVar[list[bytes]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        status = self.statuses.pop(0) if self.statuses else 200
+        if status == 200:
+            self.bodies.append(body)
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("statuses", "sent", "dropped"),
+    [([503, 429], 6, 0), ([400], 4, 2)],
+    ids=["busy-then-ok-is-retried", "refused-is-dropped"],
+)
+def test_a_busy_server_gets_the_batch_again_a_refusing_one_does_not(
+    statuses: list[int], sent: int, dropped: int
+) -> None:
+    handler = type("Handler", (_Scripted,), {"statuses": list(statuses), "bodies": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        sink = HttpSink(f"http://127.0.0.1:{server.server_address[1]}", batch=2, interval=60)
+        with AgentTracer(sink) as tk:
+            for _ in range(3):
+                with tk.run("agent"):
+                    pass
+            for _ in range(len(statuses)):
+                tk.flush()  # one try each: the scripted answers, in order
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (sink.sent, sink.dropped) == (sent, dropped)
+    lines = [line for body in handler.bodies for line in body.splitlines()]
+    assert len(lines) == sent and len(set(lines)) == sent  # none twice

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+from tracekit.sdk.batching import BatchingSink, BatchWriter, RetryLater
 from tracekit.sdk.context import current_frame, propagate_context
 from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import TracekitSpanProcessor
@@ -23,10 +24,13 @@ from tracekit.sdk.tracer import AgentTracer
 
 __all__ = [
     "AgentTracer",
+    "BatchWriter",
+    "BatchingSink",
     "Guards",
     "Invocation",
     "JsonlSink",
     "MemorySink",
+    "RetryLater",
     "Run",
     "Scope",
     "Sink",

@@ -1,9 +1,12 @@
 """``HttpSink``: records sent to a ``tracekit serve`` in batches, never in the agent's way.
 
-Records are buffered (a bounded buffer: past ``max_buffer`` the oldest are
-dropped and counted) and a background thread posts them as v1 JSON lines to
-``POST /v1/records``. A send that fails is logged once and tried again later;
-the agent never waits for the server and never sees its errors.
+A writer of one batch (a POST of v1 JSON lines to ``/v1/records``) behind a
+:class:`~tracekit.sdk.batching.BatchingSink` with a background thread: records
+are queued (bounded: past ``max_buffer`` the oldest are dropped and counted),
+a send the server may get over (unreachable, 429, 502-504) is logged once and
+tried again later, a refused one (400, 401, 413) is dropped and counted; at
+close what was never delivered is counted and logged. The agent never waits
+for the server and never sees its errors.
 
 Example:
     >>> from tracekit.events import Node
@@ -16,27 +19,55 @@ Example:
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 import urllib.error
 import urllib.request
-from collections import deque
 from typing import Final
 
 import msgspec
 
-from tracekit._util.text import plural
-from tracekit.events import Event
+from tracekit.sdk.batching import BatchingSink, RetryLater
 
 __all__ = ["HttpSink"]
 
-log = logging.getLogger("tracekit.sdk")
 _ENCODER: Final = msgspec.json.Encoder()
 _RETRYABLE: Final = frozenset({429, 502, 503, 504})
 
 
-class HttpSink:
+class _HttpWriter:
+    """Posts a batch as v1 JSON lines; a failure the server may get over is retried later."""
+
+    def __init__(self, endpoint: str, token: str | None, timeout: float) -> None:
+        self.target = endpoint
+        self._headers = {"Content-Type": "application/x-ndjson"}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        self._timeout = timeout
+
+    encode = staticmethod(_ENCODER.encode)
+
+    def write(self, batch: list[bytes]) -> None:
+        body = b"\n".join(batch) + b"\n"
+        request = urllib.request.Request(self.target, body, self._headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout):
+                return
+        except urllib.error.HTTPError as exc:
+            if exc.code in _RETRYABLE:
+                raise RetryLater(f"{self.target} answered {exc.code}") from exc
+            # Refused for good (400, 401, 413): sending it again won't help.
+            raise _Refused(f"{self.target} answered {exc.code}") from exc
+        except (OSError, ValueError) as exc:
+            raise RetryLater(f"cannot reach {self.target} ({exc})") from exc
+
+    def close(self) -> None:
+        """Nothing held open between requests."""
+
+
+class _Refused(Exception):
+    """The server refused a batch for good."""
+
+
+class HttpSink(BatchingSink):
     """A sink that posts records to ``{url}/v1/records``.
 
     Args:
@@ -61,107 +92,6 @@ class HttpSink:
         if batch < 1 or max_buffer < batch:
             raise ValueError("batch must be at least 1 and max_buffer at least batch")
         self.endpoint = url.rstrip("/") + "/v1/records"
-        self._headers = {"Content-Type": "application/x-ndjson"}
-        if token:
-            self._headers["Authorization"] = f"Bearer {token}"
-        self._batch = batch
-        self._interval = interval
-        self._timeout = timeout
-        self._buffer: deque[bytes] = deque()
-        self._max = max_buffer
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = False
-        self._warned = False
-        self.dropped = 0  # records given up on (buffer full, refused, or unsent at close)
-        self.sent = 0
-        self._thread = threading.Thread(target=self._run, name="tracekit-http-sink", daemon=True)
-        self._thread.start()
-
-    def emit(self, event: Event) -> None:
-        """Buffer one record (never blocks on the network, never raises for it)."""
-        line = _ENCODER.encode(event)
-        with self._lock:
-            if self._closed:
-                self.dropped += 1
-                return
-            if len(self._buffer) >= self._max:
-                self._buffer.popleft()
-                self.dropped += 1
-                self._warn("buffer full, dropping the oldest records")
-            self._buffer.append(line)
-            full = len(self._buffer) >= self._batch
-        if full:
-            self._wake.set()
-
-    def flush(self) -> None:
-        """Try to send everything buffered now; what fails stays buffered."""
-        while self._send_one():
-            pass
-
-    def close(self) -> None:
-        """Send what is buffered (one try), stop the thread; what is left is counted dropped."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._wake.set()
-        self._thread.join(self._timeout + 1)
-        self.flush()
-        with self._lock:
-            self.dropped += len(self._buffer)
-            self._buffer.clear()
-        if self.dropped:  # the one figure the agent's operator needs at the end
-            log.warning(
-                "tracekit HttpSink: %s not delivered to %s (%s sent)",
-                plural(self.dropped, "record"),
-                self.endpoint,
-                self.sent,
-            )
-
-    def _run(self) -> None:
-        while not self._closed:
-            self._wake.wait(self._interval)
-            self._wake.clear()
-            while not self._closed and self._send_one():
-                pass
-
-    def _send_one(self) -> bool:
-        """Send one batch; True if it went (and more may wait)."""
-        with self._send_lock:
-            with self._lock:
-                lines = [self._buffer.popleft() for _ in range(min(self._batch, len(self._buffer)))]
-            if not lines:
-                return False
-            status = self._post(b"\n".join(lines) + b"\n")
-            if status == 200:
-                self.sent += len(lines)
-                return True
-            if status in _RETRYABLE or status == 0:
-                with self._lock:  # back to the front, in order, still bounded
-                    room = self._max - len(self._buffer)
-                    kept = lines[-room:] if room < len(lines) else lines
-                    self.dropped += len(lines) - len(kept)
-                    self._buffer.extendleft(reversed(kept))
-                time.sleep(0)  # let the next try wait for the interval
-                return False
-            self.dropped += len(lines)  # refused for good (400, 401, 413): sending again won't help
-            return True
-
-    def _post(self, body: bytes) -> int:
-        request = urllib.request.Request(self.endpoint, body, self._headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as reply:
-                return int(reply.status)
-        except urllib.error.HTTPError as exc:
-            self._warn(f"{self.endpoint} answered {exc.code}")
-            return int(exc.code)
-        except (OSError, ValueError) as exc:
-            self._warn(f"cannot reach {self.endpoint} ({exc})")
-            return 0
-
-    def _warn(self, message: str) -> None:
-        if not self._warned:
-            self._warned = True
-            log.warning("tracekit HttpSink: %s; carrying on (logged once)", message)
+        self.join_timeout = timeout + 1
+        writer = _HttpWriter(self.endpoint, token, timeout)
+        super().__init__(writer, batch=batch, max_queue=max_buffer, interval=interval)

@@ -16,22 +16,46 @@ Example:
 from __future__ import annotations
 
 import os
-import threading
 
 from tracekit.events import Event, encode_event
+from tracekit.sdk.batching import BatchingSink
 from tracekit.store.store import Store
 
 __all__ = ["StoreSink"]
 
 
-class StoreSink:
+class _StoreWriter:
+    """Ingests a batch of records into a store: one ingest (one transaction) per batch."""
+
+    def __init__(self, store: Store, *, owned: bool) -> None:
+        self.store = store
+        self.source = f"sdk:{os.getpid()}"
+        self.target = str(store.path)
+        self._owned = owned
+        self._next_line = 1
+
+    def encode(self, event: Event) -> bytes:
+        return encode_event(event)
+
+    def write(self, batch: list[bytes]) -> None:
+        first, self._next_line = self._next_line, self._next_line + len(batch)
+        self.store.ingest_records(batch, source=self.source, first_line=first)
+
+    def close(self) -> None:
+        if self._owned:
+            self.store.close()
+
+
+class StoreSink(BatchingSink):
     """A sink (``emit``/``flush``/``close``) that appends records to a store.
 
-    Records are buffered and ingested ``batch`` at a time, each flush one
-    ingest (its own ``ingest_log`` row, source ``sdk:<pid>``): the same
-    checks, duplicate counting and derived tables as ``tracekit ingest``. The
-    sink holds the store open for writing until ``close``; another process
-    that ingests meanwhile gets :class:`~tracekit.errors.StoreLockedError`.
+    Records are queued and ingested ``batch`` at a time, each write one
+    ingest (one transaction, its own ``ingest_log`` row, source
+    ``sdk:<pid>``): the same checks, duplicate counting and derived tables as
+    ``tracekit ingest``. The sink holds the store open for writing until
+    ``close``; another process that ingests meanwhile gets
+    :class:`~tracekit.errors.StoreLockedError`. An ingest that fails is
+    logged once and its records counted in ``dropped``; the agent carries on.
 
     Args:
         store: a :class:`Store` opened for writing, or a path (opened here
@@ -44,39 +68,8 @@ class StoreSink:
     ) -> None:
         if batch < 1:
             raise ValueError("batch must be at least 1")
-        self._owned = not isinstance(store, Store)
+        owned = not isinstance(store, Store)
         self.store = store if isinstance(store, Store) else Store(store)
-        self.source = f"sdk:{os.getpid()}"
-        self._batch = batch
-        self._pending: list[bytes] = []
-        self._next_line = 1
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def emit(self, event: Event) -> None:
-        """Buffer one record; ingest the buffer once it holds ``batch`` records."""
-        line = encode_event(event)
-        with self._lock:
-            self._pending.append(line)
-            full = len(self._pending) >= self._batch
-        if full:
-            self.flush()
-
-    def flush(self) -> None:
-        """Ingest whatever is buffered."""
-        with self._lock:
-            if not self._pending or self._closed:
-                return
-            lines, self._pending = self._pending, []
-            first, self._next_line = self._next_line, self._next_line + len(lines)
-            self.store.ingest_records(lines, source=self.source, first_line=first)
-
-    def close(self) -> None:
-        """Flush, then close the store if this sink opened it."""
-        self.flush()
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        if self._owned:
-            self.store.close()
+        writer = _StoreWriter(self.store, owned=owned)
+        self.source = writer.source
+        super().__init__(writer, batch=batch)
