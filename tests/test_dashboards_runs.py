@@ -167,5 +167,6 @@ def test_a_run_names_where_its_failure_began(tmp_path: Path) -> None:
         store.ingest(Path(__file__).parent.parent / "sample_traces" / "child_failure.jsonl")
         [run_id] = [r for (r,) in store.con.execute("SELECT run_id FROM runs").fetchall()]
         section, _ = embedded_runs(store, [run_id])
-    assert "failed:child · " in section and "REFUND_API_TIMEOUT in refunds" in section
-    assert "caused by <b>REFUND_API_TIMEOUT</b> in <b>refunds</b>" in section
+    assert ">failed:child</b> · " in section
+    assert '<span class="why">REFUND_API_TIMEOUT in refunds</span>' in section
+    assert "The 1 run this page lists" in section

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from operator import itemgetter
 from typing import Any, Final
 
-from tracekit._util.text import escape
+from tracekit._util.text import escape, plural
 from tracekit._util.theme import NEUTRAL, OUTCOME_COLORS
 from tracekit.dashboards.queries import run_calls
 from tracekit.dashboards.sections import script_json
@@ -54,7 +54,8 @@ def _why(circle: Any, agent: Any, code: Any) -> str:
     if isinstance(circle, str):
         return f'circle <span class="circle">{cell_text(circle)}</span>'
     if isinstance(agent, str):
-        return f"began in <code>{cell_text(agent)}</code> {cell_text(code)}"
+        # the same words as tracekit tree's why: `CODE in agent`
+        return f'<span class="why">{cell_text(code)} in {cell_text(agent)}</span>'
     return ""
 
 
@@ -135,7 +136,7 @@ def embedded_runs(
     links = {run_id: f"run-{n}" for n, run_id in enumerate(kept)}
     if not kept:
         return '<p class="empty">No run listed on this page.</p>', links
-    note = f"The {len(kept):,} runs this page lists, each with its tree and timeline."
+    note = f"The {plural(len(kept), 'run')} this page lists, each with its tree and timeline."
     if len(wanted) > len(kept):
         note = (
             f"The first {len(kept):,} of the {len(wanted):,} runs this page lists"
