@@ -33,6 +33,7 @@ from tracekit.errors import (
     TraceDamagedError,
     TraceFileError,
 )
+from tracekit.intake import formats
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.classify import classify_store
@@ -50,7 +51,7 @@ from tracekit.store.ingest_log import (
     undo_unread,
 )
 from tracekit.store.load import Counts, load_batch
-from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
+from tracekit.store.otlp_source import Batch, otlp_batches
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
@@ -289,10 +290,10 @@ def _ingest_source(
     undo_unread(con, source)
     resume = resume_point(con, source, size)
     ingest_id = next_ingest_id(con)
-    chosen: str = "tracekit" if format in ("tracekit", "jsonl") else format
-    if chosen == "auto" and not resume.unchanged:
-        chosen = detect_format(source)
-    if chosen == "other":
+    chosen = formats.canonical(format)
+    if chosen == formats.AUTO and not resume.unchanged:
+        chosen = formats.detect(formats.sniff_source(source))
+    if chosen == formats.OTHER:
         return SourceReport(
             source.label, chosen, skipped="a JSON document that is not OTLP (no resourceSpans)"
         )
@@ -317,7 +318,8 @@ def _read_source(
     stop: Stop,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
-    final = source.gz or source.stdin or (chosen == "otlp" and is_document(source))
+    final = source.gz or source.stdin
+    final = final or (chosen == "otlp" and formats.is_document(formats.sniff_source(source)))
     # Only a plain file of v1 lines can be continued from a chunk's end: OTLP
     # holds spans across chunks, and a gzip offset is not a file offset.
     resumable = not (source.gz or source.stdin or chosen == "otlp")
