@@ -13,13 +13,44 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from tracekit.events import Event, encode_event
-from tracekit.intake.otlp.batches import otlp_records
+from tracekit.intake.otlp.batches import OtlpJoin, Routed, otlp_records
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.sources import Chunk, text_table
 
-__all__ = ["Batch", "otlp_batches"]
+__all__ = ["Batch", "JoinedOtlp", "Tables", "otlp_batches"]
 
-Batch = tuple[Chunk, pa.Table, list[tuple[int, str, str]]]
+Refused = list[tuple[int, str, str]]
+Batch = tuple[Chunk, pa.Table, Refused]
+#: Per source read (its index in the ingest), the table of its records and its refused lines.
+Tables = dict[int, tuple[pa.Table, Refused]]
+
+
+class JoinedOtlp:
+    """The OTLP sources of one ingest read through one intake join (:class:`OtlpJoin`).
+
+    A trace whose spans are split over several files is one run; each record
+    is stored under the source and line its span was read from.
+    """
+
+    def __init__(self) -> None:
+        self.join = OtlpJoin()
+
+    def batches(self, chunks: Iterable[Chunk], origin: int) -> Iterator[tuple[Chunk, Tables]]:
+        """Each chunk of source ``origin`` with the tables of the traces it completed."""
+        for chunk, routed in self.join.records(chunks, origin):
+            yield chunk, _tables(routed)
+
+    def finish(self) -> Tables:
+        """The tables of every trace still held."""
+        return _tables(self.join.finish())
+
+    def counts(self) -> SpanCounts:
+        """Where the spans mapped since the last call went."""
+        return self.join.counts()
+
+
+def _tables(routed: Routed) -> Tables:
+    return {origin: (_table(pairs), refused) for origin, (pairs, refused) in routed.items()}
 
 
 def otlp_batches(chunks: Iterable[Chunk], spans: SpanCounts | None = None) -> Iterator[Batch]:
