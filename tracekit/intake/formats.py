@@ -38,7 +38,9 @@ __all__ = [
     "OTHER",
     "TraceFormat",
     "canonical",
+    "described",
     "detect",
+    "get",
     "is_document",
     "names",
     "sniff_source",
@@ -79,6 +81,16 @@ _BY_NAME: Final = {n: f for f in FORMATS for n in (f.name, *f.aliases)}
 def names() -> tuple[str, ...]:
     """The formats' names, as every command offers them (v1 first)."""
     return tuple(sorted((f.name for f in FORMATS), key=lambda n: n != "tracekit"))
+
+
+def described() -> str:
+    """The formats in words, for a message that says what a command reads.
+
+    Example:
+        >>> described()
+        'v1 JSON lines or OTLP JSON'
+    """
+    return " or ".join(get(name).title for name in names())
 
 
 def canonical(name: str) -> str:
