@@ -90,7 +90,9 @@ class TraceAssembler:
         self._taken: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._late: dict[str, dict[Key, Span]] = {}  # reopened trace -> its spans before
         self._linked: dict[str, set[str]] = {}  # held trace -> held traces it links with
-        self._rooted: set[str] = set()  # held traces whose root has come (settle applies)
+        # Held traces whose root has come (settle applies), in the order they came:
+        # a set's order would follow the string hash and vary from run to run.
+        self._rooted: dict[str, None] = {}
         self.pending = 0  # spans held
         self.reopened = 0  # traces a late span reopened
 
@@ -120,7 +122,7 @@ class TraceAssembler:
                 state.spans[span.id] = span
             if not span.parent and span.end is not None and not state.rooted:
                 state.rooted = True
-                self._rooted.add(span.trace)
+                self._rooted[span.trace] = None
             if span.links:
                 self._link(span, position, now)
 
@@ -144,7 +146,7 @@ class TraceAssembler:
             self._late[trace] = {(trace, i): s for i, s in old.items()}
             state.rooted = any(not s.parent and s.end is not None for s in old.values())
             if state.rooted:
-                self._rooted.add(trace)
+                self._rooted[trace] = None
             self.pending += len(old)
             self.reopened += 1
         return state
@@ -208,7 +210,7 @@ class TraceAssembler:
             state = self._traces.pop(trace, None)
             if state is None:
                 continue
-            self._rooted.discard(trace)
+            self._rooted.pop(trace, None)
             for other in self._linked.pop(trace, ()):
                 if other in self._linked:
                     self._linked[other].discard(trace)
