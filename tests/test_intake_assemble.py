@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from _server_helpers import simulate_otlp
 from _tree_helpers import run_cli
@@ -91,6 +93,37 @@ def test_any_split_and_order_of_the_spans_gives_the_same_tree(tmp_path: Path, da
     cuts = data.draw(st.lists(st.integers(0, len(pieces)), max_size=len(pieces)))
     shuffled = _write(tmp_path / "split.otlp.jsonl", [pieces[i] for i in order], cuts)
     assert _tree(shuffled) == expected
+
+
+def _stored(db: Path, *paths: Path) -> tuple[list[str], int]:
+    """The records one ``tracekit ingest`` of ``paths`` stored, and the spans its counts lines read."""
+    result = run_cli("ingest", "--db", str(db), *map(str, paths))
+    assert result.returncode == 0, result.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        raws = [raw for (raw,) in con.execute("SELECT raw FROM events ORDER BY raw").fetchall()]
+    spans = sum(int(n.replace(",", "")) for n in re.findall(r"([\d,]+) spans? read", result.stdout))
+    return raws, spans
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_split_of_the_spans_over_files_of_one_ingest_gives_the_same_runs(
+    tmp_path: Path, data: Any
+) -> None:
+    recording = data.draw(st.sampled_from(RECORDINGS))
+    pieces = _pieces(recording)
+    case = tmp_path / str(data.draw(st.uuids()))
+    case.mkdir()
+    expected, spans = _stored(case / "whole.duckdb", recording)
+    order = data.draw(st.permutations(range(len(pieces))))
+    files = data.draw(st.lists(st.integers(0, 3), min_size=len(pieces), max_size=len(pieces)))
+    paths = []
+    for number in sorted(set(files)):
+        mine = [pieces[i] for i, f in zip(order, files, strict=True) if f == number]
+        paths.append(_write(case / f"part{number}.otlp.jsonl", mine, [1, len(mine) // 2]))
+    assert _stored(case / "split.duckdb", *paths) == (expected, spans)
 
 
 def test_a_span_that_comes_after_its_trace_was_mapped_joins_it(tmp_path: Path) -> None:

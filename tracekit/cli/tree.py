@@ -14,7 +14,7 @@ from tracekit._util.files import is_store_file
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
-from tracekit.intake import ReadResult, read_trace
+from tracekit.intake import ReadResult, formats, read_trace
 from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
@@ -140,7 +140,7 @@ def _no_records(source: str, result: ReadResult) -> TracekitError:
         what = f"no line of {result.lines_read} is a record (line {first.line}: {first.reason})"
     return TracekitError(
         f"no trace records in {escape(source)}: {escape(what)}",
-        hint="tracekit tree reads v1 JSON lines or OTLP JSON: see docs/trace-format.md.",
+        hint=f"tracekit tree reads {formats.described()}: see docs/trace-format.md.",
     )
 
 

@@ -1,8 +1,8 @@
 """Read a trace file into v1 records, whatever it was written as.
 
 :func:`read_trace` opens a path, ``-`` (standard input) or a gzip file (found
-by its magic bytes, not its name), tells v1 JSON lines from OTLP JSON by
-content (a first object with ``resourceSpans`` is OTLP) and returns a
+by its magic bytes, not its name), tells its format by content (:mod:`tracekit.intake.formats`: a first object
+with ``resourceSpans`` is OTLP), reads it with that format's decode and returns a
 :class:`ReadResult`: the good records, the bad lines, and how many lines were
 read. A bad line never loses the good ones beside it.
 
@@ -21,18 +21,15 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Literal
 
-import msgspec
-
-from tracekit._util.gcpause import gc_paused
-from tracekit.errors import TraceFileError, TracekitError, TraceReadError
-from tracekit.intake.jsonl import ReadResult, read_jsonl_blocks
+from tracekit.errors import TraceFileError, TraceReadError
+from tracekit.intake import formats
+from tracekit.intake.jsonl import ReadResult
 from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
-from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.sources import open_path
 
 __all__ = ["ReadResult", "read_trace"]
 
-Format = Literal["auto", "jsonl", "otlp"]
+Format = Literal["auto", "tracekit", "jsonl", "otlp"]
 _GZIP_MAGIC = b"\x1f\x8b"
 _BLOCK = 1 << 22  # bytes read at a time; decoded as a block of whole lines
 
@@ -48,7 +45,8 @@ def read_trace(
 
     Args:
         source: a file path, ``-`` for standard input; gzip is detected.
-        format: ``"auto"`` (by content), ``"jsonl"`` (v1) or ``"otlp"``.
+        format: ``"auto"`` (by content) or a name of :mod:`tracekit.intake.formats`
+            (``"tracekit"``, alias ``"jsonl"``: v1; ``"otlp"``).
         strict: raise the first bad line instead of collecting it.
 
     Raises:
@@ -61,12 +59,10 @@ def read_trace(
         chunks = _chunks(source_, path)
         found, head = sniff(chunks)
         blocks = _blocks(itertools.chain(head, chunks), path, refused, strict=strict)
-        otlp = format == "otlp" or (format == "auto" and found.startswith("otlp"))
-        if otlp:
-            document = found in ("otlp-document", "document")
-            result = _read_otlp(_split(blocks), path, strict=strict, document=document)
-        else:
-            result = read_jsonl_blocks(blocks, path, strict=strict)
+        name = formats.detect(found) if format == "auto" else format
+        # A document no format claims is read as v1 lines: each is refused by its number.
+        entry = formats.get("tracekit" if name == formats.OTHER else name)
+        result = entry.read(blocks, path, strict=strict, document=formats.is_document(found))
     if refused:  # the damage of a gzip stream is no line read; a long line is one
         result.lines_read += sum(e.reason != damage for e, damage in refused)
         errors = [e for e, _ in refused]
@@ -135,68 +131,3 @@ def _blocks(
             if strict:
                 raise error
             refused.append((error, chunk.damage))
-
-
-def _split(blocks: Iterable[bytes]) -> Iterator[bytes]:
-    """Lines of blocks of whole lines, newlines kept: split at ``\\n`` only."""
-    for block in blocks:
-        start = 0
-        while (end := block.find(b"\n", start)) >= 0:
-            yield block[start : end + 1]
-            start = end + 1
-
-
-def _read_otlp(lines: Iterator[bytes], path: str, *, strict: bool, document: bool) -> ReadResult:
-    """Read OTLP JSON: one ``TracesData`` object per line, or one whole document.
-
-    A trace's spans may be spread over many lines, so every line is fed to
-    one converter; a trace's records are made once it looks complete (its
-    root span ended, then 64 lines without it), the rest at the end.
-    """
-    with gc_paused():  # millions of acyclic spans: collections would only walk them
-        return _read_otlp_lines(lines, path, strict=strict, document=document)
-
-
-def _read_otlp_lines(
-    lines: Iterator[bytes], path: str, *, strict: bool, document: bool
-) -> ReadResult:
-    converter = OtlpConverter()
-    result = ReadResult(path=path, format="otlp")
-    if document:
-        body = b"".join(lines)
-        _feed(result, converter, body, 1, strict=strict)
-        result.lines_read = body.count(b"\n") + (not body.endswith(b"\n"))
-    else:
-        for number, line in enumerate(lines, 1):
-            if line.strip():
-                result.lines_read += 1
-                _feed(result, converter, line, number, strict=strict)
-                # Traces that look complete are mapped now, so spans are not all held.
-                result.events.extend(event for _, event in converter.take_complete())
-    result.events.extend(converter.finish())
-    result.spans = converter.counts
-    _refused_spans(result, converter, strict=strict)
-    return result
-
-
-def _refused_spans(result: ReadResult, converter: OtlpConverter, *, strict: bool) -> None:
-    """The spans the mapping refused (a loop of parent links), as bad lines in line order."""
-    for number, text, reason in converter.take_rejects():
-        error = TraceReadError(result.path, number, text, reason)
-        if strict:
-            raise error
-        result.bad_lines.append(error)
-    result.bad_lines.sort(key=lambda error: error.line)
-
-
-def _feed(
-    result: ReadResult, converter: OtlpConverter, data: bytes, number: int, *, strict: bool
-) -> None:
-    try:
-        converter.feed_json(data, line=number)
-    except (msgspec.MsgspecError, ValueError, TracekitError) as exc:
-        text = data[:200].decode("utf-8", "replace").rstrip("\r\n")
-        error = TraceReadError(result.path, number, text, f"not OTLP JSON: {exc}")
-        if strict:
-            raise error from None
-        result.bad_lines.append(error)

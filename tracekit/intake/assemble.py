@@ -90,8 +90,8 @@ class TraceAssembler:
         self._taken: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._late: dict[str, dict[Key, Span]] = {}  # reopened trace -> its spans before
         self._linked: dict[str, set[str]] = {}  # held trace -> held traces it links with
-        # held traces whose root has come (settle applies); a dict keeps their arrival order,
-        # so the mapping order does not depend on string hashing
+        # Held traces whose root has come (settle applies), in the order they came:
+        # a set's order would follow the string hash and vary from run to run.
         self._rooted: dict[str, None] = {}
         self.pending = 0  # spans held
         self.reopened = 0  # traces a late span reopened

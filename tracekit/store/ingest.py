@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import duckdb
+import pyarrow as pa
 
 from tracekit._util.text import plural
 from tracekit.errors import (
@@ -33,6 +34,7 @@ from tracekit.errors import (
     TraceDamagedError,
     TraceFileError,
 )
+from tracekit.intake import formats
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.classify import classify_store
@@ -50,7 +52,7 @@ from tracekit.store.ingest_log import (
     undo_unread,
 )
 from tracekit.store.load import Counts, load_batch
-from tracekit.store.otlp_source import Batch, detect_format, is_document, otlp_batches
+from tracekit.store.otlp_source import JoinedOtlp, Refused, Tables
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
@@ -145,13 +147,16 @@ def ingest_paths(
     asked = stop or _never
     sources = expand(paths)
     report = IngestReport()
+    otlp = _Otlp()
     try:
         since = first_underived(con)
         with _failures(con, since, asked):
             with _progress_for(sources, progress) as advance:
                 for source in sources:
                     _check(asked)
-                    report.sources.append(_ingest_source(con, source, format, advance, asked))
+                    sub = _ingest_source(con, source, format, advance, asked, otlp)
+                    report.sources.append(sub)
+            otlp.finish(con)
             _check(asked)
             with transaction(con):
                 report.runs_touched = derive(con, since)
@@ -282,17 +287,69 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
         yield advance
 
 
+class _Otlp:
+    """The OTLP sources of one ingest: one intake join, and where each source's records go."""
+
+    def __init__(self) -> None:
+        self.joined = JoinedOtlp()
+        self.origins: list[tuple[int, str, SourceReport]] = []  # ingest_id, label, report
+        # A source's end is stored with the last of its records: a crash before
+        # then reads it again, rather than skipping the traces still held.
+        self.ends: list[tuple[int, tuple[int, int, str]]] = []
+
+    def add(self, ingest_id: int, label: str, report: SourceReport) -> int:
+        report.spans = SpanCounts()
+        self.origins.append((ingest_id, label, report))
+        return len(self.origins) - 1
+
+    def batches(self, chunks: Iterable[Chunk], origin: int) -> Iterator[_Batch]:
+        """A source's batches; the tables of earlier sources its chunks completed beside them."""
+        report = self.origins[origin][2]
+        for chunk, tables in self.joined.batches(chunks, origin):
+            table, refused = tables.pop(origin)
+            yield chunk, table, refused, tables
+        assert report.spans is not None
+        report.spans.add(self.joined.counts())
+
+    def load(self, con: duckdb.DuckDBPyConnection, tables: Tables) -> None:
+        """Store records under the sources their spans were read from (in the caller's transaction)."""
+        for origin, (table, refused) in sorted(tables.items()):
+            ingest_id, label, report = self.origins[origin]
+            report.counts.add(load_batch(con, table, refused, ingest_id=ingest_id, source=label))
+            record_progress(con, ingest_id, report.counts)
+
+    def finish(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Store every trace still held, each record under its own source."""
+        if not self.origins:
+            return
+        with transaction(con):
+            self.load(con, self.joined.finish())
+            for ingest_id, end in self.ends:
+                record_progress(con, ingest_id, self._report(ingest_id).counts, end=end)
+        last = self.origins[-1][2].spans
+        assert last is not None
+        last.add(self.joined.counts())
+
+    def _report(self, ingest_id: int) -> SourceReport:
+        return next(report for id_, _, report in self.origins if id_ == ingest_id)
+
+
 def _ingest_source(
-    con: duckdb.DuckDBPyConnection, source: Source, format: Format, advance: Progress, stop: Stop
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    format: Format,
+    advance: Progress,
+    stop: Stop,
+    otlp: _Otlp,
 ) -> SourceReport:
     size = source.path.stat().st_size
     undo_unread(con, source)
     resume = resume_point(con, source, size)
     ingest_id = next_ingest_id(con)
-    chosen: str = "tracekit" if format in ("tracekit", "jsonl") else format
-    if chosen == "auto" and not resume.unchanged:
-        chosen = detect_format(source)
-    if chosen == "other":
+    chosen = formats.canonical(format)
+    if chosen == formats.AUTO and not resume.unchanged:
+        chosen = formats.detect(formats.sniff_source(source))
+    if chosen == formats.OTHER:
         return SourceReport(
             source.label, chosen, skipped="a JSON document that is not OTLP (no resourceSpans)"
         )
@@ -300,9 +357,15 @@ def _ingest_source(
     open_row(con, ingest_id, source, chosen, size, resume)
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
-        end, end_line = _read_source(con, source, chosen, resume, ingest_id, report, advance, stop)
-    digest = fingerprint(source.path, size if source.gz else end)
-    record_progress(con, ingest_id, report.counts, end=(end, end_line, digest))
+        end, end_line = _read_source(
+            con, source, chosen, resume, (ingest_id, report), advance, stop, otlp
+        )
+    mark = (end, end_line, fingerprint(source.path, size if source.gz else end))
+    if report.spans is not None:  # OTLP: traces may still be held for a later source
+        otlp.ends.append((ingest_id, mark))
+        record_progress(con, ingest_id, report.counts)
+    else:
+        record_progress(con, ingest_id, report.counts, end=mark)
     return report
 
 
@@ -311,28 +374,29 @@ def _read_source(
     source: Source,
     chosen: str,
     resume: Resume,
-    ingest_id: int,
-    report: SourceReport,
+    target: tuple[int, SourceReport],
     advance: Progress,
     stop: Stop,
+    otlp: _Otlp,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
-    final = source.gz or source.stdin or (chosen == "otlp" and is_document(source))
+    final = source.gz or source.stdin
+    final = final or (chosen == "otlp" and formats.is_document(formats.sniff_source(source)))
     # Only a plain file of v1 lines can be continued from a chunk's end: OTLP
     # holds spans across chunks, and a gzip offset is not a file offset.
     resumable = not (source.gz or source.stdin or chosen == "otlp")
     end, end_line = resume.start, resume.first_line
+    ingest_id, report = target
     try:
         with open_stream(source) as stream:
             chunks = read_chunks(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
             if chosen == "otlp":
-                report.spans = SpanCounts()
-                batches = otlp_batches(chunks, report.spans)
+                batches = otlp.batches(chunks, otlp.add(ingest_id, source.label, report))
             else:
                 batches = _jsonl_batches(chunks)
-            for chunk, batch, refused in batches:
+            for chunk, batch, refused, others in batches:
                 next_end = (chunk.end, chunk.last_line)
                 # A transaction per chunk keeps memory bounded; its ingest_log
                 # counts (and, if resumable, its end) commit with its records.
@@ -341,6 +405,7 @@ def _read_source(
                         con, batch, refused, ingest_id=ingest_id, source=source.label
                     )
                     report.counts.add(counts)
+                    otlp.load(con, others)
                     mark = (*next_end, fingerprint(source.path, chunk.end)) if resumable else None
                     record_progress(con, ingest_id, report.counts, end=mark)
                 if chunk.damage:
@@ -354,9 +419,12 @@ def _read_source(
     return end, end_line
 
 
-def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[Batch]:
+_Batch = tuple[Chunk, pa.Table, Refused, Tables]
+
+
+def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[_Batch]:
     for chunk in chunks:
-        yield (chunk, *chunk_table(chunk))
+        yield (chunk, *chunk_table(chunk), {})
 
 
 def _now() -> datetime:
