@@ -103,7 +103,8 @@ def find_notes(found: FindResult, *, runs: bool) -> list[str]:
     """The line on stderr: how many runs and paths matched, and how many are shown."""
     total_runs, total_paths = found.total_runs, found.total_paths
     line = f"{total_runs:,} run{'s' * (total_runs != 1)}, {total_paths:,} path{'s' * (total_paths != 1)}"
-    shown, total = (len(found.runs), total_runs) if runs else (len(found.paths), total_paths)
+    path_table, run_table = found.arrow()  # (their DataFrames would import pandas)
+    shown, total = (run_table.num_rows, total_runs) if runs else (path_table.num_rows, total_paths)
     if shown < total:
         line += f" (the first {shown:,} shown; --limit N for more)"
     return [line, *(escape(note) for note in found.notes)]

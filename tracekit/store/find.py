@@ -130,8 +130,6 @@ def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None)
     Raises:
         FindSyntaxError: the query does not parse (it names the column).
     """
-    import pyarrow as pa
-
     query = parse_query(text)
     sql, params = compile_query(query)
     # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
@@ -139,7 +137,7 @@ def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None)
     shown = table.num_rows if limit is None else limit
     paths = table.slice(0, shown).select(_PATH_COLUMNS)
     texts = _path_texts(query, paths["agents"].to_pylist())
-    paths = paths.add_column(1, "path", pa.array(texts, pa.string()))
+    paths = paths.add_column(1, "path", _strings(texts))
     runs, total_runs = _runs_of(table, shown)
     notes = _unknown_agents(con, query) if not table.num_rows else ()
     return FindResult(str(query), paths, runs, table.num_rows, total_runs, notes)
@@ -161,16 +159,35 @@ def _runs_of(table: pa.Table, shown: int) -> tuple[pa.Table, int]:
             previous = run_id
         counts[-1] += 1
     keep = firsts[:shown]
-    head = table.slice(0, keep[-1] + 1 if keep else 0)
-    # (Table.take would import pyarrow.compute: a few rows are picked by hand)
-    columns = [
-        pa.array([values[i] for i in keep], head.schema.field(name).type)
-        for name in _RUN_COLUMNS
-        for values in [head[name].to_pylist()]
-    ]
-    columns.append(pa.array(counts[:shown], pa.int64()))
-    fields = [head.schema.field(name) for name in _RUN_COLUMNS] + [pa.field("paths", pa.int64())]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields)), len(firsts)
+    # Table.take imports pyarrow.compute, pa.array pandas: one-row slices instead
+    runs = table.select(_RUN_COLUMNS)
+    picked = pa.concat_tables([runs.slice(i, 1) for i in keep]) if keep else runs.slice(0, 0)
+    return picked.append_column("paths", _int64s(counts[:shown])), len(firsts)
+
+
+def _int64s(values: list[int]) -> pa.Array:
+    """An Arrow int64 array of ``values`` (``pa.array`` would import pandas)."""
+    import array
+
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(
+        pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))]
+    )
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """An Arrow string array of ``values`` (``pa.array`` would import pandas)."""
+    import array
+
+    import pyarrow as pa
+
+    data = [v.encode() for v in values]
+    offsets = array.array("i", [0])
+    for item in data:
+        offsets.append(offsets[-1] + len(item))
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), len(values), buffers)
 
 
 def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, ...]:
