@@ -6,6 +6,8 @@
 - :mod:`~tracekit.cli.tree`, :mod:`~tracekit.cli.fleet`: what those commands
   print, from a file or a store;
 - :mod:`~tracekit.cli.tables`: the store's listings as a table, JSON lines or CSV;
+- :mod:`~tracekit.cli.rows`: an Arrow table's columns as plain values, printed
+  by ``tables`` without pandas (``tracekit find``);
 - :mod:`~tracekit.cli.progress`: the ingest's progress bar, on a terminal only.
 """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from tracekit._util.text import escape
+from tracekit.cli.rows import Rows
 from tracekit.store.findparse import quote_name
 
 if TYPE_CHECKING:
@@ -22,23 +23,45 @@ __all__ = ["find_frame", "find_notes", "formula_safe"]
 
 _FORMULA: Final = ("=", "+", "-", "@", "\t", "\r")
 _PATH_TABLE: Final = ["run_id", "outcome", "path", "statuses", "invocation_ids"]
+# to_frame's columns from the run: the name in the path's row, and in the run's
+_RUN_ADDED: Final = {
+    "service": "service",
+    "root_agent": "agent",
+    "outcome": "outcome",
+    "start_at": "start_at",
+}
 
 
-def find_frame(found: FindResult, fmt: str, *, runs: bool) -> pd.DataFrame:
-    """What ``tracekit find`` prints: one row a run (``runs``) or a path, for ``fmt``."""
+def find_frame(found: FindResult, fmt: str, *, runs: bool) -> Rows:
+    """What ``tracekit find`` prints: one row a run (``runs``) or a path, for ``fmt``.
+
+    Built from the result's Arrow tables, without pandas; the rows and columns
+    are those of ``found.runs`` or ``found.to_frame()``.
+    """
+    path_table, run_table = found.arrow()
+    run_rows = Rows.from_arrow(run_table)
     if runs:
-        frame = found.runs
+        frame = run_rows
     else:
-        frame = found.to_frame()
+        frame = _with_runs(Rows.from_arrow(path_table), run_rows)
         if fmt != "json":  # lists as the query language writes them
-            frame = frame.assign(
-                statuses=[_joined(v) for v in frame["statuses"]],
-                invocation_ids=[_joined(v) for v in frame["invocation_ids"]],
-                agents=[_joined(v) for v in frame["agents"]],
-            )
+            for name in ("statuses", "invocation_ids", "agents"):
+                frame = frame.with_column(name, [_joined(v) for v in frame.column(name)], "text")
         if fmt == "table":
-            frame = frame[_PATH_TABLE]
-    return formula_safe(frame) if fmt == "csv" else frame
+            frame = frame.select(_PATH_TABLE)
+    return _formula_safe_rows(frame) if fmt == "csv" else frame
+
+
+def _with_runs(paths: Rows, runs: Rows) -> Rows:
+    """As :meth:`FindResult.to_frame`: each path with its run's columns (a left join)."""
+    by_run = {row[0]: row[1:] for row in runs.select(["run_id", *_RUN_ADDED.values()]).tuples()}
+    for i, (name, source) in enumerate(_RUN_ADDED.items(), start=0):
+        kind = runs.kinds[runs.names.index(source)]
+        values = [
+            by_run.get(run_id, (None,) * len(_RUN_ADDED))[i] for run_id in paths.column("run_id")
+        ]
+        paths = paths.with_column(name, values, kind)
+    return paths
 
 
 def _joined(values: Any) -> str:
@@ -63,6 +86,15 @@ def formula_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
+def _formula_safe_rows(rows: Rows) -> Rows:
+    """As :func:`formula_safe`, on rows: text cells only."""
+    columns = [
+        [_cell(v) for v in values] if kind in ("text", "list") else values
+        for values, kind in zip(rows.columns, rows.kinds, strict=True)
+    ]
+    return Rows(rows.names, columns, rows.kinds)
+
+
 def _cell(value: Any) -> Any:
     return "'" + value if isinstance(value, str) and value.startswith(_FORMULA) else value
 
@@ -71,7 +103,8 @@ def find_notes(found: FindResult, *, runs: bool) -> list[str]:
     """The line on stderr: how many runs and paths matched, and how many are shown."""
     total_runs, total_paths = found.total_runs, found.total_paths
     line = f"{total_runs:,} run{'s' * (total_runs != 1)}, {total_paths:,} path{'s' * (total_paths != 1)}"
-    shown, total = (len(found.runs), total_runs) if runs else (len(found.paths), total_paths)
+    path_table, run_table = found.arrow()  # (their DataFrames would import pandas)
+    shown, total = (run_table.num_rows, total_runs) if runs else (path_table.num_rows, total_paths)
     if shown < total:
         line += f" (the first {shown:,} shown; --limit N for more)"
     return [line, *(escape(note) for note in found.notes)]

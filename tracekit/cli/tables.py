@@ -8,17 +8,21 @@ sent to the terminal as they are. JSON escapes control characters itself.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
 from datetime import datetime
-from typing import Any
-
-import pandas as pd
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from tracekit._util.text import escape
+from tracekit.cli.rows import Rows
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas is imported by the functions that take a DataFrame: `tracekit find`
+# prints :class:`Rows` (from Arrow) without it.
 
 __all__ = ["clean", "fit", "render"]
 
@@ -26,11 +30,12 @@ _GAP = 2  # rich's padding between two columns of a borderless table
 _NARROWEST = 10  # a text column is cut (with …) to no less than this, or its header
 # Short vocabularies, read whole or not at all: never cut.
 _WHOLE = frozenset({"outcome", "status", "kind", "format"})
+_PANDAS_MISSING = frozenset({"NAType", "NaTType"})  # pd.NA, pd.NaT, without importing pandas
 
 
 def clean(value: Any, width: int | None = None) -> str:
     """One cell as safe text: what is not printable escaped, cut to ``width``."""
-    if value is None or value is pd.NA or value is pd.NaT:
+    if value is None or type(value).__name__ in _PANDAS_MISSING:
         return ""
     if isinstance(value, float) and math.isnan(value):
         return ""
@@ -46,8 +51,13 @@ def clean(value: Any, width: int | None = None) -> str:
     return text
 
 
-def render(df: pd.DataFrame, fmt: str, *, width: int | None = None) -> str:
-    """Return ``df`` as ``table`` (aligned text), ``json`` (one object per line) or ``csv``."""
+def render(df: pd.DataFrame | Rows, fmt: str, *, width: int | None = None) -> str:
+    """Return ``df`` as ``table`` (aligned text), ``json`` (one object per line) or ``csv``.
+
+    ``df`` may be :class:`~tracekit.cli.rows.Rows`: the same text as its DataFrame's.
+    """
+    if isinstance(df, Rows):
+        return _render_rows(df, fmt, width)
     if fmt == "json":
         return "\n".join(json.dumps(_jsonable(row)) for row in df.to_dict(orient="records"))
     if fmt == "csv":
@@ -55,7 +65,7 @@ def render(df: pd.DataFrame, fmt: str, *, width: int | None = None) -> str:
     return _table(df, width)
 
 
-def fit(df: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[str]]:
+def fit(df: Any, width: int) -> tuple[Any, list[str]]:
     """The leading columns of ``df`` that fit ``width`` as a table, and the names of the rest.
 
     Ids, outcomes, numbers and times count whole; other text columns may be cut (with
@@ -63,20 +73,25 @@ def fit(df: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[str]]:
     order, so put the ones that matter first.
 
     Example:
+        >>> import pandas as pd
         >>> df = pd.DataFrame({"run_id": ["r-1"], "agent": ["triage"], "note": ["x" * 80]})
         >>> fit(df, 24)[1]
         ['note']
     """
+    rows = isinstance(df, Rows)
     used = -_GAP
-    for i, (_natural, least) in enumerate(_widths(df)):
+    for i, (_natural, least) in enumerate(_row_widths(df) if rows else _widths(df)):
         used += least + _GAP
         if used > width and i:
-            return df.iloc[:, :i], [str(c) for c in df.columns[i:]]
+            hidden = df.names[i:] if rows else df.columns[i:]
+            return df.head_columns(i) if rows else df.iloc[:, :i], [str(c) for c in hidden]
     return df, []
 
 
 def _widths(df: pd.DataFrame) -> list[tuple[int, int]]:
     """Each column's natural width, and the least it may be cut to."""
+    import pandas as pd
+
     widths = []
     for i, column in enumerate(df.columns):
         name = escape(str(column))
@@ -103,6 +118,8 @@ def _cut_to(widths: list[tuple[int, int]], width: int) -> list[int]:
 
 def _csv(df: pd.DataFrame) -> str:
     """CSV with every text cell and column name escaped, numbers and times as they are."""
+    import pandas as pd
+
     safe = df.rename(columns=lambda name: escape(str(name)))
     for i in range(len(safe.columns)):
         dtype = safe.dtypes.iloc[i]
@@ -118,7 +135,7 @@ def _escape_cell(value: Any) -> Any:
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
-        if value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        if value is None or type(value).__name__ == "NaTType" or _nan(value):
             out[key] = None
         elif isinstance(value, datetime):
             out[key] = value.isoformat()
@@ -131,11 +148,22 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def _table(df: pd.DataFrame, width: int | None) -> str:
-    table = Table(box=None, pad_edge=False, header_style="bold")
     rows = [[clean(v) or "-" for v in row] for row in df.itertuples(index=False)]
-    sizes = _cut_to(_widths(df), width or 100_000)
-    for column, size in zip(df.columns, sizes, strict=True):
+    return _print_table(list(df.columns), rows, _cut_to(_widths(df), width or 100_000))
+
+
+def _print_table(names: list[Any], rows: list[list[str]], sizes: list[int]) -> str:
+    """The cells as rich prints them: no borders, columns of ``sizes``, lines stripped."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column, size in zip(names, sizes, strict=True):
         table.add_column(escape(str(column)), no_wrap=True, overflow="ellipsis", width=size)
     for row in rows:
         table.add_row(*row)
@@ -144,3 +172,65 @@ def _table(df: pd.DataFrame, width: int | None) -> str:
     console = Console(file=buffer, width=total, no_color=True, highlight=False, markup=False)
     console.print(table)
     return "\n".join(line.rstrip() for line in buffer.getvalue().rstrip("\n").splitlines())
+
+
+# --- Rows: the same text, from plain values --------------------------------
+
+
+def _render_rows(rows: Rows, fmt: str, width: int | None) -> str:
+    if fmt == "json":
+        return "\n".join(
+            json.dumps(_jsonable(dict(zip(rows.names, row, strict=True)))) for row in rows.tuples()
+        )
+    if fmt == "csv":
+        return _rows_csv(rows)
+    cells = [[clean(v) or "-" for v in row] for row in rows.tuples()]
+    return _print_table(rows.names, cells, _cut_to(_row_widths(rows), width or 100_000))
+
+
+def _row_widths(rows: Rows) -> list[tuple[int, int]]:
+    """As :func:`_widths`: text and list columns (a DataFrame's object ones) may be cut."""
+    widths = []
+    for column, values, kind in zip(rows.names, rows.columns, rows.kinds, strict=True):
+        name = escape(str(column))
+        natural = max([len(name), *(len(clean(v) or "-") for v in values)])
+        cuttable = kind in ("text", "list") and not name.endswith("_id") and name not in _WHOLE
+        widths.append((natural, min(natural, max(len(name), _NARROWEST)) if cuttable else natural))
+    return widths
+
+
+def _rows_csv(rows: Rows) -> str:
+    """As ``DataFrame.to_csv`` prints the same columns (after :func:`_csv`'s escaping)."""
+    cells = []
+    for values, kind in zip(rows.columns, rows.kinds, strict=True):
+        if kind == "time":
+            cells.append(_csv_times(values))
+        else:
+            cells.append([_csv_cell(v) for v in values])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([escape(str(name)) for name in rows.names])
+    writer.writerows(zip(*cells, strict=True))
+    return buffer.getvalue().rstrip("\n")
+
+
+def _csv_cell(value: Any) -> str:
+    if value is None or _nan(value):
+        return ""
+    if isinstance(value, str):
+        return escape(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _csv_times(values: list[datetime | None]) -> list[str]:
+    """pandas' column-wide format: a date alone if every time is midnight, else the
+    seconds, with milliseconds or microseconds if any value has them."""
+    present = [v for v in values if v is not None]
+    if present and all(v.tzinfo is None for v in present):
+        if all(v == v.replace(hour=0, minute=0, second=0, microsecond=0) for v in present):
+            return [v.strftime("%Y-%m-%d") if v is not None else "" for v in values]
+        micro = any(v.microsecond % 1000 for v in present)
+        milli = micro or any(v.microsecond for v in present)
+        spec = "microseconds" if micro else "milliseconds" if milli else "seconds"
+        return [v.isoformat(sep=" ", timespec=spec) if v is not None else "" for v in values]
+    return [v.isoformat(sep=" ") if v is not None else "" for v in values]

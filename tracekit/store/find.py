@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import duckdb
@@ -23,6 +22,7 @@ from tracekit.store.findsql import compile_query
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["FindResult", "find"]
 
@@ -40,7 +40,6 @@ ORDER BY r.start_ms NULLS LAST, m.run_id, m.invocation_ids
 """
 
 
-@dataclass(frozen=True, eq=False)
 class FindResult:
     """The runs a query matched, and each matching path.
 
@@ -57,14 +56,24 @@ class FindResult:
         total_runs: runs matched (``runs`` holds the first ``limit``).
         notes: when nothing matched, why it may be: an agent the query names
             that is in no run, with the nearest names that are.
+
+    ``paths`` and ``runs`` are pandas DataFrames, made (and pandas imported)
+    on first use; :meth:`arrow` gives the same two tables as Arrow, which is
+    what ``tracekit find`` prints from, without pandas.
     """
 
-    query: str
-    paths: pd.DataFrame
-    runs: pd.DataFrame
-    total_paths: int
-    total_runs: int
-    notes: tuple[str, ...] = ()
+    def __init__(
+        self,
+        query: str,
+        paths: pd.DataFrame | pa.Table,
+        runs: pd.DataFrame | pa.Table,
+        total_paths: int,
+        total_runs: int,
+        notes: tuple[str, ...] = (),
+    ) -> None:
+        self.query, self.total_paths, self.total_runs = query, total_paths, total_runs
+        self.notes = notes
+        self._paths, self._runs = paths, runs
 
     def __repr__(self) -> str:
         runs, paths = self.total_runs, self.total_paths
@@ -74,7 +83,23 @@ class FindResult:
         )
 
     def __len__(self) -> int:
-        return len(self.paths)
+        return len(self._paths)
+
+    @property
+    def paths(self) -> pd.DataFrame:
+        """The matching paths as a DataFrame (see the class's attributes)."""
+        self._paths = _frame(self._paths)
+        return self._paths
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """The matching runs as a DataFrame (see the class's attributes)."""
+        self._runs = _frame(self._runs)
+        return self._runs
+
+    def arrow(self) -> tuple[pa.Table, pa.Table]:
+        """The paths and the runs as Arrow tables, in the DataFrames' columns and order."""
+        return _table(self._paths), _table(self._runs)
 
     def to_frame(self) -> pd.DataFrame:
         """One row a path, with its run's service, root agent, outcome and start."""
@@ -83,30 +108,86 @@ class FindResult:
         return self.paths.merge(runs, on="run_id", how="left", sort=False)
 
 
+def _frame(data: pd.DataFrame | pa.Table) -> pd.DataFrame:
+    import pyarrow as pa
+
+    return data.to_pandas() if isinstance(data, pa.Table) else data
+
+
+def _table(data: pd.DataFrame | pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    return data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+
+
 def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None) -> FindResult:
     """Parse ``text``, run it on the store, and gather the paths and runs.
 
     ``limit`` keeps the first paths and runs (oldest run first); the totals
-    count them all.
+    count them all. The result holds Arrow tables: pandas is imported only
+    when its ``paths``, ``runs`` or ``to_frame()`` is asked for.
 
     Raises:
         FindSyntaxError: the query does not parse (it names the column).
     """
-    import pyarrow.compute as pc
-
     query = parse_query(text)
     sql, params = compile_query(query)
     # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
     table = con.sql(_RESULT.format(match=sql), params=params).to_arrow_table()
-    counts = pc.value_counts(table["run_id"])  # in order of first appearance
-    firsts = pc.index_in(counts.field("values"), value_set=table["run_id"])
-    runs = table.take(firsts).select(_RUN_COLUMNS).append_column("paths", counts.field("counts"))
     shown = table.num_rows if limit is None else limit
-    paths = table.slice(0, shown).select(_PATH_COLUMNS).to_pandas()
-    paths.insert(1, "path", _path_texts(query, paths["agents"].tolist()))
-    found_runs = runs.slice(0, shown).to_pandas()
+    paths = table.slice(0, shown).select(_PATH_COLUMNS)
+    texts = _path_texts(query, paths["agents"].to_pylist())
+    paths = paths.add_column(1, "path", _strings(texts))
+    runs, total_runs = _runs_of(table, shown)
     notes = _unknown_agents(con, query) if not table.num_rows else ()
-    return FindResult(str(query), paths, found_runs, table.num_rows, runs.num_rows, notes)
+    return FindResult(str(query), paths, runs, table.num_rows, total_runs, notes)
+
+
+def _runs_of(table: pa.Table, shown: int) -> tuple[pa.Table, int]:
+    """The first ``shown`` distinct runs of ``table`` (their rows are together), with path counts."""
+    import pyarrow as pa
+
+    # plain Python over the run ids: pyarrow.compute alone costs more to import
+    ids = table["run_id"].to_pylist()
+    firsts: list[int] = []
+    counts: list[int] = []
+    previous = object()
+    for i, run_id in enumerate(ids):
+        if run_id != previous:
+            firsts.append(i)
+            counts.append(0)
+            previous = run_id
+        counts[-1] += 1
+    keep = firsts[:shown]
+    # Table.take imports pyarrow.compute, pa.array pandas: one-row slices instead
+    runs = table.select(_RUN_COLUMNS)
+    picked = pa.concat_tables([runs.slice(i, 1) for i in keep]) if keep else runs.slice(0, 0)
+    return picked.append_column("paths", _int64s(counts[:shown])), len(firsts)
+
+
+def _int64s(values: list[int]) -> pa.Array:
+    """An Arrow int64 array of ``values`` (``pa.array`` would import pandas)."""
+    import array
+
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(
+        pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))]
+    )
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """An Arrow string array of ``values`` (``pa.array`` would import pandas)."""
+    import array
+
+    import pyarrow as pa
+
+    data = [v.encode() for v in values]
+    offsets = array.array("i", [0])
+    for item in data:
+        offsets.append(offsets[-1] + len(item))
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
+    return pa.Array.from_buffers(pa.string(), len(values), buffers)
 
 
 def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, ...]:
