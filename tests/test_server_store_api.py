@@ -14,6 +14,7 @@ from pathlib import Path
 
 from _server_helpers import TRACEKIT, start
 
+from tracekit.lake.export import default_writer
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store
 
@@ -54,6 +55,15 @@ def test_ingest_goes_through_the_server_and_export_reads_its_snapshot(tmp_path: 
         assert json.loads(lake.stdout)["runs"] == json.loads(direct.stdout)["runs"]
     finally:
         assert server.stop() == 0, server.err
+    # Exported again once the server has stopped, the store is the same writer of the lake
+    # (named after the store, not its snapshot): its runs are replaced, never doubled.
+    again = _run("export", "--to", str(tmp_path / "lake"), "--db", str(server.db))
+    assert again.returncode == 0, again.stderr
+    assert [p.name for p in (tmp_path / "lake" / "_writers").glob("*.json")] == [
+        f"{default_writer(server.db)}.json"
+    ]
+    lake = _run("fleet", "--lake", str(tmp_path / "lake"), "--format", "json")
+    assert json.loads(lake.stdout)["runs"] == json.loads(direct.stdout)["runs"]
 
 
 def test_a_sidecar_is_trusted_only_when_its_server_answers_as_tracekit(tmp_path: Path) -> None:
