@@ -35,7 +35,7 @@ from typing import Any, Final
 from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
-from tracekit.tree.intake import as_records
+from tracekit.tree.records import as_records
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,

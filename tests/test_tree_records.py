@@ -1,4 +1,4 @@
-"""agent_tree takes what users have: typed records, dicts parsed from JSONL, mixed."""
+"""What the tree takes (records.py): typed records, dicts parsed from JSONL, mixed."""
 
 from __future__ import annotations
 
