@@ -35,7 +35,6 @@ from typing import Any, Final
 from tracekit._util.gcpause import gc_paused
 from tracekit.events import Enter, Event, Exit, Node, RunEnd, RunStart, encode_event
 from tracekit.tree.forest import AgentTree, Forest, Integrity, RunTree
-from tracekit.tree.records import as_records
 from tracekit.tree.model import (
     MARK_NO_ENTER,
     AgentStep,
@@ -43,6 +42,7 @@ from tracekit.tree.model import (
     Step,
     iter_steps,
 )
+from tracekit.tree.records import as_records
 
 __all__ = ["agent_tree", "agents_in", "build_forest"]
 
