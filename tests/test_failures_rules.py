@@ -56,7 +56,16 @@ def test_roles_origin_or_wrapped_for_every_failed_invocation() -> None:
 
 def test_rules_run_in_order_first_finding_wins() -> None:
     names = [rule.__name__ for rule in RULES]
-    assert names == ["incomplete", "cancelled", "recursion", "refused", "child", "degraded", "ok"]
+    assert names == [
+        "incomplete",
+        "cancelled",
+        "recursion",
+        "refused",
+        "child",
+        "degraded",
+        "failed_step",
+        "ok",
+    ]
     # A run with no end is incomplete even if a circle was refused inside it.
     [facts] = run_facts(
         [e for e in recursion("r", ["a", "b"]) if e.__struct_config__.tag != "run.end"]

@@ -135,10 +135,16 @@ def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 
 def outcome_of(truth: dict[str, Any]) -> str:
-    """The fleet class of what happened: raised, handled a failure, or clean."""
+    """The fleet class of what happened: raised, handled a failure, or clean.
+
+    A failure handled is an agent's that a caller caught, or a tool's that
+    its agent caught and went on from (the framework gave the error to the
+    model): the run looked fine, but something failed inside.
+    """
     if not truth["run_ok"]:
         return "failed:child"
-    return "degraded" if any(not i["ok"] for i in truth["invocations"]) else "ok"
+    handled = any(not i["ok"] or any(not t["ok"] for t in i["tools"]) for i in truth["invocations"])
+    return "degraded" if handled else "ok"
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
@@ -148,16 +154,20 @@ def test_fleet_classifies_the_run_as_what_happened(path: Path, tmp_path: Path) -
     truth = truth_of(path)
     with Store(tmp_path / "fleet.duckdb") as store:
         store.ingest(path)
-        frame = store.sql("SELECT outcome, origin_agent, origin_code FROM runs")
+        frame = store.sql("SELECT outcome, origin_agent, origin_code, origin_step FROM runs")
         tools = store.sql(
             "SELECT name, error_code FROM steps WHERE call = 'tool' AND NOT ok ORDER BY ts_ms"
         )
-    [(outcome, origin, code)] = list(frame.itertuples(index=False, name=None))
+    [(outcome, origin, code, step)] = list(frame.itertuples(index=False, name=None))
     assert outcome == outcome_of(truth)
     failed_tools = [t["name"] for i in truth["invocations"] for t in i["tools"] if not t["ok"]]
     assert sorted(tools.name) == sorted(failed_tools)
-    if outcome != "ok":
-        failed = [i["agent"] for i in truth["invocations"] if not i["ok"]]
+    failed = [i["agent"] for i in truth["invocations"] if not i["ok"]]
+    if outcome == "degraded" and not failed:  # only a tool failed: its agent, its code, its name
+        [owner] = [i["agent"] for i in truth["invocations"] if any(not t["ok"] for t in i["tools"])]
+        assert (origin, code, step) == (owner, tools.error_code.iloc[0], tools.name.iloc[0])
+    elif outcome != "ok":
+        assert step is None
         assert origin == failed[-1]  # the innermost failure: where it began
         origin_tools = [
             t["name"]

@@ -21,6 +21,7 @@ if _TYPE_CHECKING:
     from tracekit.failures.rules import (
         RULES,
         Call,
+        FailedStep,
         Finding,
         RunFacts,
         canonical_circle,
@@ -38,6 +39,7 @@ _LAZY: dict[str, str] = {
         (
             "RULES",
             "Call",
+            "FailedStep",
             "Finding",
             "RunFacts",
             "canonical_circle",
@@ -59,6 +61,7 @@ __all__ = [
     "OUTCOMES",
     "RULES",
     "Call",
+    "FailedStep",
     "Finding",
     "RunFacts",
     "canonical_circle",

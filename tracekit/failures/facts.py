@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from tracekit.events import Event
-from tracekit.failures.rules import Call, Finding, RunFacts, classify_run
+from tracekit.events import Event, Node
+from tracekit.failures.rules import Call, FailedStep, Finding, RunFacts, classify_run
 from tracekit.tree import AgentStep, RunTree, Step, build_forest
+from tracekit.tree.records import as_records
 
 __all__ = ["classify_events", "run_facts"]
 
@@ -35,7 +36,29 @@ def _calls(steps: Sequence[Step], parent: str | None) -> Iterator[Call]:
         stack.extend((inner, step.invocationId) for inner in reversed(step.steps))
 
 
-def _facts(run: RunTree) -> RunFacts:
+def _failed_steps(run: RunTree, failed: dict[str, list[Node]]) -> Iterator[FailedStep]:
+    """The failed ``node`` records of the run itself and of its invocations' runs."""
+    owners: list[tuple[str, str | None, str | None]] = [(run.runId or "", None, run.agent)]
+    owners += [(s.runId, s.invocationId, s.agent) for s in _agent_steps(run.steps)]
+    seen: set[str] = set()
+    for run_id, invocation, agent in owners:
+        if run_id in seen:
+            continue
+        seen.add(run_id)
+        for node in failed.get(run_id, ()):
+            yield FailedStep(node.id.rsplit("/", 1)[-1], invocation, agent, node.error, node.ts)
+
+
+def _agent_steps(steps: Sequence[Step]) -> Iterator[AgentStep]:
+    stack = list(reversed(steps))
+    while stack:
+        step = stack.pop()
+        if isinstance(step, AgentStep):
+            yield step
+            stack.extend(reversed(step.steps))
+
+
+def _facts(run: RunTree, failed: dict[str, list[Node]]) -> RunFacts:
     return RunFacts(
         run_id=run.runId or "",
         agent=run.agent,
@@ -43,13 +66,19 @@ def _facts(run: RunTree) -> RunFacts:
         ok=run.ok,
         error=run.error,
         calls=tuple(_calls(run.steps, None)),
+        failed_steps=tuple(_failed_steps(run, failed)) if failed else (),
     )
 
 
 def run_facts(events: Iterable[Event]) -> list[RunFacts]:
     """The facts of every root run of a trace (orphans and cycles are not root runs)."""
-    forest = build_forest(events)
-    return [_facts(run) for run in forest.runs if run.kind == "root"]
+    records = as_records(events)
+    failed: dict[str, list[Node]] = {}
+    for event in records:
+        if type(event) is Node and event.ok is False:
+            failed.setdefault(event.runId, []).append(event)
+    forest = build_forest(records)
+    return [_facts(run, failed) for run in forest.runs if run.kind == "root"]
 
 
 def classify_events(events: Iterable[Event]) -> dict[str, Finding]:

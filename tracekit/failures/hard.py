@@ -1,8 +1,9 @@
 """The runs the set-based pass cannot settle, through the pure rules.
 
-Runs that ended badly or hold a failed or cancelled invocation (the temp table
-``_fleet_hard``) are read in one query, only their failed and cancelled
-invocations (the rules look at no others), and classified by
+Runs that ended badly or hold a failed or cancelled invocation or a failed
+step (the temp table ``_fleet_hard``) are read in one query, only their failed
+and cancelled invocations and failed steps (the rules look at no others), and
+classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
 :func:`~tracekit.store.classify.classify_store` only when it has runs to
 classify: a report on a classified store loads neither the rules nor pandas.
@@ -18,7 +19,7 @@ import msgspec
 import pandas as pd
 
 from tracekit.events import ErrorInfo
-from tracekit.failures.rules import Call, RunFacts, classify_run, failure_roles
+from tracekit.failures.rules import Call, FailedStep, RunFacts, classify_run, failure_roles
 
 __all__ = ["classify_hard"]
 
@@ -41,6 +42,20 @@ WHERE status IN ('error', 'refused', 'cancelled')
 ORDER BY root_run_id, end_ms NULLS FIRST, invocation_id
 """
 
+# A step's run is its agent's: an invocation's run, or the root run itself.
+_HARD_STEPS: Final = """
+SELECT coalesce(i.root_run_id, s.run_id) AS root, s.name, i.invocation_id,
+    coalesce(i.agent, r.agent) AS agent, s.error_code, s.error_message, s.ts_ms
+FROM steps s
+LEFT JOIN (
+    SELECT run_id, min(invocation_id) AS invocation_id, any_value(agent) AS agent,
+        any_value(root_run_id) AS root_run_id
+    FROM invocations GROUP BY run_id
+) i ON i.run_id = s.run_id
+LEFT JOIN runs r ON r.run_id = s.run_id
+WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM _fleet_hard)
+"""
+
 _ERROR: Final = msgspec.json.Decoder(ErrorInfo | None)
 
 
@@ -61,10 +76,27 @@ def _calls_by_run(con: duckdb.DuckDBPyConnection) -> dict[str, list[Call]]:
     return by_run
 
 
+def _steps_by_run(con: duckdb.DuckDBPyConnection) -> dict[str, list[FailedStep]]:
+    by_run: dict[str, list[FailedStep]] = {}
+    for root, name, inv, agent, code, message, ts in con.execute(_HARD_STEPS).fetchall():
+        error = ErrorInfo(code=code, message=message or "") if code is not None else None
+        by_run.setdefault(root, []).append(FailedStep(name, inv, agent, error, ts))
+    return by_run
+
+
 def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
     calls = _calls_by_run(con)
+    steps = _steps_by_run(con)
     for run_id, agent, has_end, ok, error in con.execute(_HARD_RUNS).fetchall():
-        yield RunFacts(run_id, agent, has_end, ok, _error(error), tuple(calls.get(run_id, ())))
+        yield RunFacts(
+            run_id,
+            agent,
+            has_end,
+            ok,
+            _error(error),
+            tuple(calls.get(run_id, ())),
+            tuple(steps.get(run_id, ())),
+        )
 
 
 def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -74,9 +106,27 @@ def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.Data
     for facts in _hard_facts(con):
         f = classify_run(facts)
         origin = f.origin.invocation_id if f.origin is not None else None
-        findings.append((facts.run_id, f.outcome, f.circle, origin, f.origin_agent, f.origin_code))
+        findings.append(
+            (
+                facts.run_id,
+                f.outcome,
+                f.circle,
+                origin,
+                f.origin_agent,
+                f.origin_code,
+                f.origin_step,
+            )
+        )
         roles.extend(failure_roles(facts.calls).items())
-    columns = ["run_id", "outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code"]
+    columns = [
+        "run_id",
+        "outcome",
+        "circle",
+        "origin_invocation_id",
+        "origin_agent",
+        "origin_code",
+        "origin_step",
+    ]
     return (
         pd.DataFrame(findings, columns=columns, dtype=object),
         pd.DataFrame(roles, columns=["invocation_id", "role"], dtype=object),

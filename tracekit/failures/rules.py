@@ -16,7 +16,8 @@ told":
 * ``failed:child``: a delegated agent threw and the failure travelled up,
   wrapped as ``AGENT_FAILED`` at each level;
 * ``degraded``: the run ended ok, but an invocation inside it failed or was
-  refused and a caller handled it;
+  refused and a caller handled it; or, when no invocation failed, a step (a
+  tool or model call) failed and its agent went on (:func:`failed_step`);
 * ``ok``.
 
 A failed invocation is the ``origin`` of a failure or only ``wrapped`` one
@@ -38,11 +39,23 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Final, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal
 
 from tracekit.events import ErrorInfo, canonical_circle
+from tracekit.failures.model import (
+    CANCELLED,
+    FAILED_STATUSES,
+    RECURSION,
+    REFUSAL_CODES,
+    WRAPPER_CODES,
+    Call,
+    FailedStep,
+    Finding,
+    Role,
+    Rule,
+    RunFacts,
+)
 from tracekit.failures.outcomes import OUTCOMES, STALE_AFTER_MS, Outcome
 
 __all__ = [
@@ -55,6 +68,7 @@ __all__ = [
     "STALE_AFTER_MS",
     "WRAPPER_CODES",
     "Call",
+    "FailedStep",
     "Finding",
     "Outcome",
     "Role",
@@ -71,102 +85,6 @@ __all__ = [
     "loop_refusal",
     "path_circle",
 ]
-
-Role: TypeAlias = Literal["origin", "wrapped"]
-
-RECURSION: Final = "AGENT_RECURSION"
-CANCELLED: Final = "CANCELLED"
-#: The codes of a call refused before the child ran (the seed's four checks, and input).
-REFUSAL_CODES: Final = frozenset(
-    {
-        "AGENT_DEPTH_EXCEEDED",
-        "AGENT_NOT_ALLOWED",
-        "AGENT_NOT_REGISTERED",
-        "AGENT_INVALID_NAME",
-        "AGENT_INPUT_INVALID",
-    }
-)
-#: Codes a caller fails with because a callee did: the failure is the callee's.
-WRAPPER_CODES: Final = frozenset({"AGENT_FAILED", RECURSION})
-#: An invocation that did not work: it threw, or was refused.
-FAILED_STATUSES: Final = frozenset({"error", "refused"})
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One agent invocation, as the rules see it.
-
-    Attributes:
-        invocation_id: its id.
-        parent_invocation_id: the invocation whose run made this call; None
-            for a call the root run made.
-        agent: the agent called.
-        status: ok | error | refused | cancelled | pending | running.
-        error: the exit's error, causes nested.
-        end_ms: when it ended, if it did.
-    """
-
-    invocation_id: str
-    parent_invocation_id: str | None
-    agent: str
-    status: str
-    error: ErrorInfo | None = None
-    end_ms: float | None = None
-
-    @property
-    def failed(self) -> bool:
-        """It threw or was refused (a cancelled call did not fail)."""
-        return self.status in FAILED_STATUSES
-
-    @property
-    def code(self) -> str | None:
-        """The code it exited with, if any."""
-        return self.error.code if self.error is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class RunFacts:
-    """What the rules know about one root run.
-
-    Attributes:
-        run_id: the root run.
-        agent: its entry agent, when a ``run.start`` named it.
-        has_end: a ``run.end`` was seen.
-        ok: ``run.end``'s ok (None without an end).
-        error: ``run.end``'s error, causes nested.
-        calls: its invocations, every level (the rules look only at those
-            that failed or were cancelled, so a caller may pass just those).
-    """
-
-    run_id: str
-    agent: str | None
-    has_end: bool
-    ok: bool | None
-    error: ErrorInfo | None = None
-    calls: tuple[Call, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A run's class and, when something failed, where and why.
-
-    Attributes:
-        outcome: one of :data:`OUTCOMES`.
-        circle: the canonical recursion circle (``"a -> b -> a"``).
-        origin: the invocation where the failure began (None when the trace
-            has no failed invocation for it: the root itself failed).
-        origin_agent: the agent that failed first.
-        origin_code: the code it began with (the innermost cause).
-    """
-
-    outcome: Outcome
-    circle: str | None = None
-    origin: Call | None = field(default=None, compare=False)
-    origin_agent: str | None = None
-    origin_code: str | None = None
-
-
-Rule: TypeAlias = Callable[[RunFacts], "Finding | None"]
 
 
 def innermost(error: ErrorInfo | None) -> ErrorInfo | None:
@@ -445,13 +363,55 @@ def degraded(run: RunFacts) -> Finding | None:
     return _finding("degraded", _first_origin(run), run)
 
 
+def failed_step(run: RunFacts) -> Finding | None:
+    """Ended ok with no invocation failed, but a step (a tool or model call) failed.
+
+    The agent caught the step's error and went on: the run looked fine but
+    something failed inside, so it is ``degraded``, its origin the first
+    failed step's agent (the invocation it is a step of; None for the root
+    agent's own step) and its code the step's own.
+
+    Example:
+        >>> step = FailedStep("refund_api", "i1", "refunds", ErrorInfo(code="RefundTimeout"), 3.0)
+        >>> f = failed_step(RunFacts("r", "desk", True, True, failed_steps=(step,)))
+        >>> f.outcome, f.origin_agent, f.origin_code, f.origin_step, f.origin.invocation_id
+        ('degraded', 'refunds', 'RefundTimeout', 'refund_api', 'i1')
+    """
+    if not run.ok or not run.failed_steps:
+        return None
+    first = min(run.failed_steps, key=_step_order)
+    origin = None
+    if first.invocation_id is not None:  # the invocation ended ok: only its id and agent matter
+        origin = Call(first.invocation_id, None, first.agent or "?", "ok", first.error)
+    return Finding(
+        outcome="degraded",
+        origin=origin,
+        origin_agent=first.agent,
+        origin_code=first.error.code if first.error is not None else None,
+        origin_step=first.step,
+    )
+
+
+def _step_order(step: FailedStep) -> tuple[float, str, str]:
+    return (float("inf") if step.ts_ms is None else step.ts_ms, step.invocation_id or "", step.step)
+
+
 def ok(run: RunFacts) -> Finding | None:
     """Everything else ended ok."""
     return Finding("ok")
 
 
 #: The rules in the order they are tried; the first finding wins.
-RULES: Final[tuple[Rule, ...]] = (incomplete, cancelled, recursion, refused, child, degraded, ok)
+RULES: Final[tuple[Rule, ...]] = (
+    incomplete,
+    cancelled,
+    recursion,
+    refused,
+    child,
+    degraded,
+    failed_step,
+    ok,
+)
 
 
 def classify_run(run: RunFacts, rules: Sequence[Rule] = RULES) -> Finding:

@@ -3,8 +3,9 @@
 The same split as the store's (:func:`tracekit.store.classify.classify_store`): the
 engine settles the plain runs set-based (no end: ``incomplete``; an ok end with
 nothing failed or cancelled inside: ``ok``), counted where they lie; the runs
-that ended badly or hold a failed or cancelled call (a small share of a fleet)
-are selected by the engine with only their failed and cancelled calls, and
+that ended badly or hold a failed or cancelled call or a failed step (a small
+share of a fleet) are selected by the engine with only their failed and
+cancelled calls and failed steps, and
 those rows go through the pure rules (:func:`tracekit.failures.hard.classify_hard`,
 the very queries the store runs), which walk each run's failure down to its
 origin and name its circle. So every engine gives the same classes, origins
@@ -40,6 +41,10 @@ SELECT run_id FROM runs WHERE has_end AND NOT coalesce(ok, false)
 UNION
 SELECT DISTINCT root_run_id FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled') AND root_run_id IN (SELECT run_id FROM runs)
+UNION
+SELECT DISTINCT coalesce(i.root_run_id, s.run_id) FROM steps s
+LEFT JOIN invocations i ON i.run_id = s.run_id
+WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM runs)
 """
 
 _PLAIN: Final = """
@@ -56,7 +61,8 @@ class LakeClassification:
         outcomes: runs of each outcome, every run of the lake counted.
         findings: one row a run that is not plainly ``ok`` or ``incomplete``:
             ``run_id``, ``outcome``, ``circle``, ``origin_invocation_id``,
-            ``origin_agent``, ``origin_code`` (the plain runs have none of those).
+            ``origin_agent``, ``origin_code``, ``origin_step`` (the plain runs
+            have none of those).
         roles: ``invocation_id`` and ``role`` (``origin`` or ``wrapped``) of
             each failed invocation.
     """

@@ -1,10 +1,10 @@
 """Classifying a store's unclassified runs: set-based where the answer is plain.
 
-Most runs end ok with nothing failed inside, and a run with no end is
+Most runs end ok with nothing failed inside (no invocation, no step), and a run with no end is
 ``incomplete`` whatever is inside it: one ``UPDATE`` classifies those, as
 :data:`~tracekit.failures.rules.RULES` would (``incomplete`` first; ``ok``
 when no call failed or was cancelled). The rest, runs that ended badly or
-hold a failed or cancelled invocation, go through the pure rules
+hold a failed or cancelled invocation or a failed step, go through the pure rules
 (:mod:`tracekit.failures.hard`), then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
 The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step.
@@ -46,23 +46,29 @@ WHERE classified_at IS NULL AND has_end AND NOT coalesce(ok, false)
 UNION
 SELECT DISTINCT root_run_id FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled')
-  AND root_run_id IN (SELECT run_id FROM _fleet_todo);
+  AND root_run_id IN (SELECT run_id FROM _fleet_todo)
+UNION
+SELECT DISTINCT coalesce(i.root_run_id, s.run_id) FROM steps s
+LEFT JOIN invocations i ON i.run_id = s.run_id
+WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM _fleet_todo);
 """
 
 # The plain runs: no end (incomplete), or an ok end with nothing failed or
-# cancelled inside (ok). Rules 1 and 7 of RULES, set-based.
+# cancelled inside, no step failed either (ok). The first and the last of
+# RULES, set-based.
 _PLAIN: Final = """
 UPDATE runs SET
     outcome = CASE WHEN has_end THEN 'ok' ELSE 'incomplete' END,
     circle = NULL, origin_invocation_id = NULL, origin_agent = NULL, origin_code = NULL,
-    classified_at = $now
+    origin_step = NULL, classified_at = $now
 WHERE classified_at IS NULL AND run_id NOT IN (SELECT run_id FROM _fleet_hard)
 """
 
 _WRITE_RUNS: Final = """
 UPDATE runs SET
     outcome = f.outcome, circle = f.circle, origin_invocation_id = f.origin_invocation_id,
-    origin_agent = f.origin_agent, origin_code = f.origin_code, classified_at = $now
+    origin_agent = f.origin_agent, origin_code = f.origin_code, origin_step = f.origin_step,
+    classified_at = $now
 FROM _fleet_findings f WHERE runs.run_id = f.run_id
 """
 
@@ -76,7 +82,7 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
     """Classify every run of a store whose ``classified_at`` is NULL (idempotent).
 
     Fills ``runs.outcome``, ``circle``, ``origin_invocation_id``,
-    ``origin_agent``, ``origin_code`` and ``classified_at``, and
+    ``origin_agent``, ``origin_code``, ``origin_step`` and ``classified_at``, and
     ``invocations.failure_role`` of every failed invocation of those runs.
 
     Args:

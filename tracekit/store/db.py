@@ -116,3 +116,7 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> 
         con.execute(MIGRATIONS[number - 1])
         con.execute("INSERT INTO schema_version (version) VALUES (?)", [number])
         con.execute("COMMIT")
+    if version:  # a migration may ask for runs to be classified again (v8: failed steps)
+        from tracekit.store.classify import classify_store
+
+        classify_store(con)

@@ -271,7 +271,21 @@ ALTER TABLE runs ADD COLUMN own_output_tokens BIGINT;
 {ROOT_USAGE_BACKFILL_SQL}
 """
 
-SCHEMA_VERSION: Final = 7
+# v8: the step a degraded run's failure began in. A run that ended ok with
+# no invocation failed but a tool or model call failed (its agent caught the
+# error and went on) is ``degraded``, its origin that step's agent; the step
+# is named here. Runs already classified that hold a failed step are
+# classified again by the next write (every write classifies).
+_V8: Final = """
+ALTER TABLE runs ADD COLUMN origin_step VARCHAR;
+UPDATE runs SET classified_at = NULL
+WHERE outcome = 'ok' AND run_id IN (
+    SELECT coalesce(i.root_run_id, s.run_id) FROM steps s
+    LEFT JOIN invocations i ON i.run_id = s.run_id WHERE NOT s.ok
+);
+"""
+
+SCHEMA_VERSION: Final = 8
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
