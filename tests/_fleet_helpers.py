@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracekit.events import Enter, ErrorInfo, Event, Exit, RunEnd, RunStart, encode_event
+from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart, encode_event
 
 T0 = 1_767_600_000_000.0  # 2026-01-05T08:00:00Z
 
@@ -21,6 +22,8 @@ class C:
     status: str = "ok"
     error: ErrorInfo | None = None
     exits: bool = True
+    #: its own tool calls before its callees: name and error (None: the tool ended ok)
+    tools: list[tuple[str, ErrorInfo | None]] = field(default_factory=list)
 
 
 def err(code: str, cause: ErrorInfo | None = None, chain: list[str] | None = None) -> ErrorInfo:
@@ -40,8 +43,12 @@ def run_events(
     end: dict[str, Any] | None,
     service: str = "desk-svc",
     t0: float = T0,
+    tools: Sequence[tuple[str, ErrorInfo | None]] = (),
 ) -> list[Event]:
-    """Records of one root run; ``end`` holds run.end's fields (None: the run never ended)."""
+    """Records of one root run; ``end`` holds run.end's fields (None: the run never ended).
+
+    ``tools`` are the root agent's own tool calls (name and error, None for ok).
+    """
     clock = itertools.count(int(t0))
     ids = itertools.count(1)
     events: list[Event] = [RunStart(ts=next(clock), runId=run_id, agent=agent, service=service)]
@@ -59,6 +66,7 @@ def run_events(
             service=service,
         )
         events.append(Enter(ts=start, **common))
+        emit_tools(call.tools, child_run)
         for inner in call.calls:
             emit(inner, child_run)
         if call.exits:
@@ -69,6 +77,20 @@ def run_events(
                 )
             )  # type: ignore[arg-type]
 
+    def emit_tools(tools: list[tuple[str, ErrorInfo | None]], run: str) -> None:
+        for name, error in tools:
+            events.append(
+                Node(
+                    ts=next(clock),
+                    runId=run,
+                    id=f"act/{name}",
+                    call="tool",
+                    error=error,
+                    ok=error is None,
+                )
+            )
+
+    emit_tools(list(tools), run_id)
     for call in calls:
         emit(call, run_id)
     if end is not None:
@@ -234,6 +256,82 @@ CASES: dict[str, tuple[Any, dict[str, Any]]] = {
         },
     ),
 }
+
+
+def tool_handled(run_id: str, **kw: Any) -> list[Event]:
+    """refunds' tool times out; refunds catches it and answers: only a step failed."""
+    deep = C("refunds", tools=[("lookup", None), ("refund_api", err("TIMEOUT"))])
+    return run_events(run_id, "desk", [C("billing", [deep])], end={"ok": True}, **kw)
+
+
+def root_tool_handled(run_id: str, **kw: Any) -> list[Event]:
+    """The root agent's own tool fails twice (the first is the origin); it goes on."""
+    tools = [("search", err("RATE_LIMITED")), ("search", err("RATE_LIMITED2"))]
+    return run_events(run_id, "desk", [C("billing")], end={"ok": True}, tools=tools, **kw)
+
+
+def tool_and_call_handled(run_id: str, **kw: Any) -> list[Event]:
+    """A tool fails in billing and refunds fails, both handled: the failed invocation is the origin."""
+    tree = C(
+        "billing",
+        [C("refunds", status="error", error=err("TIMEOUT"))],
+        tools=[("ledger", err("LEDGER"))],
+    )
+    return run_events(run_id, "desk", [tree], end={"ok": True}, **kw)
+
+
+def tool_failed_run(run_id: str, **kw: Any) -> list[Event]:
+    """billing's tool fails and the root fails on its own: a child failure, no step origin."""
+    own = err("VALUE_ERROR")
+    tree = C("billing", tools=[("ledger", err("LEDGER"))])
+    return run_events(
+        run_id, "desk", [tree], end={"ok": False, "failure": "agent", "error": own}, **kw
+    )
+
+
+#: Runs whose failure is a failed step (a tool call) and what the classification must find.
+STEP_CASES: dict[str, tuple[Any, dict[str, Any]]] = {
+    "toolhandled": (
+        tool_handled,
+        {
+            "outcome": "degraded",
+            "origin_agent": "refunds",
+            "origin_code": "TIMEOUT",
+            "origin_invocation_id": "toolhandled-i2",
+            "origin_step": "refund_api",
+        },
+    ),
+    "roottool": (
+        root_tool_handled,
+        {
+            "outcome": "degraded",
+            "origin_agent": "desk",
+            "origin_code": "RATE_LIMITED",
+            "origin_invocation_id": None,
+            "origin_step": "search",
+        },
+    ),
+    "toolandcall": (
+        tool_and_call_handled,
+        {
+            "outcome": "degraded",
+            "origin_agent": "refunds",
+            "origin_code": "TIMEOUT",
+            "origin_invocation_id": "toolandcall-i2",
+            "origin_step": None,
+        },
+    ),
+    "toolfailedrun": (
+        tool_failed_run,
+        {
+            "outcome": "failed:child",
+            "origin_agent": "desk",
+            "origin_code": "VALUE_ERROR",
+            "origin_step": None,
+        },
+    ),
+}
+
 
 #: failure_role of each failed invocation of the hand-made runs (the rest have none).
 ROLES: dict[str, str] = {

@@ -170,3 +170,28 @@ def test_a_run_names_where_its_failure_began(tmp_path: Path) -> None:
     assert ">failed:child</b> · " in section
     assert '<span class="why">REFUND_API_TIMEOUT in refunds</span>' in section
     assert "The 1 run this page lists" in section
+
+
+def test_a_run_degraded_by_a_failed_step_names_the_step_on_its_pages(tmp_path: Path) -> None:
+    from _fleet_helpers import C, err, run_events, write
+
+    from tracekit.dashboards.live import run_page
+    from tracekit.dashboards.runs import embedded_runs
+
+    refunds = C("refunds", tools=[(HOSTILE, err("TIMEOUT"))])
+    trace = write(
+        tmp_path / "t.jsonl", run_events("r1", "desk", [C("billing", [refunds])], end={"ok": True})
+    )
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest(trace)
+    with Store(tmp_path / "s.duckdb", read_only=True) as store:
+        section, _ = embedded_runs(store, ["r1"])
+        page = run_page(store, "r1")
+    escaped = "&lt;img src=x onerror=alert(1)&gt;"
+    assert f'<span class="why">TIMEOUT in refunds, step {escaped}</span>' in section
+    assert ">degraded</b>" in section
+    assert (
+        f"began in step <code>{escaped}</code> of agent <code>refunds</code> (TIMEOUT): timeout happened"
+        in page
+    )
+    assert HOSTILE not in section and HOSTILE not in page

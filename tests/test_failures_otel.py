@@ -8,15 +8,21 @@ what happened as it runs; the spans never tell the test the answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _otel_helpers import expected, found, mismatches, otel_store, otel_trace
 from _tree_helpers import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tracekit.failures import classify_events
@@ -46,6 +52,11 @@ def test_every_run_of_the_fleet_is_classified_as_its_code_failed(tmp_path: Path)
     depths = Counter(t.origin_depth for t in truths.values() if t.origin_depth is not None)
     assert {0, 1, 2, 3, 4} <= set(depths)
     assert roles["wrapped"] > 0 and roles["origin"] > 0
+    with Store(db, read_only=True) as store:
+        steps = store.con.execute(
+            "SELECT count(*) FROM runs WHERE outcome = 'degraded' AND origin_step = 'refund_api'"
+        ).fetchone()
+    assert steps and steps[0] >= 10  # a tool's error caught by its agent: degraded there
     circles = {t.circle for t in truths.values() if t.circle}
     assert {c.count("->") for c in circles} == {1, 2, 3}  # circles of one, two and three agents
 
@@ -110,6 +121,72 @@ def test_the_tree_names_the_origin_of_a_wrapped_failure(tmp_path: Path) -> None:
     text = run_cli("tree", str(path)).stdout
     assert 'error RuntimeError <- TimeoutError in refunds "refunds API did not answer"' in text
     assert (truth.origin_agent, truth.origin_depth) == ("refunds", 2)
+
+
+class RateLimitError(RuntimeError):
+    """What a model client raises when it is told to slow down."""
+
+
+def _caught_step_app(exporter: InMemorySpanExporter) -> None:
+    """A plain-OTel app: a tool raises in refunds, a model call in desk; both are caught."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "desk"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+
+    def agent(name: str) -> Any:
+        attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+        return tracer.start_as_current_span(f"invoke_agent {name}", attributes=attrs)
+
+    def refund_api() -> None:
+        attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "refund_api"}
+        with tracer.start_as_current_span("execute_tool refund_api", attributes=attrs):
+            raise TimeoutError("refunds API did not answer in 3s")
+
+    def chat() -> None:
+        attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-test"}
+        with tracer.start_as_current_span("chat gpt-test", attributes=attrs):
+            raise RateLimitError("429: slow down")
+
+    # the error goes back to the model as the tool's result; refunds answers
+    with agent("desk"), agent("refunds"), contextlib.suppress(TimeoutError):
+        refund_api()
+    with agent("desk"):
+        with contextlib.suppress(RateLimitError):  # retried later, or answered from a cache
+            chat()
+        with agent("billing"):
+            pass
+
+
+def test_a_caught_tool_or_model_error_degrades_the_run_through_the_command(
+    tmp_path: Path,
+) -> None:
+    exporter = InMemorySpanExporter()
+    _caught_step_app(exporter)
+    path = tmp_path / "caught.otlp.jsonl"
+    path.write_text("\n".join(otlp_json_lines(exporter.get_finished_spans())) + "\n")
+    db = tmp_path / "caught.duckdb"
+    assert run_cli("ingest", str(path), "--db", str(db)).returncode == 0
+    runs = run_cli("runs", "--db", str(db), "--format", "json").stdout.splitlines()
+    found = {
+        r["agent"] if r["origin_agent"] != "refunds" else "refunds": (
+            r["outcome"], r["origin_agent"], r["origin_code"], r["origin_step"]
+        )
+        for r in map(json.loads, runs)
+    }  # fmt: skip
+    assert found == {
+        "refunds": ("degraded", "refunds", "TimeoutError", "refund_api"),
+        "desk": ("degraded", "desk", "RateLimitError", "chat gpt-test"),
+    }
+    with Store(db, read_only=True) as store:
+        depth = store.con.execute(
+            "SELECT i.depth, r.origin_step FROM runs r"
+            " JOIN invocations i ON i.invocation_id = r.origin_invocation_id"
+        ).fetchall()
+    assert depth == [(1, "refund_api")]  # the desk's own model call: no invocation, the root
+    fleet = run_cli("fleet", "--db", str(db)).stdout
+    assert re.search(r"│ degraded +│ +2 │", fleet)
+    tree = run_cli("tree", str(path), "--errors").stdout
+    assert "refund_api (error TimeoutError)" in tree
 
 
 def _classify(exporter: InMemorySpanExporter) -> tuple[str, str | None, str | None]:

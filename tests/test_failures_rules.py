@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _fleet_helpers import CASES, ROLES, all_cases, recursion
+from _fleet_helpers import CASES, ROLES, STEP_CASES, all_cases, recursion
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +14,7 @@ from tracekit.events import ErrorInfo
 from tracekit.failures import (
     RULES,
     Call,
+    FailedStep,
     RunFacts,
     canonical_circle,
     classify_events,
@@ -36,6 +37,7 @@ def _got(finding) -> dict:
         "origin_agent": finding.origin_agent,
         "origin_code": finding.origin_code,
         "origin_invocation_id": finding.origin.invocation_id if finding.origin else None,
+        "origin_step": finding.origin_step,
     }
 
 
@@ -45,6 +47,74 @@ def test_each_hand_made_run_gets_its_class(run_id: str) -> None:
     found = classify_events(build(run_id))[run_id]
     got = _got(found)
     assert {k: got[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("run_id", sorted(STEP_CASES))
+def test_a_failed_step_counts_only_when_nothing_else_failed(run_id: str) -> None:
+    build, expected = STEP_CASES[run_id]
+    got = _got(classify_events(build(run_id))[run_id])
+    assert {k: got[k] for k in expected} == expected
+
+
+_CODES = st.sampled_from(["TIMEOUT", "RateLimitError", "KeyError"])
+
+
+@st.composite
+def _steps(draw: st.DrawFn, invocations: list[str]) -> tuple[FailedStep, ...]:
+    """Failed steps of the root agent (None) or of some invocations, at distinct times."""
+    owners = draw(st.lists(st.sampled_from([None, *invocations]), max_size=4))
+    times = draw(
+        st.lists(st.integers(0, 1000), min_size=len(owners), max_size=len(owners), unique=True)
+    )
+    return tuple(
+        FailedStep(f"tool{t}", owner, owner or "desk", ErrorInfo(code=draw(_CODES)), float(t))
+        for owner, t in zip(owners, times, strict=True)
+    )
+
+
+@st.composite
+def _runs_with_steps(draw: st.DrawFn) -> RunFacts:
+    """A root run (ended ok, failed, or not ended) with some failed calls and failed steps."""
+    n = draw(st.integers(0, 4))
+    calls = tuple(
+        Call(f"i{k}", f"i{k - 1}" if k and draw(st.booleans()) else None, f"a{k}",
+             draw(st.sampled_from(["ok", "ok", "error", "refused"])), ErrorInfo(code=draw(_CODES)),
+             float(k))
+        for k in range(n)
+    )  # fmt: skip
+    end = draw(st.sampled_from([True, False, None]))
+    error = ErrorInfo(code="AGENT_FAILED") if end is False else None
+    steps = draw(_steps([c.invocation_id for c in calls]))
+    return RunFacts("r", "desk", end is not None, end, error, calls, steps)
+
+
+@given(_runs_with_steps(), st.randoms())
+def test_failed_steps_decide_only_a_run_that_ended_ok_with_no_failed_call(
+    run: RunFacts, rnd: object
+) -> None:
+    found = classify_run(run)
+    without = classify_run(
+        RunFacts(run.run_id, run.agent, run.has_end, run.ok, run.error, run.calls)
+    )
+    shuffled = list(run.failed_steps)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert (
+        classify_run(
+            RunFacts(
+                run.run_id, run.agent, run.has_end, run.ok, run.error, run.calls, tuple(shuffled)
+            )
+        )
+        == found
+    )  # the order the steps come in never matters
+    if not run.failed_steps or not run.ok or any(c.failed for c in run.calls):
+        assert found == without and found.origin_step is None
+        return
+    first = min(run.failed_steps, key=lambda s: s.ts_ms or 0.0)
+    assert found.outcome == "degraded" and without.outcome == "ok"
+    assert (found.origin_agent, found.origin_code, found.origin_step) == (
+        first.agent, first.error.code if first.error else None, first.step,
+    )  # fmt: skip
+    assert (found.origin.invocation_id if found.origin else None) == first.invocation_id
 
 
 def test_roles_origin_or_wrapped_for_every_failed_invocation() -> None:

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from _fleet_helpers import CASES, ROLES, T0, all_cases, deep_failure, handled, write
+from _fleet_helpers import CASES, ROLES, STEP_CASES, T0, all_cases, deep_failure, handled, write
 from _store_helpers import cli
 
 from tracekit.events import Exit
-from tracekit.failures import classify_run, run_facts
+from tracekit.failures import classify_events, classify_run, run_facts
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 from tracekit.store import Store, StoreSink
 from tracekit.store.classify import classify_store
 from tracekit.store.ingest import ingest_paths
 
-_COLUMNS = ("outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code")
+_COLUMNS = (
+    "outcome",
+    "circle",
+    "origin_invocation_id",
+    "origin_agent",
+    "origin_code",
+    "origin_step",
+)
 
 
 def _runs(store: Store) -> dict[str, dict]:
@@ -166,3 +174,55 @@ def test_the_same_fleet_from_otlp_gets_the_same_classes(tmp_path: Path) -> None:
         for key in _COLUMNS:
             if key in expected:
                 assert _none(row[key]) == expected[key], (expected["run_id"], key)
+
+
+def _step_cases() -> list:
+    events: list = []
+    for run_id, (build, _) in STEP_CASES.items():
+        events += build(run_id)
+    return events
+
+
+def test_a_failed_step_under_an_agent_that_went_on_is_degraded_in_the_store(
+    tmp_path: Path,
+) -> None:
+    events = _step_cases() + all_cases()
+    trace = write(tmp_path / "steps.jsonl", events)
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(trace), db=db)
+    with Store(db, read_only=True) as store:
+        rows = _runs(store)
+    for run_id, (_, expected) in STEP_CASES.items():
+        assert {k: _none(rows[run_id][k]) for k in expected} == expected, run_id
+    for run_id, finding in classify_events(events).items():  # set-based = the pure rules
+        got = {k: _none(rows[run_id][k]) for k in _COLUMNS if k != "origin_invocation_id"}
+        want = {k: getattr(finding, k) for k in _COLUMNS if k != "origin_invocation_id"}
+        assert got == want, run_id
+    listed = [
+        json.loads(line) for line in cli("runs", "--format", "json", db=db).stdout.splitlines()
+    ]
+    step = {r["run_id"]: r["origin_step"] for r in listed}
+    assert step["toolhandled"] == "refund_api" and step["fine"] is None
+    fleet = cli("fleet", db=db).stdout
+    assert re.search(r"│ degraded +│ +4 │", fleet)  # handled + the three step cases
+    assert "Degraded runs: ended ok, a delegation or a step inside failed (4; newest)" in fleet
+
+
+def test_a_store_classified_before_v8_gets_its_failed_step_runs_again(tmp_path: Path) -> None:
+    import duckdb
+
+    trace = write(tmp_path / "steps.jsonl", _step_cases())
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        store.ingest(trace)
+    con = duckdb.connect(str(db))  # as a v7 store left them: no origin_step, the runs ok
+    con.execute("ALTER TABLE runs DROP COLUMN origin_step")
+    con.execute("UPDATE runs SET outcome = 'ok', origin_agent = NULL, origin_code = NULL"
+                " WHERE run_id IN ('toolhandled', 'roottool')")  # fmt: skip
+    con.execute("DELETE FROM schema_version WHERE version = 8")
+    con.close()
+    with Store(db) as store:  # a writer migrates and classifies what v8 asks for again
+        rows = _runs(store)
+        assert store.sql("SELECT count(*) AS n FROM runs WHERE classified_at IS NULL").n[0] == 0
+    for run_id, (_, expected) in STEP_CASES.items():
+        assert {k: _none(rows[run_id][k]) for k in expected} == expected, run_id

@@ -273,7 +273,7 @@ def _live_body(
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
 {failures_table(report)}</section>
 <section><h2>Degraded runs</h2>
-<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it. Newest first.{_more(report)}</p>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it, or a tool or model call failed and its agent went on. Newest first.{_more(report)}</p>
 {degraded_table(report.degraded.head(_RECENT_RUNS), links)}</section>
 <section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls.</p>
 {worst_table(worst, links)}</section>
@@ -333,20 +333,32 @@ Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}})
 """
 
 
+# The message of a failed step that began a degraded run: the first of that
+# name to fail in its agent's run (the origin invocation's, or the root run's).
+_ROOT_CAUSE: Final = """
+SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
+    CASE WHEN r.origin_step IS NULL THEN i.error_message ELSE (
+        SELECT s.error_message FROM steps s
+        WHERE s.run_id = coalesce(i.run_id, r.run_id) AND s.name = r.origin_step AND NOT s.ok
+        ORDER BY s.ts_ms LIMIT 1
+    ) END,
+    r.service, r.agent
+FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
+WHERE r.run_id = ?
+"""
+
+
 def _root_cause(store: Any, run_id: str) -> str:
-    row = store.con.execute(
-        "SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, i.error_message, r.service,"
-        " r.agent FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id"
-        " WHERE r.run_id = ?",
-        [run_id],
-    ).fetchone()
+    row = store.con.execute(_ROOT_CAUSE, [run_id]).fetchone()
     if row is None:  # a child run: its root tells the story
         return '<p class="note">A child run: its root run\'s page has the root cause.</p>'
-    outcome, circle, agent, code, message, service, entry = row
+    outcome, circle, agent, code, step, message, service, entry = row
     what = f"<p>Outcome <b>{cell_text(outcome)}</b> · service {cell_text(service)} · entry agent {cell_text(entry)}</p>"
     if isinstance(circle, str):
         return f'{what}<p>Recursion circle <span class="circle">{cell_text(circle)}</span>: wrong by construction, it will happen again.</p>'
+    said = f": {cell_text(message)}" if isinstance(message, str) and message else ""
+    if isinstance(step, str):
+        return f"{what}<p>The failure began in step <code>{cell_text(step)}</code> of agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}; the agent went on.</p>"
     if isinstance(agent, str):
-        said = f": {cell_text(message)}" if isinstance(message, str) and message else ""
         return f"{what}<p>The failure began in agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}.</p>"
     return f'{what}<p class="empty">No failure in this run.</p>'

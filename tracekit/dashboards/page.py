@@ -128,7 +128,7 @@ def _body(store: Any, report: FleetReport) -> str:
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it as AGENT_FAILED.</p>
 {failures_table(report)}</section>
 <section><h2>Degraded runs</h2>
-<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it: they only looked fine. Newest first.</p>
+<p class="note">These runs ended ok, but a delegation inside failed and a caller handled it, or a tool or model call failed and its agent went on: they only looked fine. Newest first.</p>
 {degraded_table(degraded, links)}</section>
 <section><h2>Worst runs</h2><p class="note">Circles first, then the most failed calls. A run id opens its tree and timeline below.</p>
 {worst_table(worst, links)}</section>

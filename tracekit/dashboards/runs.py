@@ -44,18 +44,27 @@ _MAX_STEPS: Final = 400  # lines of a huge run's folded tree drawn at first
 # freeze the page); its folded tree is shown instead.
 _MAX_TIMELINE: Final = 5000
 _SUMMARY_SQL: Final = """
-SELECT run_id, outcome, service, agent, invocations, circle, origin_agent, origin_code
+SELECT run_id, outcome, service, agent, invocations, circle, origin_agent, origin_code, origin_step
 FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
 """
 
 
-def _why(circle: Any, agent: Any, code: Any) -> str:
-    """Why a run failed, in a few words: its circle, or where its failure began."""
+def _why(circle: Any, agent: Any, code: Any, step: Any = None) -> str:
+    """Why a run failed, in a few words: its circle, or where its failure began.
+
+    A failed step under an agent that went on is named after its agent:
+    ``CODE in agent, step name``.
+    """
     if isinstance(circle, str):
         return f'circle <span class="circle">{cell_text(circle)}</span>'
     if isinstance(agent, str):
         # the same words as tracekit tree's why: `CODE in agent`
-        return f'<span class="why">{cell_text(code)} in {cell_text(agent)}</span>'
+        where = (
+            f"{cell_text(agent)}, step {cell_text(step)}"
+            if isinstance(step, str)
+            else cell_text(agent)
+        )
+        return f'<span class="why">{cell_text(code)} in {where}</span>'
     return ""
 
 
@@ -63,9 +72,9 @@ def _summary(run_id: str, row: tuple[Any, ...] | None) -> str:
     """The run's one line: id, outcome (in its colour), why, service and entry agent."""
     if row is None:  # a child run: its root tells the story
         return f"run <code>{cell_text(run_id)}</code> · child run"
-    outcome, service, agent, _, circle, origin, code = row[1:]
+    outcome, service, agent, _, circle, origin, code, step = row[1:]
     colour = OUTCOME_COLORS.get(str(outcome), NEUTRAL)
-    why = _why(circle, origin, code)
+    why = _why(circle, origin, code, step)
     parts = [
         f"run <code>{cell_text(run_id)}</code>",
         f'<b style="color:{html.escape(colour)}">{cell_text(outcome)}</b>',

@@ -164,7 +164,7 @@ def failures_table(report: FleetReport) -> str:
 
 
 def degraded_table(degraded: pd.DataFrame, links: dict[str, str]) -> str:
-    """Runs that ended ok with a failed delegation inside, newest first."""
+    """Runs that ended ok with a failed delegation or step inside, newest first."""
     return table(
         degraded,
         [("run_id", "run", "run"), ("start_at", "started", "text"), ("service", "service", "text"),

@@ -264,7 +264,7 @@ def circle_rows(
 def degraded_rows(
     con: duckdb.DuckDBPyConnection, flt: FleetFilter, limit: int | None = 20, offset: int = 0
 ) -> Rows:
-    """The newest runs that ended ok while a delegation inside failed, ``limit`` from ``offset``
+    """The newest runs that ended ok while a delegation or a step inside failed, ``limit`` from ``offset``
     (all of them: ``limit=None``)."""
     where, params = flt.runs_where()
     cap = "" if limit is None else f"LIMIT {int(limit)}"

@@ -165,7 +165,7 @@ def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
 
 
 def degraded_runs(store: Any, flt: FleetFilter | None = None, *, limit: int = 20) -> pd.DataFrame:
-    """Runs that ended ok while a delegation inside failed: newest first.
+    """Runs that ended ok while a delegation or a step inside failed: newest first.
 
     Columns: ``run_id``, ``start_at``, ``service``, ``agent``,
     ``origin_agent``, ``origin_code``, ``circle``, ``failed_invocations``, ``duration_ms``.

@@ -225,7 +225,7 @@ def _degraded(report: FleetReport) -> Table | Text:
 
     total = {r["outcome"]: r["runs"] for r in report.tables["outcomes"].records()}["degraded"]
     return _table(
-        f"Degraded runs: ended ok, a delegation inside failed ({total:,}; newest)",
+        f"Degraded runs: ended ok, a delegation or a step inside failed ({total:,}; newest)",
         ["run", "started", "service", "failed agent", "code"],
         report.tables["degraded"],
         cells,

@@ -169,12 +169,23 @@ class Apps:
         body: Callable[[], Any] | None = None,
         args: dict[str, Any] | None = None,
     ) -> Any:
-        """Run a tool call in an ``execute_tool`` span (its arguments as JSON, if any)."""
+        """Run a tool call in an ``execute_tool`` span (its arguments as JSON, if any).
+
+        An exception a tool raises began in the agent that called it (a tool
+        is that agent's step), which is noted as its origin.
+        """
         attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
         if args is not None:
             attrs["gen_ai.tool.call.arguments"] = json.dumps(args)
         with self._span(service, f"execute_tool {name}", attrs):
-            return body() if body is not None else None
+            try:
+                return body() if body is not None else None
+            except BaseException as exc:
+                stack = _STACK.get()
+                if stack:
+                    agent, depth = stack[-1]
+                    self._mark(exc, agent, depth, [n for n, _ in stack])
+                raise
 
     def transfer(self, service: str, target: str) -> None:
         """The current agent hands the conversation to ``target`` (a transfer tool call).

@@ -147,6 +147,23 @@ def _tool(r: _Run) -> Callable[[], Any]:
     return lambda: r.agent(a, lambda: r.apps.agent(service, b, delegated))
 
 
+def _tool_handled(r: _Run) -> Callable[[], Any]:
+    """A tool raising in an agent that catches it and goes on (its model is told): degraded."""
+    names = r.names(r.rng.randint(0, 2))
+    service = r.svc()
+
+    def body() -> None:
+        try:
+            r.apps.tool(service, "refund_api", r.raise_)
+        except Exception as exc:  # handled: the error goes back to the model as the tool's result
+            r.apps.handled(exc)
+        r.think(service)
+
+    if not names:  # the root agent's own tool
+        return body
+    return r.chain(names[:-1], lambda: r.apps.agent(service, names[-1], body))
+
+
 def _parallel(r: _Run) -> Callable[[], Any]:
     """A fan-out in threads; one branch raises, the caller re-raises its exception."""
     branches = r.names(r.rng.randint(2, 4))
@@ -235,6 +252,7 @@ SCENARIOS: Final[dict[str, tuple[float, Callable[[_Run], Callable[[], Any]]]]] =
     "reraise": (1.5, _reraise),
     "retyped": (1.0, _retyped),
     "tool": (1.0, _tool),
+    "tool_handled": (1.0, _tool_handled),
     "parallel": (1.0, _parallel),
     "guard": (1.5, _guard),
     "depth": (0.7, _depth),
