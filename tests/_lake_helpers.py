@@ -79,8 +79,8 @@ def classified(db: Path) -> dict[str, Any]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         runs = con.execute(
-            "SELECT run_id, outcome, circle, origin_invocation_id, origin_agent, origin_code"
-            " FROM runs ORDER BY run_id"
+            "SELECT run_id, outcome, circle, origin_invocation_id, origin_agent, origin_code,"
+            " origin_step FROM runs ORDER BY run_id"
         ).fetchall()
         roles = con.execute(
             "SELECT invocation_id, failure_role FROM invocations"

@@ -97,6 +97,8 @@ LEFT JOIN (
 #: whose writers all predate them reads them as NULL rather than failing.
 LATER_COLUMNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "runs": (("own_input_tokens", "BIGINT"), ("own_output_tokens", "BIGINT")),
+    # the classification reads a failed step's code and message (v5)
+    "steps": (("error_code", "VARCHAR"), ("error_message", "VARCHAR")),
 }
 
 #: Every exported table, in the order they are written.
