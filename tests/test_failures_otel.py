@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracekit.failures import classify_events
 from tracekit.intake.otlp.convert import OtlpConverter, otlp_to_events
-from tracekit.simulation.otel_apps import Apps, LoopDetected
+from tracekit.simulation.otel_apps import Apps, LoopDetected, Truth
 from tracekit.simulation.otel_export import otlp_json_lines
 from tracekit.simulation.otel_fleet import SCENARIOS, otel_fleet
 from tracekit.store import Store
@@ -247,6 +247,48 @@ def test_renaming_agents_renames_circles(loop: list[str]) -> None:
     # the same circle, written from its least name
     assert set(renamed[2].split(" -> ")) == set(expected_circle.split(" -> "))  # type: ignore[union-attr]
     assert renamed[2] is not None and renamed[2].startswith(min(rename[n] for n in loop))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(loop=st.lists(st.sampled_from(["p", "q", "r"]), min_size=1, max_size=3, unique=True))
+def test_a_guard_in_the_caller_finds_the_circle_a_guard_in_the_callee_finds(
+    loop: list[str],
+) -> None:
+    def run(in_caller: bool) -> tuple[tuple[str, str | None, str | None], Truth]:
+        exporter = InMemorySpanExporter()
+        apps = Apps(exporter, services=("s",), guard_in_caller=in_caller)
+
+        def level(i: int) -> None:
+            apps.agent("s", loop[i % len(loop)], lambda: level(i + 1), guard=True)
+
+        truth = apps.run("s", "root", lambda: level(0))
+        return _classify(exporter), truth
+
+    (outcome, origin, circle), truth = run(in_caller=True)
+    assert (outcome, origin, circle) == (truth.outcome, truth.origin_agent, truth.circle)
+    assert outcome == "failed:recursion" and circle == run(in_caller=False)[0][2]
+    assert origin == loop[-1]  # the caller whose guard refused: the refused agent never ran
+
+
+def test_a_guard_in_the_caller_through_the_command(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    apps = Apps(exporter, services=("s",), guard_in_caller=True)
+    names = ["planner", "critic"]
+
+    def level(i: int) -> None:
+        apps.agent("s", names[i % 2], lambda: level(i + 1), guard=True)
+
+    apps.run("s", "desk", lambda: level(0))
+    path = tmp_path / "guard.otlp.jsonl"
+    path.write_text("\n".join(otlp_json_lines(exporter.get_finished_spans())) + "\n")
+    db = tmp_path / "guard.duckdb"
+    assert run_cli("ingest", str(path), "--db", str(db)).returncode == 0
+    [run] = map(
+        json.loads, run_cli("runs", "--db", str(db), "--format", "json").stdout.split("\n")[:1]
+    )
+    assert (run["outcome"], run["circle"], run["origin_agent"]) == (
+        "failed:recursion", "critic -> planner -> critic", "critic",
+    )  # fmt: skip
 
 
 def test_a_loop_that_finished_ok_is_not_a_failure() -> None:

@@ -232,3 +232,23 @@ def test_simulated_fleet_matches_its_recorded_truth(tmp_path: Path) -> None:
         "cancelled",
         "incomplete",
     }
+
+
+def test_a_guard_in_the_caller_is_a_circle_only_when_the_path_holds_the_loop_it_names() -> None:
+    def run(message: str) -> tuple[str, str | None]:
+        guard = ErrorInfo(code="LoopDetected", message=message)
+        carried = ErrorInfo(code="LoopDetected", message=message, cause=guard)  # re-raised
+        planner = Call("i1", None, "planner", "error", carried, 2.0)
+        critic = Call("i2", "i1", "critic", "error", guard, 1.0)  # refused planner: no span
+        found = classify_run(RunFacts("r", "desk", True, False, carried, (planner, critic)))
+        return found.outcome, found.circle
+
+    assert run("delegation loop: planner -> critic -> planner") == (
+        "failed:recursion", "critic -> planner -> critic",
+    )  # fmt: skip
+    assert run("LoopDetected: desk → planner → critic → desk") == (
+        "failed:recursion", "critic -> desk -> planner -> critic",
+    )  # fmt: skip
+    # a loop the failing path does not close, or no loop written out: a child failure
+    assert run("delegation loop: writer -> critic -> writer") == ("failed:child", None)
+    assert run("loop refused: planner was already running") == ("failed:child", None)

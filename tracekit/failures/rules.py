@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Final, Literal
 
 from tracekit.events import ErrorInfo, canonical_circle
@@ -83,6 +84,7 @@ __all__ = [
     "incomplete_state",
     "innermost",
     "loop_refusal",
+    "named_circle",
     "path_circle",
 ]
 
@@ -277,6 +279,36 @@ def path_circle(path: Sequence[str]) -> str | None:
     return None
 
 
+#: A loop written out in an error message: names joined by arrows (``a -> b -> a``).
+_ARROWS: Final = re.compile(r"[^\s,;:()'\"\[\]]+(?:\s*(?:->|→)\s*[^\s,;:()'\"\[\]]+)+")
+
+
+def named_circle(error: ErrorInfo | None, path: Sequence[str]) -> str | None:
+    """The circle a guard refused in the caller, when its message names it and the path agrees.
+
+    A guard that checks before it opens the callee's span leaves only the
+    caller on the failing path. Its message often writes the loop out
+    (``delegation loop: planner -> critic -> planner``): when the failing
+    path, with the refused agent (the loop's last name) added below it, ends
+    with exactly that loop, the loop is the circle. A message that names a
+    loop the path does not hold gives nothing.
+
+    Example:
+        >>> guard = ErrorInfo(code="LoopDetected", message="delegation loop: planner -> critic -> planner")
+        >>> named_circle(guard, ["desk", "planner", "critic"]), named_circle(guard, ["desk", "critic"])
+        ('critic -> planner -> critic', None)
+    """
+    for found in (error, innermost(error)):
+        if found is None:
+            continue
+        for text in _ARROWS.findall(found.message):
+            loop = [name.strip() for name in re.split(r"->|→", text)]
+            closed = [*path, loop[-1]]
+            if len(loop) >= 2 and loop[0] == loop[-1] and closed[-len(loop) :] == loop:
+                return canonical_circle(loop)
+    return None
+
+
 def _circle(run: RunFacts, origin: Call | None, error: ErrorInfo | None) -> str | None:
     """The circle of a failure: tracekit's ``chain``, else the loop its origin refused."""
     if error is not None and error.code == RECURSION:
@@ -325,7 +357,9 @@ def recursion(run: RunFacts) -> Finding | None:
     Either tracekit's ``AGENT_RECURSION``, or, from any app, an error that
     refuses a loop (:func:`loop_refusal`: a guard's, or a depth or step
     limit's) raised where the failing path already holds its agent: the
-    same agent twice on the path from the root down to the origin.
+    same agent twice on the path from the root down to the origin; or,
+    for a guard that refused in the caller, the loop its message names
+    closing on the failing path (:func:`named_circle`).
     """
     if run.ok:
         return None
@@ -336,6 +370,9 @@ def recursion(run: RunFacts) -> Finding | None:
     if origin is None or not loop_refusal(origin.error):
         return None
     finding = _finding("failed:recursion", origin, run)
+    if finding.circle is None:  # a guard in the caller: the refused agent never opened a span
+        circle = named_circle(origin.error, agent_path(run, origin))
+        finding = replace(finding, circle=circle)
     return finding if finding.circle else None
 
 

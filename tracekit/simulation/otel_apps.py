@@ -92,12 +92,16 @@ class Apps:
         services: the services, one tracer provider each.
         typed: the services that set ``error.type`` (the fully qualified class).
         max_depth: the delegation depth limit (the root agent is at depth 0).
+        guard_in_caller: the loop guard checks in the caller, before the
+            refused agent's span opens (else at the top of the refused agent,
+            inside its span).
     """
 
     exporter: SpanExporter
     services: Sequence[str] = ("desk", "billing", "refunds")
     typed: frozenset[str] = frozenset()
     max_depth: int = 12
+    guard_in_caller: bool = False
     _tracers: dict[str, Tracer] = field(default_factory=dict)
     _handled: list[_Origin] = field(default_factory=list)
     _handed: tuple[str, tuple[tuple[str, int], ...]] | None = None
@@ -126,9 +130,13 @@ class Apps:
         With ``guard``, entering an agent already on the call path raises
         :class:`LoopDetected` (the app's loop guard); past ``max_depth``,
         :class:`DepthLimitExceeded`. Both are raised inside the refused
-        agent's own span, as a guard at the top of the agent's code would.
+        agent's own span, as a guard at the top of the agent's code would,
+        or, with ``guard_in_caller``, the loop guard raises in the caller
+        before the refused agent's span opens (its origin is the caller).
         """
         stack = _STACK.get()
+        if guard and self.guard_in_caller and stack:
+            self._refuse_in_caller(name, stack)
         handed, self._handed = self._handed, None
         if handed is not None and handed[0] == name and handed[1][:-1] == stack:
             stack = handed[1]  # handed over: it runs in the place of the agent that handed off
@@ -150,6 +158,17 @@ class Apps:
                     raise
         finally:
             _STACK.reset(token)
+
+    def _refuse_in_caller(self, name: str, stack: tuple[tuple[str, int], ...]) -> None:
+        """The caller's guard: refuse ``name`` if it is on the call path, before its span opens."""
+        names = [n for n, _ in stack]
+        if name not in names:
+            return
+        loop = [*names[len(names) - 1 - names[::-1].index(name) :], name]
+        exc = LoopDetected("delegation loop: " + " -> ".join(loop))
+        caller, depth = stack[-1]
+        setattr(exc, _ORIGIN, _Origin(caller, depth, type(exc).__name__, canonical_circle(loop)))
+        raise exc
 
     def _mark(self, exc: BaseException, name: str, depth: int, path: list[str]) -> None:
         """Note the invocation where an exception was first raised, once."""
