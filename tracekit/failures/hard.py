@@ -43,17 +43,24 @@ ORDER BY root_run_id, end_ms NULLS FIRST, invocation_id
 """
 
 # A step's run is its agent's: an invocation's run, or the root run itself.
+# Only failed steps, and only the invocations of the runs to classify, are read.
 _HARD_STEPS: Final = """
-SELECT coalesce(i.root_run_id, s.run_id) AS root, s.name, i.invocation_id,
-    coalesce(i.agent, r.agent) AS agent, s.error_code, s.error_message, s.ts_ms
-FROM steps s
-LEFT JOIN (
+WITH failed AS (
+    SELECT run_id, name, error_code, error_message, ts_ms FROM steps WHERE NOT ok
+), owner AS (
     SELECT run_id, min(invocation_id) AS invocation_id, any_value(agent) AS agent,
         any_value(root_run_id) AS root_run_id
-    FROM invocations GROUP BY run_id
-) i ON i.run_id = s.run_id
-LEFT JOIN runs r ON r.run_id = s.run_id
-WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM _fleet_hard)
+    FROM invocations
+    WHERE root_run_id IN (SELECT run_id FROM _fleet_hard)
+      AND run_id IN (SELECT run_id FROM failed)
+    GROUP BY run_id
+)
+SELECT coalesce(o.root_run_id, f.run_id) AS root, f.name, o.invocation_id,
+    coalesce(o.agent, r.agent) AS agent, f.error_code, f.error_message, f.ts_ms
+FROM failed f
+LEFT JOIN owner o ON o.run_id = f.run_id
+LEFT JOIN runs r ON r.run_id = f.run_id
+WHERE coalesce(o.root_run_id, f.run_id) IN (SELECT run_id FROM _fleet_hard)
 """
 
 _ERROR: Final = msgspec.json.Decoder(ErrorInfo | None)
@@ -106,17 +113,8 @@ def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.Data
     for facts in _hard_facts(con):
         f = classify_run(facts)
         origin = f.origin.invocation_id if f.origin is not None else None
-        findings.append(
-            (
-                facts.run_id,
-                f.outcome,
-                f.circle,
-                origin,
-                f.origin_agent,
-                f.origin_code,
-                f.origin_step,
-            )
-        )
+        where = (origin, f.origin_agent, f.origin_code, f.origin_step)
+        findings.append((facts.run_id, f.outcome, f.circle, *where))
         roles.extend(failure_roles(facts.calls).items())
     columns = [
         "run_id",

@@ -42,9 +42,10 @@ UNION
 SELECT DISTINCT root_run_id FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled') AND root_run_id IN (SELECT run_id FROM runs)
 UNION
-SELECT DISTINCT coalesce(i.root_run_id, s.run_id) FROM steps s
-LEFT JOIN invocations i ON i.run_id = s.run_id
-WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM runs)
+SELECT DISTINCT root_run_id FROM invocations
+WHERE root_run_id IN (SELECT run_id FROM runs) AND run_id IN (SELECT run_id FROM steps WHERE NOT ok)
+UNION
+SELECT DISTINCT run_id FROM steps WHERE NOT ok AND run_id IN (SELECT run_id FROM runs)
 """
 
 _PLAIN: Final = """

@@ -1,10 +1,11 @@
 """Classifying a store's unclassified runs: set-based where the answer is plain.
 
-Most runs end ok with nothing failed inside (no invocation, no step), and a run with no end is
-``incomplete`` whatever is inside it: one ``UPDATE`` classifies those, as
-:data:`~tracekit.failures.rules.RULES` would (``incomplete`` first; ``ok``
-when no call failed or was cancelled). The rest, runs that ended badly or
-hold a failed or cancelled invocation or a failed step, go through the pure rules
+Most runs end ok with nothing failed inside (no invocation, no step), and a
+run with no end is ``incomplete`` whatever is inside it: one ``UPDATE``
+classifies those, as :data:`~tracekit.failures.rules.RULES` would
+(``incomplete`` first; ``ok`` when no call failed or was cancelled and no step
+failed). The rest, runs that ended badly or hold a failed or cancelled
+invocation or a failed step, go through the pure rules
 (:mod:`tracekit.failures.hard`), then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
 The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step.
@@ -48,9 +49,11 @@ SELECT DISTINCT root_run_id FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled')
   AND root_run_id IN (SELECT run_id FROM _fleet_todo)
 UNION
-SELECT DISTINCT coalesce(i.root_run_id, s.run_id) FROM steps s
-LEFT JOIN invocations i ON i.run_id = s.run_id
-WHERE NOT s.ok AND coalesce(i.root_run_id, s.run_id) IN (SELECT run_id FROM _fleet_todo);
+SELECT DISTINCT root_run_id FROM invocations
+WHERE root_run_id IN (SELECT run_id FROM _fleet_todo)
+  AND run_id IN (SELECT run_id FROM steps WHERE NOT ok)
+UNION
+SELECT DISTINCT run_id FROM steps WHERE NOT ok AND run_id IN (SELECT run_id FROM _fleet_todo);
 """
 
 # The plain runs: no end (incomplete), or an ok end with nothing failed or
