@@ -47,7 +47,9 @@ def is_agent(span: Span) -> bool:
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
-    if shapes.DECIDES:  # a framework's shape overrules the generic rules below
+    # A framework's shape overrules the generic rules below; most spans' names and
+    # attributes are no shape's, and a name is looked up once (shapes.may_decide).
+    if shapes.DECIDER_NAMES[span.name] or not shapes.DECIDER_KEYS.isdisjoint(attrs):
         verdict = shapes.agent_verdict(span)
         if verdict is not None:
             return verdict
