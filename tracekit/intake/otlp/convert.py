@@ -41,7 +41,7 @@ from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 from tracekit.intake.otlp.mapping import Reject, map_traces
 from tracekit.intake.otlp.records import REFUSALS, event_sort_key, failure_of
 from tracekit.intake.otlp.spans import Key
-from tracekit.validate import VALUE_DEPTH_REASON
+from tracekit.validate import MAX_TS_NS, VALUE_DEPTH_REASON
 
 # REFUSALS, event_sort_key and failure_of live in .records; named here for their callers.
 __all__ = ["REFUSALS", "OtlpConverter", "Reject", "event_sort_key", "failure_of", "otlp_to_events"]
@@ -165,8 +165,7 @@ class OtlpConverter:
         return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
 
     def _keep(self, spans: list[Span], line: int, now: float | None = None) -> None:
-        for span in spans:  # all checked before any is kept: a bad line is refused whole
-            check_span(span)
+        _check_times(spans)  # all checked before any is kept: a bad line is refused whole
         self._docs += 1
         self.assembler.add(spans, position=line, now=self._docs if now is None else now)
 
@@ -227,6 +226,18 @@ class OtlpConverter:
         self.counts.add(before, -1)
         self.skipped -= before.outside
         return [(line, event) for line, event in pairs if _event_key(event) not in given]
+
+
+def _check_times(spans: list[Span]) -> None:
+    """Refuse spans whose times no record can hold, as :func:`check_span` words it.
+
+    The bounds of a batch are tested at once; only a batch out of them is
+    walked span by span, for the first bad span's words.
+    """
+    times = [t for span in spans for t in (span.start, span.end) if t is not None]
+    if times and (min(times) < 0 or max(times) > MAX_TS_NS):
+        for span in spans:
+            check_span(span)
 
 
 def _event_key(event: Event) -> tuple[Any, ...]:

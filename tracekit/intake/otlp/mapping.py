@@ -31,7 +31,7 @@ from tracekit.events import Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.errors import agent_errors
-from tracekit.intake.otlp.records import agent_records, event_sort_key, sessions
+from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps, own_error
 
@@ -63,9 +63,9 @@ def map_traces(
     found = sessions(index)
     for key in index.agents:
         line = spans[key].line
-        records = agent_records(index, key, errors, steps.usage.get(key), found)
-        pairs.extend((line, event) for event in records)
-    pairs.sort(key=lambda pair: event_sort_key(pair[1]))
+        for event in agent_records(index, key, errors, steps.usage.get(key), found):
+            pairs.append((line, event))
+    pairs.sort(key=pair_sort_key)
     return pairs
 
 

@@ -36,7 +36,7 @@ from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.kinds import session_of
 from tracekit.intake.otlp.spans import Key, SpanIndex
 
-__all__ = ["REFUSALS", "agent_records", "event_sort_key", "failure_of", "sessions"]
+__all__ = ["REFUSALS", "agent_records", "event_sort_key", "failure_of", "pair_sort_key", "sessions"]
 
 REFUSALS: Final = frozenset(
     {
@@ -63,6 +63,25 @@ def event_sort_key(event: Event) -> tuple[float, int, str, str]:
     Ties between records of different runs fall back to their ids, so one set
     of records always sorts to one order.
     """
+    if isinstance(event, (Enter, Exit)):
+        return (event.ts, _RANK[type(event)], event.invocationId, "")
+    if isinstance(event, Node):
+        return (event.ts, 2, event.runId, event.id)
+    return (event.ts, _RANK[type(event)], event.runId, "")
+
+
+def pair_sort_key(pair: tuple[int, Event]) -> tuple[float, int, str, str]:
+    """:func:`event_sort_key` of a ``(line, record)`` pair's record.
+
+    The same order in one call a record rather than two: a big file's traces
+    sort millions of pairs.
+
+    Example:
+        >>> pair_sort_key((7, RunStart(ts=5, runId="r", agent="a"))) == event_sort_key(
+        ...     RunStart(ts=5, runId="r", agent="a"))
+        True
+    """
+    event = pair[1]
     if isinstance(event, (Enter, Exit)):
         return (event.ts, _RANK[type(event)], event.invocationId, "")
     if isinstance(event, Node):

@@ -171,6 +171,7 @@ class SpanIndex:
         self.agent_children: dict[Key, list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
+        self._runs: dict[Key, str] = {}  # run_of's answers by agent span
         # Only evidence rules need start order (a caller placed first); the span tree does not.
         order = sorted(self.agent_set, key=self._order) if self._evidence else self.agent_set
         for key in order:
@@ -243,18 +244,16 @@ class SpanIndex:
     def _ancestors(self) -> dict[Key, Key | None]:
         """Each span's nearest agent ancestor by OTel parents (strictly above it), or None."""
         memo: dict[Key, Key | None] = {}
-        for key in self.spans:
+        spans, agents = self.spans, self.agent_set
+        for key, span in spans.items():
             if key in memo:
                 continue
             path = [key]
             seen = {key}
-            cur = self.parent_of(key)
-            while (
-                cur is not None
-                and cur not in memo
-                and cur not in self.agent_set
-                and cur not in seen
-            ):
+            cur: Key | None = (span.trace, span.parent)  # parent_of, inline: once a span
+            if not span.parent or cur not in spans:
+                cur = None
+            while cur is not None and cur not in memo and cur not in agents and cur not in seen:
                 path.append(cur)
                 seen.add(cur)
                 cur = self.parent_of(cur)
@@ -438,7 +437,12 @@ class SpanIndex:
         if written:
             return str(written)
         above = self.otel[key]
-        return self.run_id(above) if above is not None else None
+        if above is None:
+            return None
+        found = self._runs.get(above)  # an agent's steps ask for one run id
+        if found is None:
+            found = self._runs[above] = self.run_id(above)
+        return found
 
     def node_of(self, key: Key) -> str | None:
         """The caller's node that delegated to this agent span."""
