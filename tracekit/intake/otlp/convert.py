@@ -202,6 +202,8 @@ class OtlpConverter:
         return rejects
 
     def _take(self, traces: list[str]) -> list[tuple[int, Event]]:
+        if not traces:  # most lines of a big file complete no trace: nothing to map
+            return []
         late = self.assembler.take_late(traces)
         spans = self.assembler.take(traces)
         counts = SpanCounts()

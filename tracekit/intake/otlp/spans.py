@@ -88,20 +88,23 @@ def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
         [[('t', 'a'), ('t', 'b')]]
     """
     loops: list[list[Key]] = []
-    done: set[Key] = set()
-    for start in spans:
+    walk: dict[Key, int] = {}  # each span -> the walk that reached it first
+    for n, start in enumerate(spans):
+        if start in walk:
+            continue
         path: list[Key] = []
-        on_path: set[Key] = set()
         cur: Key | None = start
-        while cur is not None and cur not in done and cur not in on_path:
+        while cur is not None:
+            reached = walk.get(cur)
+            if reached is not None:
+                if reached == n:  # this walk came back to itself: a loop
+                    loops.append(path[path.index(cur) :])
+                break
+            walk[cur] = n
             path.append(cur)
-            on_path.add(cur)
             span = spans[cur]
             parent = (span.trace, span.parent)
             cur = parent if span.parent and parent in spans else None
-        if cur is not None and cur in on_path:
-            loops.append(path[path.index(cur) :])
-        done.update(path)
     return loops
 
 
