@@ -1,7 +1,8 @@
 """CPU time of the OTLP intake path (tree and ingest), this tree against a baseline checkout.
 
 Usage:
-    .venv/bin/python bench/bench_intake.py --baseline /tmp/base-main [--events 200000] [--repeat 5]
+    .venv/bin/python bench/bench_intake.py --baseline /tmp/base-main [--baseline /work/main]
+        [--events 200000] [--repeat 5] [--calls]
 
 Writes a simulated OTLP fleet (``tracekit simulate --format otlp``, seed 0)
 once, then, in child processes alternating this tree's code and the
@@ -11,7 +12,10 @@ alike: ``read_trace`` on it (what ``tracekit tree FILE`` reads) and
 Figures are medians of CPU seconds (``time.process_time`` in the child, every
 thread: reading, mapping and loading only, no imports); the ratio is this
 tree over the baseline. The baseline may be a checkout from before the move
-of ``readers/`` to ``intake/``: the child imports whichever it has.
+of ``readers/`` to ``intake/``: the child imports whichever it has. Several
+``--baseline`` checkouts are measured in the same rounds, each side by side
+with this tree. ``--calls`` also counts each side's Python calls under
+cProfile (one ``read_trace``, after a first one that loads the modules).
 """
 
 from __future__ import annotations
@@ -44,6 +48,19 @@ else:
     store.close()
 print(time.process_time() - started, count)
 """
+CALLS = """
+import cProfile, pstats, sys
+try:
+    from tracekit.intake import read_trace
+except ImportError:  # a checkout from before the move
+    from tracekit.readers import read_trace
+read_trace(sys.argv[1])
+profile = cProfile.Profile()
+profile.enable()
+read_trace(sys.argv[1])
+profile.disable()
+print(sum(row[1] for row in pstats.Stats(profile).stats.values()))
+"""
 
 
 def _child(checkout: Path, path: Path, what: str, folder: Path) -> tuple[float, int]:
@@ -63,12 +80,47 @@ def _child(checkout: Path, path: Path, what: str, folder: Path) -> tuple[float, 
     return float(seconds), int(count)
 
 
+def _calls(checkout: Path, path: Path) -> int:
+    """Python calls (cProfile) of one ``read_trace`` of the file with the checkout's code."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(
+        [sys.executable, "-c", CALLS, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=checkout,
+    )
+    return int(done.stdout.split()[-1])
+
+
+def _measure(sides: list[Path], path: Path, what: str, folder: Path, repeat: int) -> None:
+    """Each side in fresh processes, alternating, ``repeat`` rounds; medians and ratios."""
+    seconds: dict[Path, list[float]] = {side: [] for side in sides}
+    counts: dict[Path, int] = {}
+    for _ in range(repeat):
+        for side in sides:
+            spent, counts[side] = _child(side, path, what, folder)
+            seconds[side].append(spent)
+    mine = statistics.median(seconds[HERE])
+    for side in sides[1:]:
+        theirs = statistics.median(seconds[side])
+        print(
+            f"{what}: records this tree {counts[HERE]}, {side} {counts[side]};"
+            f" CPU s median this tree {mine:.3f}, {side} {theirs:.3f}; ratio {mine / theirs:.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, required=True, help="a checkout to compare with")
+    parser.add_argument(
+        "--baseline", type=Path, action="append", required=True, help="a checkout to compare with"
+    )
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--calls", action="store_true", help="count Python calls of a tree read")
     args = parser.parse_args()
+    sides = [HERE, *args.baseline]
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         path = folder / "fleet.otlp.jsonl"
@@ -80,22 +132,14 @@ def main() -> None:
         )  # fmt: skip
         size = path.stat().st_size / 1e6
         print(
-            f"OTLP fleet: {args.events} events asked, {size:.1f} MB, seed 0, {args.repeat} rounds"
+            f"OTLP fleet: {args.events} events asked, {size:.1f} MB, seed 0, {args.repeat} rounds,"
+            f" load average {os.getloadavg()[0]:.1f}"
         )
         for what in ("tree", "ingest"):
-            new: list[float] = []
-            old: list[float] = []
-            for _ in range(args.repeat):
-                seconds, new_count = _child(HERE, path, what, folder)
-                new.append(seconds)
-                seconds, old_count = _child(args.baseline, path, what, folder)
-                old.append(seconds)
-            med_new, med_old = statistics.median(new), statistics.median(old)
-            print(
-                f"{what}: records this tree {new_count}, baseline {old_count};"
-                f" CPU s median this tree {med_new:.3f}, baseline {med_old:.3f};"
-                f" ratio {med_new / med_old:.2f}"
-            )
+            _measure(sides, path, what, folder, args.repeat)
+        if args.calls:
+            for side in sides:
+                print(f"calls: {side}: {_calls(side, path):,} Python calls in one tree read")
 
 
 if __name__ == "__main__":

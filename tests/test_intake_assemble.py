@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from tracekit.events import Enter, Node, RunStart, encode_event
 from tracekit.intake import read_trace
+from tracekit.intake.assemble import TraceAssembler
+from tracekit.intake.otlp.decode_json import Span
 
 RECORDINGS = sorted((Path(__file__).parent / "frameworks" / "recordings").rglob("*.otlp.json"))
 Piece = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]  # resource, scope, span
@@ -206,3 +208,40 @@ def test_traces_joined_by_a_span_link_are_mapped_together() -> None:
     assembler.add([span("B", "b", links=(("A", "a"),))], position=3, now=3)
     assert assembler.ready(now=5) == ["A", "B"]
     assert sorted(assembler.take(["A", "B"])) == [("A", "a"), ("B", "b")]
+
+
+_ADDS = st.lists(
+    st.tuples(st.integers(0, 5), st.booleans(), st.integers(0, 3), st.booleans()), max_size=40
+)
+
+
+@given(adds=_ADDS, forward=st.booleans(), settle=st.integers(1, 4))
+def test_ready_answers_as_a_walk_over_every_rooted_trace_in_rooting_order(
+    adds: list[tuple[int, bool, int, bool]], forward: bool, settle: int
+) -> None:
+    """Ready traces are found without walking all of them, yet the answer is the walk's.
+
+    Ticks go forward (a file's lines) or anywhere (a clock set back); a trace's
+    root comes at any point; ready traces are taken or left held.
+    """
+    assembler = TraceAssembler(settle=settle)
+    seen: dict[str, int] = {}
+    rooted: list[str] = []  # in the order their roots came
+    tick = 0
+    for n, (which, root, step, take) in enumerate(adds):
+        tick = tick + step if forward else step
+        trace = f"t{which}"
+        span = Span(
+            trace, "r" if root else f"s{n}", "" if root else "r", "x", 1, 2, {}, False, "", None
+        )
+        assembler.add([span], position=n, now=tick)
+        seen[trace] = tick
+        if root and trace not in rooted:
+            rooted.append(trace)
+        now = tick + settle - 1 + step % 2
+        expected = [t for t in rooted if now - seen[t] >= settle]
+        assert assembler.ready(now=now) == expected
+        if take:
+            assembler.take(expected)
+            rooted = [t for t in rooted if t not in expected]
+            seen = {t: s for t, s in seen.items() if t not in expected}

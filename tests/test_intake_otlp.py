@@ -372,6 +372,17 @@ def test_a_malformed_document_is_refused_whole(bad: dict[str, Any], reason: str)
     assert converter.finish() == []
 
 
+@pytest.mark.parametrize("field", ["startTimeUnixNano", "endTimeUnixNano"])
+def test_a_time_out_of_range_refuses_its_whole_line_naming_the_first_bad_span(field: str) -> None:
+    late = {**DELEGATION[2], field: str(10**26)}
+    later = {**DELEGATION[4], field: str(10**27)}
+    converter = OtlpConverter()
+    with pytest.raises(ValueError, match=f"span {T}: {field} {10**26} is out of range"):
+        converter.feed_json(json.dumps(doc(DELEGATION[0], late, DELEGATION[3], later)))
+    assert converter.pending == 0 and converter.finish() == []
+    assert converter.feed_json(json.dumps(doc(*DELEGATION))) == len(DELEGATION)
+
+
 def test_a_bad_line_is_reported_and_the_rest_kept(tmp_path: Path) -> None:
     path = tmp_path / "spans.otlp.jsonl"
     good = [json.dumps(doc(*DELEGATION[:3])), json.dumps(doc(*DELEGATION[3:]))]

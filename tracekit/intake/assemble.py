@@ -61,6 +61,7 @@ class _Trace:
     last: int = 0  # the position of the latest
     seen: float = 0.0  # when a span of it last came (in ticks)
     rooted: bool = False  # its root span has come, ended
+    rooted_at: int = 0  # when it was rooted, counted: ready answers in that order
 
 
 class TraceAssembler:
@@ -90,9 +91,13 @@ class TraceAssembler:
         self._taken: OrderedDict[str, dict[str, Span]] = OrderedDict()
         self._late: dict[str, dict[Key, Span]] = {}  # reopened trace -> its spans before
         self._linked: dict[str, set[str]] = {}  # held trace -> held traces it links with
-        # Held traces whose root has come (settle applies), in the order they came:
-        # a set's order would follow the string hash and vary from run to run.
+        # Held traces whose root has come (settle applies), the least recently seen
+        # first: ready() stops at the first one too recent, instead of walking them
+        # all after every line of a file. (A set's order would vary from run to run.)
         self._rooted: dict[str, None] = {}
+        self._roots = 0  # traces rooted so far: each one's rooted_at
+        self._latest = -math.inf  # the latest tick given to add
+        self._ordered = True  # whether ticks never went back (else ready() walks them all)
         self.pending = 0  # spans held
         self.reopened = 0  # traces a late span reopened
 
@@ -107,13 +112,19 @@ class TraceAssembler:
 
         A second copy of a span replaces the first only if it brings the end.
         """
-        traces = self._traces
+        self._tick(now)
+        traces, rooted = self._traces, self._rooted
         for span in spans:
             span.line = position
             state = traces.get(span.trace)
             if state is None:
                 state = traces[span.trace] = self._open(span.trace, position)
-            state.last, state.seen = position, now
+            state.last = position
+            if state.seen != now:
+                state.seen = now
+                if state.rooted:  # the most recently seen goes last
+                    del rooted[span.trace]
+                    rooted[span.trace] = None
             seen = state.spans.get(span.id)
             if seen is None:
                 state.spans[span.id] = span
@@ -121,10 +132,20 @@ class TraceAssembler:
             elif seen.end is None and span.end is not None:
                 state.spans[span.id] = span
             if not span.parent and span.end is not None and not state.rooted:
-                state.rooted = True
-                self._rooted[span.trace] = None
+                self._root(span.trace, state)
             if span.links:
                 self._link(span, position, now)
+
+    def _tick(self, now: float) -> None:
+        if now < self._latest:
+            self._ordered = False
+        self._latest = max(self._latest, now)
+
+    def _root(self, trace: str, state: _Trace) -> None:
+        state.rooted = True
+        self._roots += 1
+        state.rooted_at = self._roots
+        self._rooted[trace] = None
 
     def _link(self, span: Span, position: int, now: float) -> None:
         """Join the span's trace with the traces its links point into."""
@@ -144,9 +165,8 @@ class TraceAssembler:
         if old is not None:  # a late span: the trace is mapped again, whole
             state.spans = dict(old)
             self._late[trace] = {(trace, i): s for i, s in old.items()}
-            state.rooted = any(not s.parent and s.end is not None for s in old.values())
-            if state.rooted:
-                self._rooted[trace] = None
+            if any(not s.parent and s.end is not None for s in old.values()):
+                self._root(trace, state)
             self.pending += len(old)
             self.reopened += 1
         return state
@@ -164,7 +184,7 @@ class TraceAssembler:
             done = [t for t, s in self._traces.items() if incomplete or s.rooted]
         else:  # the rooted first: a file's reader asks after every line
             traces = self._traces
-            done = [t for t in self._rooted if now - traces[t].seen >= self.settle]
+            done = self._settled(now)
             if self.linger != math.inf:
                 done += [
                     t for t, s in traces.items() if not s.rooted and now - s.seen >= self.linger
@@ -178,6 +198,21 @@ class TraceAssembler:
                     break
                 chosen[trace] = None
             done = list(chosen)
+        return done
+
+    def _settled(self, now: float) -> list[str]:
+        """The rooted traces nothing came of for ``settle`` ticks, in the order they were rooted."""
+        traces = self._traces
+        done: list[str] = []
+        if self._ordered:
+            for trace in self._rooted:  # least recently seen first
+                if now - traces[trace].seen < self.settle:
+                    break  # the rest are more recent still
+                done.append(trace)
+        else:  # a tick went back: the order by seen may not hold
+            done = [t for t in self._rooted if now - traces[t].seen >= self.settle]
+        if len(done) > 1:
+            done.sort(key=lambda trace: traces[trace].rooted_at)
         return done
 
     def _whole_groups(self, done: list[str]) -> list[str]:

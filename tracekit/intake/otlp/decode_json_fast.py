@@ -20,10 +20,10 @@ from tracekit.intake.otlp.decode_json import (
     Span,
     chained_causes,
     hex_id,
-    names_transfer,
 )
-from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
+from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, TRANSFER_NAMES, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
+from tracekit.intake.otlp.names import NameMemo
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
 __all__ = ["decode_spans_fast"]
@@ -126,13 +126,14 @@ def _attrs(
 ) -> dict[str, Any]:
     if keys is None:
         return {kv.key: _plain(kv.value, depth) for kv in items}
-    return {kv.key: _plain(kv.value, depth) for kv in items if kv.key in keys}
-
-
-def _nanos(value: int | str | None) -> int | None:
-    if value is None or value == "" or value == "0" or value == 0:
-        return None
-    return int(value)  # a bad string raises ValueError: the caller falls back
+    # Most kept values are strings: read without a call (``_plain``'s first answer).
+    return {
+        kv.key: v.stringValue
+        if (v := kv.value) is not None and v.stringValue is not None
+        else _plain(v, depth)
+        for kv in items
+        if kv.key in keys
+    }
 
 
 def decode_spans_fast(data: bytes) -> list[Span]:
@@ -141,7 +142,7 @@ def decode_spans_fast(data: bytes) -> list[Span]:
     if doc.resourceSpans is None:
         raise ValueError("no resourceSpans in the lowerCamelCase spelling")
     out: list[Span] = []
-    ids: dict[str, str] = {}  # trace and parent ids repeat within a document
+    ids = _Ids()  # trace and parent ids repeat within a document
     for resource_spans in doc.resourceSpans:
         resource = resource_spans.resource
         service = _attrs(resource.attributes).get("service.name") if resource else None
@@ -152,41 +153,50 @@ def decode_spans_fast(data: bytes) -> list[Span]:
     return out
 
 
-def _id(value: str, seen: dict[str, str]) -> str:
-    found = seen.get(value)
-    if found is None:
-        found = seen[value] = hex_id(value)
-    return found
+class _Ids(dict[str, str]):
+    """Ids as lowercase hex (:func:`hex_id`), each distinct id of a document converted once."""
+
+    def __missing__(self, value: str) -> str:
+        # The common case, lowercase hex, without a call: hex_id's own first test.
+        if len(value) in (16, 32) and value.islower() and value.isalnum():
+            found = value
+        else:
+            found = hex_id(value)
+        self[value] = found
+        return found
 
 
-def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
-    start = _nanos(raw.startTimeUnixNano)
+#: Per span name: whether it reads as a transfer, whether it is a LlamaIndex turn.
+_NAME_FLAGS: Final = NameMemo(lambda name: (is_transfer_name(name), is_turn(name)))
+_NO_EXCEPTION: Final = (None, None, None)
+
+
+def _span(raw: _Span, service: str | None, ids: _Ids) -> Span:
+    # A time of "", "0" or 0 is not set; a bad string raises ValueError: the caller falls back.
+    start = raw.startTimeUnixNano
+    start = int(start) if start and start != "0" else None
+    end = raw.endTimeUnixNano
     if not raw.spanId or start is None:
         raise ValueError("a span without spanId or start")
     status = raw.status
-    transfer = is_transfer_name(raw.name)
-    exception = message = cause = None
-    for event in raw.events:
-        if event.name == "exception":
-            found = _attrs(event.attributes)
-            if found.get("exception.type"):
-                exception = str(found["exception.type"])
-                message = found.get("exception.message")
-                message = str(message) if message else None
-                cause = chained_causes(found.get("exception.stacktrace"))
-                break
-    attrs = _attrs(raw.attributes, SPAN_KEYS)
-    if is_turn(raw.name):  # LlamaIndex: the agent is only in the turn's input
+    transfer, turn = _NAME_FLAGS[raw.name]
+    exception, message, cause = _exception(raw.events) if raw.events else _NO_EXCEPTION
+    attrs = _attrs(raw.attributes, SPAN_KEYS) if raw.attributes else {}
+    if turn:  # LlamaIndex: the agent is only in the turn's input
         agent = current_agent(raw.name, _attrs(raw.attributes, _INPUT_KEYS).get(INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent
+    named = transfer
+    if not named:  # a transfer tool may have a plain span name (names_transfer)
+        tool = attrs.get("tool.name") or attrs.get("gen_ai.tool.name")
+        named = isinstance(tool, str) and TRANSFER_NAMES[tool]
     return Span(
-        trace=_id(raw.traceId, ids),
-        id=_id(raw.spanId, ids),
-        parent=_id(raw.parentSpanId, ids),
+        trace=ids[raw.traceId],
+        id=ids[raw.spanId],
+        parent=ids[raw.parentSpanId],
         name=raw.name,
         start=start,
-        end=_nanos(raw.endTimeUnixNano),
+        end=int(end) if end and end != "0" else None,
         attrs=attrs,
         error=status is not None and status.code in ERROR_CODES,
         message=(status.message or "") if status is not None else "",
@@ -194,12 +204,27 @@ def _span(raw: _Span, service: str | None, ids: dict[str, str]) -> Span:
         exception=exception,
         exception_message=message,
         exception_cause=cause,
-        links=tuple((_id(link.traceId, ids), _id(link.spanId, ids)) for link in raw.links)
+        links=tuple((ids[link.traceId], ids[link.spanId]) for link in raw.links)
         if raw.links
         else (),
-        target=_target(raw) if transfer or names_transfer(raw.name, attrs) else None,
+        target=_target(raw) if named else None,
         transfer=transfer,
     )
+
+
+def _exception(events: list[_Event]) -> tuple[str | None, str | None, str | None]:
+    """The type, message and chained causes of the first ``exception`` event that has a type."""
+    for event in events:
+        if event.name == "exception":
+            found = _attrs(event.attributes)
+            if found.get("exception.type"):
+                message = found.get("exception.message")
+                return (
+                    str(found["exception.type"]),
+                    str(message) if message else None,
+                    chained_causes(found.get("exception.stacktrace")),
+                )
+    return _NO_EXCEPTION
 
 
 _INPUT_KEYS: Final = frozenset({INPUT})

@@ -22,10 +22,13 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.events import Kind
+from tracekit.intake.otlp.names import NameMemo
 
 __all__ = [
     "ARGUMENT_KEYS",
+    "HANDOFF_WORDS",
     "TARGET_KEYS",
+    "TRANSFER_NAMES",
     "is_handoff_word",
     "is_transfer_name",
     "kind_of_name",
@@ -72,6 +75,12 @@ def is_handoff_word(name: str) -> bool:
         (True, False)
     """
     return _HANDOFF.search(name) is not None
+
+
+#: :func:`is_transfer_name` per name, remembered: span and tool names repeat.
+TRANSFER_NAMES: Final = NameMemo(is_transfer_name)
+#: :func:`is_handoff_word` per name, remembered.
+HANDOFF_WORDS: Final = NameMemo(is_handoff_word)
 
 
 def target_in(values: Iterable[Any]) -> str | None:

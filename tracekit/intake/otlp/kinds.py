@@ -77,9 +77,11 @@ def is_workflow(span: Span) -> bool:
         return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return False
-    verdict = shapes.workflow_verdict(span)
-    if verdict is not None:  # a framework's shape overrules the generic rules below
-        return verdict
+    # A framework's shape overrules the generic rules below (shapes.may_decide, inline).
+    if shapes.DECIDER_NAMES[span.name] or not shapes.DECIDER_KEYS.isdisjoint(attrs):
+        verdict = shapes.workflow_verdict(span)
+        if verdict is not None:
+            return verdict
     if span.name.startswith(_WORKFLOW_NAMES):
         return True
     kind = attrs.get("openinference.span.kind")

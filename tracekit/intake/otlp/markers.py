@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.handoff import is_handoff_word, target_of_name
+from tracekit.intake.otlp.handoff import HANDOFF_WORDS, target_of_name
 from tracekit.intake.otlp.kinds import is_tool, tool_name
 
 if TYPE_CHECKING:  # the index collects the markers; these read the index
@@ -46,10 +46,10 @@ def may_mark(span: Span) -> bool:
     attrs = span.attrs
     if "to_agent" in attrs or "gen_ai.transfer.target.name" in attrs or span.target is not None:
         return True
-    if span.transfer and is_handoff_word(span.name):
+    if span.transfer and HANDOFF_WORDS[span.name]:
         return is_tool(span)
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
-    return isinstance(name, str) and is_handoff_word(name)
+    return isinstance(name, str) and HANDOFF_WORDS[name]
 
 
 def latest_marker(index: SpanIndex, key: Key, wanted: Callable[[Span], bool]) -> Key | None:

@@ -52,7 +52,7 @@ def _read_lines(lines: Iterator[bytes], path: str, *, strict: bool, document: bo
                 result.lines_read += 1
                 _feed(result, converter, line, number, strict=strict)
                 # Traces that look complete are mapped now, so spans are not all held.
-                result.events.extend(event for _, event in converter.take_complete())
+                result.events.extend([event for _, event in converter.take_complete()])
     result.events.extend(converter.finish())
     result.spans = converter.counts
     _refused_spans(result, converter, strict=strict)

@@ -47,7 +47,9 @@ def is_agent(span: Span) -> bool:
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
-    if shapes.DECIDES:  # a framework's shape overrules the generic rules below
+    # A framework's shape overrules the generic rules below; most spans' names and
+    # attributes are no shape's, and a name is looked up once (shapes.may_decide).
+    if shapes.DECIDER_NAMES[span.name] or not shapes.DECIDER_KEYS.isdisjoint(attrs):
         verdict = shapes.agent_verdict(span)
         if verdict is not None:
             return verdict
@@ -86,20 +88,23 @@ def parent_loops(spans: dict[Key, Span]) -> list[list[Key]]:
         [[('t', 'a'), ('t', 'b')]]
     """
     loops: list[list[Key]] = []
-    done: set[Key] = set()
-    for start in spans:
+    walk: dict[Key, int] = {}  # each span -> the walk that reached it first
+    for n, start in enumerate(spans):
+        if start in walk:
+            continue
         path: list[Key] = []
-        on_path: set[Key] = set()
         cur: Key | None = start
-        while cur is not None and cur not in done and cur not in on_path:
+        while cur is not None:
+            reached = walk.get(cur)
+            if reached is not None:
+                if reached == n:  # this walk came back to itself: a loop
+                    loops.append(path[path.index(cur) :])
+                break
+            walk[cur] = n
             path.append(cur)
-            on_path.add(cur)
             span = spans[cur]
             parent = (span.trace, span.parent)
             cur = parent if span.parent and parent in spans else None
-        if cur is not None and cur in on_path:
-            loops.append(path[path.index(cur) :])
-        done.update(path)
     return loops
 
 
@@ -169,6 +174,7 @@ class SpanIndex:
         self.agent_children: dict[Key, list[Key]] | None = None
         self.edges: dict[Key, Edge] = {}
         self._depth: dict[Key, int] = {}
+        self._runs: dict[Key, str] = {}  # run_of's answers by agent span
         # Only evidence rules need start order (a caller placed first); the span tree does not.
         order = sorted(self.agent_set, key=self._order) if self._evidence else self.agent_set
         for key in order:
@@ -241,18 +247,16 @@ class SpanIndex:
     def _ancestors(self) -> dict[Key, Key | None]:
         """Each span's nearest agent ancestor by OTel parents (strictly above it), or None."""
         memo: dict[Key, Key | None] = {}
-        for key in self.spans:
+        spans, agents = self.spans, self.agent_set
+        for key, span in spans.items():
             if key in memo:
                 continue
             path = [key]
             seen = {key}
-            cur = self.parent_of(key)
-            while (
-                cur is not None
-                and cur not in memo
-                and cur not in self.agent_set
-                and cur not in seen
-            ):
+            cur: Key | None = (span.trace, span.parent)  # parent_of, inline: once a span
+            if not span.parent or cur not in spans:
+                cur = None
+            while cur is not None and cur not in memo and cur not in agents and cur not in seen:
                 path.append(cur)
                 seen.add(cur)
                 cur = self.parent_of(cur)
@@ -436,7 +440,12 @@ class SpanIndex:
         if written:
             return str(written)
         above = self.otel[key]
-        return self.run_id(above) if above is not None else None
+        if above is None:
+            return None
+        found = self._runs.get(above)  # an agent's steps ask for one run id
+        if found is None:
+            found = self._runs[above] = self.run_id(above)
+        return found
 
     def node_of(self, key: Key) -> str | None:
         """The caller's node that delegated to this agent span."""

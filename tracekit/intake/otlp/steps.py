@@ -28,8 +28,8 @@ from tracekit.intake.otlp.kinds import (
     CONTROL_FLOW,
     is_container,
     is_llm,
-    is_tool,
     sum_usage,
+    tool_name,
     usage_of,
 )
 from tracekit.intake.otlp.spans import Key, SpanIndex
@@ -40,6 +40,8 @@ _NS_PER_MS: Final = 1_000_000
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
 _CODE_CHARS: Final = 80
 _DOTTED: Final = re.compile(r"[A-Za-z_][\w<>]*(?:\.[A-Za-z_][\w<>]*)+")
+#: What tracekit's SDK writes of a span's outcome (own_error reads them first).
+_WRITTEN: Final = frozenset({"tracekit.error", "tracekit.status"})
 
 
 def own_error(span: Span) -> ErrorInfo | None:
@@ -163,10 +165,12 @@ class Steps:
         parent = (span.trace, span.parent)
         if "tracekit.step" in attrs:
             return _node(span, run, self.index.step_name(span), None)
-        if is_tool(span):
+        tool = tool_name(span)
+        if tool is not None:
             if not self._reaches_agent(key):
                 return None
-            return _node(span, run, self.index.step_name(span), "tool")
+            # step_name's answer without asking tool_name again (an empty tool name is unnamed)
+            return _node(span, run, tool or span.name or span.id, "tool")
         if key in self.llm:
             if not self._reaches_agent(key):
                 return None
@@ -178,7 +182,9 @@ class Steps:
 
 def _node(span: Span, run: str, name: str, call: str | None, usage: Usage | None = None) -> Node:
     ended = span.end is not None
-    error = own_error(span) if ended else None
+    # own_error's answer is None without any of these: most steps, so not asked.
+    may_fail = span.error or span.exception is not None or not _WRITTEN.isdisjoint(span.attrs)
+    error = own_error(span) if ended and may_fail else None
     return Node(
         ts=span.start / _NS_PER_MS,
         service=span.service,

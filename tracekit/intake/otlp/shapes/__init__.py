@@ -6,7 +6,9 @@ agents (or only wrappers around one), and how an agent is named. The span
 index asks :data:`SHAPES` in order; the first shape that recognises a span
 and has an answer gives it, and the generic OpenTelemetry GenAI and
 OpenInference shapes (:mod:`.genai`, :mod:`.openinference`) answer for any
-framework not listed. A new framework is one module here and one line in
+framework not listed. A shape says which span names and attributes it may
+claim, so that the index asks it only of those (a name is looked up once:
+most spans of a fleet are no framework's). A new framework is one module here and one line in
 :data:`SHAPES`, before the generic ones; its handoff words go in
 :mod:`tracekit.intake.otlp.handoff`, its edge evidence in
 :mod:`tracekit.intake.otlp.edges`.
@@ -15,8 +17,8 @@ Example:
     >>> from tracekit.intake.otlp.decode_json import Span
     >>> span = Span("t", "a", "", "invoke_agent triage", 1, 2,
     ...     {"gen_ai.operation.name": "invoke_agent"}, False, "", None)
-    >>> agent_name(span), agent_verdict(span)
-    ('triage', None)
+    >>> agent_name(span), agent_verdict(span), may_decide(span)
+    ('triage', None, False)
 """
 
 from __future__ import annotations
@@ -25,10 +27,21 @@ from collections.abc import Callable
 from typing import Final
 
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.names import NameMemo
 from tracekit.intake.otlp.shapes import genai, llamaindex, openinference, smolagents
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["DECIDES", "SHAPES", "Shape", "agent_name", "agent_verdict", "workflow_verdict"]
+__all__ = [
+    "DECIDER_KEYS",
+    "DECIDER_NAMES",
+    "DECIDES",
+    "SHAPES",
+    "Shape",
+    "agent_name",
+    "agent_verdict",
+    "may_decide",
+    "workflow_verdict",
+]
 
 #: Framework shapes first, the generic conventions last (their answers are the fallback).
 SHAPES: Final[tuple[Shape, ...]] = (
@@ -44,13 +57,46 @@ _WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)
 DECIDES: Final = bool(_VERDICTS)
 
 
+def _names_of(shapes: tuple[Shape, ...]) -> NameMemo[bool]:
+    """Whether any of the shapes may claim a span of a name, remembered per name."""
+    tests = tuple(shape.names for shape in shapes)
+    if any(test is None for test in tests):
+        return NameMemo(lambda name: True)
+    return NameMemo(lambda name: any(test(name) for test in tests))  # type: ignore[misc]
+
+
+def _keys_of(shapes: tuple[Shape, ...]) -> frozenset[str]:
+    return frozenset().union(*(shape.keys for shape in shapes))
+
+
+_DECIDERS: Final = tuple(dict.fromkeys(_VERDICTS + _WORKFLOWS))
+#: Whether a shape that decides agents or workflows may claim a span of a name
+#: (``DECIDER_NAMES[span.name]``: a lookup once the name was seen).
+DECIDER_NAMES: Final = _names_of(_DECIDERS)
+#: Attributes by which such a shape may claim a span whatever its name.
+DECIDER_KEYS: Final = _keys_of(_DECIDERS)
+_NAMER_NAMES: Final = _names_of(_NAMERS)
+_NAMER_KEYS: Final = _keys_of(_NAMERS)
+
+
+def may_decide(span: Span) -> bool:
+    """Whether a framework's shape may overrule the generic rules on the span.
+
+    When not, :func:`agent_verdict` and :func:`workflow_verdict` are None: the
+    span index tests this inline (``DECIDER_NAMES``, ``DECIDER_KEYS``) before
+    asking them, so that a span no shape claims costs a lookup.
+    """
+    return DECIDER_NAMES[span.name] or not DECIDER_KEYS.isdisjoint(span.attrs)
+
+
 def _first_name(span: Span) -> str:
     """The agent's name: the first shape that recognises the span and names it."""
-    for shape in _NAMERS:
-        if shape.recognise(span):
-            name = shape.agent_name(span)  # type: ignore[misc]
-            if name:
-                return name
+    if _NAMER_NAMES[span.name] or not _NAMER_KEYS.isdisjoint(span.attrs):
+        for shape in _NAMERS:
+            if shape.recognise(span):
+                name = shape.agent_name(span)  # type: ignore[misc]
+                if name:
+                    return name
     return genai.bare_name(span)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tracekit.intake.otlp.decode_json import Span
 
@@ -14,15 +14,24 @@ __all__ = ["Shape"]
 class Shape:
     """What a framework family's spans mean where the generic conventions do not say it.
 
+    A shape is asked about a span only when its name or its attributes may be
+    the family's (:attr:`names`, :attr:`keys`): most spans of a fleet are no
+    framework's, and their names repeat, so that test is one lookup per span
+    (:func:`tracekit.intake.otlp.shapes.may_claim`). So ``recognise(span)``
+    must imply ``names(span.name)`` or a key of :attr:`keys` in ``span.attrs``.
+
     Attributes:
         name: the family, as docs/otlp.md names it.
-        recognise: whether a span was written by this family (cheap: called per span).
+        recognise: whether a span was written by this family.
         agent_name: the name of an agent span, or None to leave it to the next shape.
         is_agent: True (an agent invocation), False (a wrapper, router or step
             that only looks like one), None (the generic rules decide).
         is_workflow: True (the whole run: its agents are its invocations), False
             (an agent, though the generic rules would take it for a run's root),
             None (the generic rules decide).
+        names: whether a span of this name may be the family's (asked once per
+            distinct name); None: any name may be.
+        keys: attributes that may make a span the family's whatever its name.
     """
 
     name: str
@@ -30,3 +39,5 @@ class Shape:
     agent_name: Callable[[Span], str | None] | None = None
     is_agent: Callable[[Span], bool | None] | None = None
     is_workflow: Callable[[Span], bool | None] | None = None
+    names: Callable[[str], bool] | None = None
+    keys: frozenset[str] = field(default_factory=frozenset)

@@ -43,12 +43,12 @@ _RUNNERS: Final = ("AgentWorkflow.", "FunctionAgent.", "ReActAgent.", "CodeActAg
 _RUN: Final = ".run"
 
 
-def _is_runner(span: Span) -> bool:
-    return span.name.endswith(_RUN) and span.name.startswith(_RUNNERS)
+def _is_runner(name: str) -> bool:
+    return name.endswith(_RUN) and name.startswith(_RUNNERS)
 
 
 def _recognise(span: Span) -> bool:
-    return CURRENT_AGENT in span.attrs or _is_runner(span)
+    return CURRENT_AGENT in span.attrs or _is_runner(span.name)
 
 
 def _name(span: Span) -> str | None:
@@ -102,5 +102,7 @@ SHAPE: Final = Shape(
     recognise=_recognise,
     agent_name=_name,
     is_agent=lambda span: True if CURRENT_AGENT in span.attrs else None,
-    is_workflow=lambda span: True if _is_runner(span) else None,
+    is_workflow=lambda span: True if _is_runner(span.name) else None,
+    names=_is_runner,
+    keys=frozenset({CURRENT_AGENT}),
 )

@@ -44,4 +44,10 @@ def _name(span: Span) -> str | None:
     return None
 
 
-SHAPE: Final = Shape(name="OpenInference", recognise=is_openinference, agent_name=_name)
+SHAPE: Final = Shape(
+    name="OpenInference",
+    recognise=is_openinference,
+    agent_name=_name,
+    names=lambda name: False,  # known by its attribute alone
+    keys=frozenset({"openinference.span.kind"}),
+)

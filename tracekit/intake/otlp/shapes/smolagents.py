@@ -29,9 +29,13 @@ __all__ = ["SHAPE"]
 _RUN: Final = ".run"
 
 
+def _named(name: str) -> bool:
+    return name.endswith(_RUN)
+
+
 def _recognise(span: Span) -> bool:
     """An agent run span of smolagents: ``<name>.run`` with ``smolagents.*`` attributes."""
-    return span.name.endswith(_RUN) and any(key.startswith("smolagents.") for key in span.attrs)
+    return _named(span.name) and any(key.startswith("smolagents.") for key in span.attrs)
 
 
 def _name(span: Span) -> str | None:
@@ -44,4 +48,5 @@ SHAPE: Final = Shape(
     agent_name=_name,
     is_agent=lambda span: True,
     is_workflow=lambda span: False,
+    names=_named,
 )

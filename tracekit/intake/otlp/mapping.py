@@ -1,0 +1,179 @@
+"""Whole traces to records: every span of them becomes an agent, a step, a wrapper, or a reject.
+
+:func:`map_traces` is the processor of the intake pipeline for OTLP: the
+assembler hands it the spans of whole traces; it refuses the spans of a loop
+of parent links, makes the top span of a trace with no agent span a root run
+(nothing read is dropped for want of an agent), indexes who is under whom
+(:class:`~tracekit.intake.otlp.spans.SpanIndex`), turns the rest into steps
+(:class:`~tracekit.intake.otlp.steps.Steps`), surfaces an error folded into
+a step, finds why each agent failed (:mod:`tracekit.intake.otlp.errors`) and
+writes each agent span's records (:mod:`tracekit.intake.otlp.records`).
+Where each span went is counted (:class:`~tracekit.intake.otlp.counts.SpanCounts`).
+
+Example:
+    >>> from tracekit.intake.otlp.decode_json import Span
+    >>> agent = Span("t", "a", "", "invoke_agent triage", 1_000_000, 5_000_000,
+    ...     {"gen_ai.operation.name": "invoke_agent"}, False, "", None)
+    >>> step = Span("t", "b", "a", "lookup", 2_000_000, 3_000_000, {}, False, "", None)
+    >>> counts = SpanCounts()
+    >>> pairs = map_traces({("t", "a"): agent, ("t", "b"): step}, [], counts, 1)
+    >>> [type(event).__name__ for _, event in pairs], counts.line()
+    (['RunStart', 'Node', 'RunEnd'], '2 spans read = 1 agent + 1 step + 0 wrappers + 0 rejected')
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from tracekit.events import Event, Node
+from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.errors import agent_errors
+from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
+from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
+from tracekit.intake.otlp.steps import Steps, own_error
+
+__all__ = ["Reject", "map_traces"]
+
+#: A span the mapping refused: its line, a short text naming it, and the reason.
+Reject = tuple[int, str, str]
+_Pairs = list[tuple[int, Event]]
+
+
+def map_traces(
+    spans: dict[Key, Span], rejects: list[Reject], counts: SpanCounts, traces: int
+) -> _Pairs:
+    """The records of whole traces with their spans' lines, sorted; ``counts`` says where spans went.
+
+    The spans of a loop of parent links are taken out of ``spans`` and added
+    to ``rejects``; the other spans are mapped as if those were missing. A
+    trace with no agent span is a run of its own, its top span the root.
+    ``traces`` is how many traces ``spans`` holds.
+    """
+    counts.refused += _refuse_loops(spans, rejects)
+    index = SpanIndex(spans)
+    if len({key[0] for key in index.agent_set}) < traces and _plain_roots(spans, index):
+        index = SpanIndex(spans)
+    steps = Steps(index)
+    pairs: _Pairs = []
+    failed_tools = _steps(index, steps, counts, pairs)
+    errors = agent_errors(index, failed_tools)
+    found = sessions(index)
+    for key in index.agents:
+        line = spans[key].line
+        for event in agent_records(index, key, errors, steps.usage.get(key), found):
+            pairs.append((line, event))
+    pairs.sort(key=pair_sort_key)
+    return pairs
+
+
+def _steps(index: SpanIndex, steps: Steps, counts: SpanCounts, pairs: _Pairs) -> dict[Key, Node]:
+    """Add each step's record to ``pairs``; each agent's last failed tool call."""
+    failed_tools: dict[Key, Node] = {}
+    made: dict[Key, int] = {}  # step span -> its record's place in pairs
+    hidden: list[Key] = []  # folded spans that may have failed
+    counts.agents += len(index.agent_set)
+    counts.steps += len(index.consumed)
+    for key, span in index.spans.items():
+        if key in index.agent_set or key in index.consumed:
+            continue
+        run = index.run_of(key)
+        if run is None:
+            counts.outside += 1
+            continue
+        node = steps.node(key, span, run)
+        if node is None:
+            counts.wrappers += 1
+            if span.error or span.exception is not None:
+                hidden.append(key)
+            continue
+        counts.steps += 1
+        made[key] = len(pairs)
+        pairs.append((span.line, node))
+        owner = index.otel.get(key)
+        if node.call == "tool" and node.error is not None and owner is not None:
+            last = failed_tools.get(owner)
+            if last is None or node.ts >= last.ts:
+                failed_tools[owner] = node
+    if hidden:
+        _surface_errors(index, hidden, made, pairs)
+    return failed_tools
+
+
+def _surface_errors(
+    index: SpanIndex, hidden: list[Key], made: dict[Key, int], pairs: _Pairs
+) -> None:
+    """A failed span folded into a step fails that step: an error never vanishes.
+
+    The step keeps its own error if it has one; otherwise it takes the first
+    failure folded into it (a tool call that raised inside a delegation tool,
+    a query that failed inside a plain step).
+    """
+    for key in hidden:
+        error = own_error(index.spans[key])
+        above = index.parent_of(key)
+        while error is not None and above is not None and above not in made:
+            above = None if above in index.agent_set else index.parent_of(above)
+        if error is None or above is None:
+            continue
+        line, node = pairs[made[above]]
+        if isinstance(node, Node) and node.ok is not False:
+            failed = node.call is not None  # a plain step carries no error of its own
+            pairs[made[above]] = (
+                line,
+                msgspec.structs.replace(node, ok=False, error=error if failed else None),
+            )
+
+
+def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
+    """Make the top span of each trace without an agent span a root run; whether any was.
+
+    Such a trace (a framework tracekit has no shape for, plain OpenTelemetry)
+    is still a run, named after its top span's service and name, with its
+    spans as steps: nothing read is dropped for want of an agent.
+    """
+    with_agents = {key[0] for key in index.agent_set}
+    # A message runtime's own traces (AutoGen's publish/process) carry no agent but
+    # are linked to those that do: they are the plumbing of those runs, not runs.
+    linked = _linked_traces(spans) if with_agents else set()
+    found = False
+    for key, span in spans.items():
+        if key[0] in with_agents or key[0] in linked:
+            continue
+        if span.parent and (key[0], span.parent) in spans:
+            continue
+        name = f"{span.service} {span.name}" if span.service else span.name
+        span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
+        found = True
+    return found
+
+
+def _linked_traces(spans: dict[Key, Span]) -> set[str]:
+    """The traces that a span link joins to another trace (either end)."""
+    linked: set[str] = set()
+    for span in spans.values():
+        for trace, _ in span.links:
+            if trace != span.trace:
+                linked.update((trace, span.trace))
+    return linked
+
+
+_CIRCLE: Final = " -> "
+
+
+def _refuse_loops(spans: dict[Key, Span], rejects: list[Reject]) -> int:
+    """Move the spans of each loop of parent links from ``spans`` to ``rejects``; how many."""
+    refused = 0
+    for loop in parent_loops(spans):
+        refused += len(loop)
+        ids = [key[1] for key in loop]
+        circle = _CIRCLE.join([*ids, ids[0]])
+        for key in loop:
+            span = spans.pop(key)
+            text = msgspec.json.encode(
+                {"traceId": span.trace, "spanId": span.id, "parentSpanId": span.parent}
+            ).decode()
+            rejects.append((span.line, text, f"span {span.id}: its parent links loop ({circle})"))
+    return refused
