@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from tracekit._util.text import escape
-from tracekit.cli.rows import Rows
+from tracekit._util.rows import Rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +54,7 @@ def clean(value: Any, width: int | None = None) -> str:
 def render(df: pd.DataFrame | Rows, fmt: str, *, width: int | None = None) -> str:
     """Return ``df`` as ``table`` (aligned text), ``json`` (one object per line) or ``csv``.
 
-    ``df`` may be :class:`~tracekit.cli.rows.Rows`: the same text as its DataFrame's.
+    ``df`` may be :class:`~tracekit._util.rows.Rows`: the same text as its DataFrame's.
     """
     if isinstance(df, Rows):
         return _render_rows(df, fmt, width)
