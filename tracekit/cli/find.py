@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit._util.text import escape
 from tracekit._util.rows import Rows
+from tracekit._util.text import escape
 from tracekit.store.findparse import quote_name
 
 if TYPE_CHECKING:
