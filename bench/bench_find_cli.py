@@ -39,10 +39,16 @@ BARE = "import duckdb,sys; c=duckdb.connect(sys.argv[1], read_only=True); print(
 GROUP_BY = "SELECT outcome, count(*) FROM runs GROUP BY outcome"
 
 
+# As installed: pip writes each module's bytecode at install time. With
+# PYTHONDONTWRITEBYTECODE set (as in some sandboxes), every tracekit module is
+# compiled from source on every command (0.03-0.1 s); --no-bytecode measures that.
+_ENV = dict(os.environ)
+
+
 def cpu_of(argv: list[str], path: Path) -> float:
     """The child's CPU seconds (user + system)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = {**os.environ, "PYTHONPATH": str(path)}
+    env = {**_ENV, "PYTHONPATH": str(path)}
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -74,7 +80,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--baseline", type=Path)
     parser.add_argument("--db", type=Path, help="an existing store (default: build --runs)")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="compile every module on every start"
+    )
     args = parser.parse_args()
+    if not args.no_bytecode:
+        _ENV.pop("PYTHONDONTWRITEBYTECODE", None)
     db = args.db or store(args.runs)
     cases = []
     for q, sql, _ in QUERIES[:2]:
@@ -93,6 +104,11 @@ def main() -> None:
     sides = {"this": HERE} | ({"main": args.baseline} if args.baseline else {})
     runs = duckdb_count(db)
     print(f"{runs:,} runs ({db.name}), median CPU s of {args.repeat} fresh processes")
+    for path in sides.values():  # bytecode written (unless --no-bytecode), files cached
+        cpu_of([str(TRACEKIT), *cases[0][1], "--db", str(db)], path)
+        cpu_of([str(TRACEKIT), "fleet", "--db", str(db)], path)
+    bytecode = "compiled on every start" if args.no_bytecode else "bytecode cached, as installed"
+    print(f"  ({bytecode})")
     print(f"  {'command':44} {'bare SQL':>9} " + " ".join(f"{s:>9} {s + '/SQL':>9}" for s in sides))
     for name, command, sql in cases:
         times: dict[str, list[float]] = {"sql": [], **{s: [] for s in sides}}
