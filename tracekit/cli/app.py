@@ -81,9 +81,6 @@ def _use_color(mode: ColorMode) -> bool:
     return use_color(mode.value)
 
 
-_print_view = print_view
-
-
 ServerOption = Annotated[
     str | None,
     typer.Option(
@@ -94,8 +91,6 @@ ServerOption = Annotated[
 ]
 
 
-# A reader that finds an ingest running waits for it this long (seconds) by default.
-_DEFAULT_WAIT = DEFAULT_WAIT
 WaitOption = Annotated[
     float,
     typer.Option(
@@ -152,7 +147,7 @@ def tree_command(
             help="Read the run from this store: the argument is then a RUN_ID.",
         ),
     ] = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     fold: Annotated[
         bool | None,
         typer.Option(
@@ -196,7 +191,7 @@ def tree_command(
             expand=expand or (),
             server=server,
         )
-        _print_view(view.stdout, view.stderr)
+        print_view(view.stdout, view.stderr)
         return
     from tracekit.cli.tree import print_tree
 
@@ -259,7 +254,7 @@ def diff_command(
             "--rare", metavar="SHARE", help="With --against-fleet: rare below this share of runs."
         ),
     ] = "5%",
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Compare two runs: the calls added, removed, changed status or slower.
 
@@ -274,7 +269,7 @@ def diff_command(
     if against_fleet:
         if db is None or run_b is not None:
             raise typer.BadParameter("--against-fleet takes one RUN and --db STORE")
-        _print_view(against_fleet_view(run_a, db=db, rare_below=rare, fmt=fmt, wait=wait), [])
+        print_view(against_fleet_view(run_a, db=db, rare_below=rare, fmt=fmt, wait=wait), [])
         return
     if run_b is None:
         raise typer.BadParameter("give two runs to compare (or --against-fleet --db STORE)")
@@ -292,7 +287,7 @@ def diff_command(
         color=not no_color and _use_color(color),
         wait=wait,
     )
-    _print_view(view.stdout, [])
+    print_view(view.stdout, [])
 
 
 # --- ingest, runs, rejects, sql, simulate -------------------------------------
@@ -542,7 +537,7 @@ def runs_command(
         typer.Option("--session", metavar="ID", help="Only the runs of this session."),
     ] = None,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """List root runs, newest first."""
@@ -566,7 +561,7 @@ def session_command(
         typer.Option("--format", help="table (a header, a line a run), json or csv."),
     ] = TableFormat.table,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Show a session: its runs in order of start, each with outcome, duration, tokens."""
     from tracekit.cli.session import session_view
@@ -581,7 +576,7 @@ def rejects_command(
         int, typer.Option("--limit", min=0, metavar="N", help="At most this many lines.")
     ] = 100,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
     from tracekit.cli.remote import open_reader
@@ -598,7 +593,7 @@ def sql_command(
     query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
@@ -630,7 +625,7 @@ def find_command(
     limit: Annotated[
         int, typer.Option("--limit", min=0, metavar="N", help="At most this many rows.")
     ] = 50,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Find runs by delegation structure: who delegated to whom, and how it ended."""
     from tracekit.cli.find import print_find
@@ -707,7 +702,7 @@ def export_command(
         str, typer.Option("--to", metavar="DIR", help="The lake folder (created if missing).")
     ],
     db: _FleetDb = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     writer: Annotated[
         str | None,
         typer.Option(
@@ -746,7 +741,7 @@ def fleet_command(
     color: Annotated[
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
     lake: Annotated[
         str | None,
@@ -812,7 +807,7 @@ def dashboard_command(
     since: _Since = None,
     service: _Service = None,
     agent: _Agent = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""

@@ -44,7 +44,7 @@ TREE_FORMATS: Final = ("text", "json")
 FLEET_FORMATS: Final = ("table", "json")
 COLORS: Final = ("auto", "always", "never")
 TABLE_FORMATS: Final = ("table", "json", "csv")
-#: Seconds a reader waits for a writer of the store, unless --wait says otherwise.
+#: Seconds a reader that finds an ingest running waits for it, unless --wait says otherwise.
 DEFAULT_WAIT: Final = 10.0
 
 _CHOICES: Final = {"--format": ("fmt", TREE_FORMATS), "--color": ("color", COLORS)}
