@@ -144,3 +144,56 @@ def test_the_doc_examples_print_what_the_doc_shows(tmp_path: Path) -> None:
             timeout=120,
         )
         assert done.stdout.splitlines() == shown, command
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["find", "front >> *"],
+        ["find", "front >> *", "--json"],
+        ["find", "--runs", "front >> *", "--csv", "--limit", "1"],
+        ["find", "front > * ~> *", "--format", "csv", "--json", "--wait", "0.5"],
+        ["find", "* >> *[status=error]", "--limit", "0", "--format", "table", "--limit", "2"],
+        ["find", "nosuch", "--format", "json"],
+    ],
+)
+def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str], db: Path) -> None:
+    # The console script runs these without typer (tracekit.cli.quick); typer's runner must agree.
+    from typer.testing import CliRunner
+
+    from tracekit.cli.app import app
+    from tracekit.cli.quick import quick_find_args
+
+    argv = [*argv, "--db", str(db)]
+    assert quick_find_args(argv) is not None
+    env = {"NO_COLOR": "1", "COLUMNS": "100"}
+    typer_run = CliRunner().invoke(app, argv, env=env)
+    script = subprocess.run(
+        [TRACEKIT, *argv], capture_output=True, text=True, env={**os.environ, **env}
+    )
+    assert (script.returncode, script.stdout, script.stderr) == (
+        typer_run.exit_code,
+        typer_run.stdout,
+        typer_run.stderr,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["find"],
+        ["find", "--help"],
+        ["find", "a", "b"],
+        ["find", "a", "--limit", "-1"],
+        ["find", "a", "--limit=3"],
+        ["find", "a", "--wait", "1e3"],
+        ["find", "a", "--format", "yaml"],
+        ["find", "-a"],
+        ["find", "a", "--db"],
+        ["find", "a", "--bogus"],
+    ],
+)
+def test_other_command_lines_go_to_typer(argv: list[str]) -> None:
+    from tracekit.cli.quick import quick_find_args
+
+    assert quick_find_args(argv) is None

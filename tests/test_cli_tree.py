@@ -229,7 +229,7 @@ def test_plain_command_lines_print_what_typer_parsing_prints(argv: list[str]) ->
     # The console script reads these without typer (tracekit.cli.quick); typer's runner must agree.
     from typer.testing import CliRunner
 
-    from tracekit.cli import app
+    from tracekit.cli.app import app
 
     assert quick_tree_args(argv) is not None
     typer_run = CliRunner().invoke(app, argv, env={"NO_COLOR": "1"})

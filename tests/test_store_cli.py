@@ -170,7 +170,7 @@ def _tree(*args: str) -> str:
     """``tracekit tree`` run in process (the subprocess tests above cover the script)."""
     from typer.testing import CliRunner
 
-    from tracekit.cli import app
+    from tracekit.cli.app import app
 
     return CliRunner().invoke(app, ["tree", *args, "--color", "never"]).stdout
 

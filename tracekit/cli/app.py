@@ -1,16 +1,14 @@
 """The ``tracekit`` command. Each command is a thin wrapper over a library call.
 
-This is the only module that imports typer. It catches :class:`TracekitError`
-alone: the user gets ``Error: ...`` and what to do next, and exit code 2; any
-other exception is a bug and keeps its traceback.
+This is the only module that imports typer; the plainest command lines run
+before it is imported (:mod:`tracekit.cli.entry`). It catches
+:class:`TracekitError` alone: the user gets ``Error: ...`` and what to do
+next, and exit code 2; any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import enum
-import os
-import shutil
-import signal
 import sys
 from typing import Annotated, Any
 
@@ -19,9 +17,9 @@ import typer
 from tracekit._util.text import plural
 from tracekit._version import __version__
 from tracekit.cli.help import PlainCommand, PlainGroup
-from tracekit.cli.interrupt import leave_on_signals
-from tracekit.cli.quick import quick_fleet_args, quick_tree_args
-from tracekit.errors import IngestInterrupted, LakeError, TracekitError
+from tracekit.cli.output import emit, fail, print_view, use_color
+from tracekit.cli.quick import DEFAULT_WAIT
+from tracekit.errors import TracekitError
 
 # Each command imports what it uses when it runs: `tracekit fleet` never loads
 # the readers, the simulator or pandas (an import is most of a short command's time).
@@ -80,21 +78,7 @@ class ColorMode(enum.StrEnum):
 
 
 def _use_color(mode: ColorMode) -> bool:
-    if mode is ColorMode.auto:
-        return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-    return mode is ColorMode.always
-
-
-def _print_view(stdout: str, stderr: list[str]) -> None:
-    """Write the output, then the notes; a closed pipe (``| head``) is not an error."""
-    try:
-        if stdout:
-            sys.stdout.write(stdout + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    for line in stderr:
-        print(line, file=sys.stderr)
+    return use_color(mode.value)
 
 
 ServerOption = Annotated[
@@ -107,8 +91,6 @@ ServerOption = Annotated[
 ]
 
 
-# A reader that finds an ingest running waits for it this long (seconds) by default.
-_DEFAULT_WAIT = 10.0
 WaitOption = Annotated[
     float,
     typer.Option(
@@ -165,7 +147,7 @@ def tree_command(
             help="Read the run from this store: the argument is then a RUN_ID.",
         ),
     ] = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     fold: Annotated[
         bool | None,
         typer.Option(
@@ -209,44 +191,13 @@ def tree_command(
             expand=expand or (),
             server=server,
         )
-        _print_view(view.stdout, view.stderr)
+        print_view(view.stdout, view.stderr)
         return
-    _tree(
+    from tracekit.cli.tree import print_tree
+
+    print_tree(
         file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or []
     )
-
-
-def _tree(
-    file: str,
-    run: str | None,
-    fmt: str,
-    color: str,
-    max_depth: int | None,
-    errors: bool,
-    strict: bool,
-    show: tuple[str, ...] = (),
-    fold: bool | None = None,
-    expand: list[str] | None = None,
-) -> None:
-    """The tree of a trace file, printed: what `tracekit tree FILE` does, however parsed."""
-    from tracekit.cli.tree import tree_view
-
-    _HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
-    view = tree_view(
-        file,
-        run_id=run,
-        fmt=fmt,
-        max_depth=max_depth,
-        errors_only=errors,
-        color=_use_color(ColorMode(color)),
-        strict=strict,
-        show=show,
-        hold=_HELD,  # freed by the process's end, not object by object
-        fold=fold,
-        expand=expand or (),
-    )
-    _print_view(view.stdout, view.stderr)
-    _FAST_EXIT.append(0)
 
 
 # --- diff ---------------------------------------------------------------------
@@ -303,7 +254,7 @@ def diff_command(
             "--rare", metavar="SHARE", help="With --against-fleet: rare below this share of runs."
         ),
     ] = "5%",
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Compare two runs: the calls added, removed, changed status or slower.
 
@@ -318,7 +269,7 @@ def diff_command(
     if against_fleet:
         if db is None or run_b is not None:
             raise typer.BadParameter("--against-fleet takes one RUN and --db STORE")
-        _print_view(against_fleet_view(run_a, db=db, rare_below=rare, fmt=fmt, wait=wait), [])
+        print_view(against_fleet_view(run_a, db=db, rare_below=rare, fmt=fmt, wait=wait), [])
         return
     if run_b is None:
         raise typer.BadParameter("give two runs to compare (or --against-fleet --db STORE)")
@@ -336,15 +287,7 @@ def diff_command(
         color=not no_color and _use_color(color),
         wait=wait,
     )
-    _print_view(view.stdout, [])
-
-
-# A command whose work is done and whose output is flushed may ask main() to
-# end the process at once: tearing down a million-record forest object by
-# object took 0.25 s of a 3.3 s `tracekit tree` (BENCHMARKS.md). Only main()
-# (the console script) acts on it; in-process callers (CliRunner) never exit.
-_FAST_EXIT: list[int] = []
-_HELD: list[object] = []
+    print_view(view.stdout, [])
 
 
 # --- ingest, runs, rejects, sql, simulate -------------------------------------
@@ -595,7 +538,7 @@ def runs_command(
         typer.Option("--session", metavar="ID", help="Only the runs of this session."),
     ] = None,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """List root runs, newest first."""
@@ -619,7 +562,7 @@ def session_command(
         typer.Option("--format", help="table (a header, a line a run), json or csv."),
     ] = TableFormat.table,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Show a session: its runs in order of start, each with outcome, duration, tokens."""
     from tracekit.cli.session import session_view
@@ -634,7 +577,7 @@ def rejects_command(
         int, typer.Option("--limit", min=0, metavar="N", help="At most this many lines.")
     ] = 100,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
     from tracekit.cli.remote import open_reader
@@ -651,7 +594,7 @@ def sql_command(
     query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
     db: DbOption = None,
     format: FormatOption = TableFormat.table,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
@@ -683,34 +626,17 @@ def find_command(
     limit: Annotated[
         int, typer.Option("--limit", min=0, metavar="N", help="At most this many rows.")
     ] = 50,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
 ) -> None:
     """Find runs by delegation structure: who delegated to whom, and how it ended."""
-    from tracekit.cli.find import find_frame, find_notes
-    from tracekit.cli.remote import open_reader
+    from tracekit.cli.find import print_find
 
     fmt = TableFormat.json if json_ else TableFormat.csv if csv_ else format
-    with open_reader(db, None, wait) as store:
-        found = store.find(query, limit=limit)
-    _emit(find_frame(found, fmt.value, runs=runs), fmt)
-    _print_view("", find_notes(found, runs=runs))
+    print_find(query, db, runs=runs, fmt=fmt.value, limit=limit, wait=wait)
 
 
 def _emit(df: Any, format: TableFormat) -> None:
-    from tracekit.cli.tables import fit, render
-
-    if df.empty and format is TableFormat.table:
-        print("(no rows)", file=sys.stderr)
-        return
-    if format is not TableFormat.table:  # JSON and CSV keep every column and character
-        _print_view(render(df, format.value), [])
-        return
-    # A table fits the terminal ($COLUMNS, else 80 off a terminal): the columns
-    # that do not fit are named on stderr, and --format csv or json has them.
-    width = shutil.get_terminal_size().columns
-    shown, hidden = fit(df, width)
-    note = [f"not shown at this width: {', '.join(hidden)} (--format csv or json has them)"]
-    _print_view(render(shown, "table", width=width), note if hidden else [])
+    emit(df, format.value)
 
 
 def _clean(text: str) -> str:
@@ -777,7 +703,7 @@ def export_command(
         str, typer.Option("--to", metavar="DIR", help="The lake folder (created if missing).")
     ],
     db: _FleetDb = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     writer: Annotated[
         str | None,
         typer.Option(
@@ -816,7 +742,7 @@ def fleet_command(
     color: Annotated[
         ColorMode, typer.Option("--color", help="Colour the tables; auto honours NO_COLOR.")
     ] = ColorMode.auto,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
     lake: Annotated[
         str | None,
@@ -853,7 +779,9 @@ def fleet_command(
     With --since, each share is compared with the window of the same length just before.
     With --lake, the same report from an exported lake, on DuckDB or on Spark.
     """
-    _fleet(
+    from tracekit.cli.fleet import print_fleet
+
+    print_fleet(
         db,
         since,
         service,
@@ -871,48 +799,6 @@ def fleet_command(
     )
 
 
-def _fleet(
-    db: str | None,
-    since: str | None,
-    service: str | None,
-    agent: str | None,
-    fmt: str,
-    color: str,
-    wait: float = _DEFAULT_WAIT,
-    server: str | None = None,
-    *,
-    lake: str | None = None,
-    engine: str = "duckdb",
-    remote: str | None = None,
-    percentiles: str = "exact",
-    limit: int = 50,
-    offset: int = 0,
-) -> None:
-    """The fleet report, printed: what `tracekit fleet` does, however parsed."""
-    from tracekit.cli.fleet import fleet_text
-
-    if lake is None and (remote is not None or engine != "duckdb"):
-        raise LakeError("--engine and --remote read a lake", hint="Add --lake DIR.")
-    text = fleet_text(
-        db,
-        since=since,
-        service=service,
-        agent=agent,
-        fmt=fmt,
-        color=_use_color(ColorMode(color)),
-        wait=wait,
-        server=server,
-        lake=lake,
-        engine=engine,
-        remote=remote,
-        percentiles=percentiles,
-        limit=limit,
-        offset=offset,
-    )
-    _print_view(text, [])
-    _FAST_EXIT.append(0)  # the store is closed and the output flushed
-
-
 @app.command("dashboard", cls=PlainCommand)
 def dashboard_command(
     out: Annotated[
@@ -922,7 +808,7 @@ def dashboard_command(
     since: _Since = None,
     service: _Service = None,
     agent: _Agent = None,
-    wait: WaitOption = _DEFAULT_WAIT,
+    wait: WaitOption = DEFAULT_WAIT,
     server: ServerOption = None,
 ) -> None:
     """Write the fleet-health dashboard: one HTML file that opens offline in any browser."""
@@ -1013,25 +899,13 @@ def serve_command(
     serve(config, lake=options)
 
 
-def main() -> None:
-    """Run the CLI; turn a TracekitError into one line on stderr and exit 2."""
-    _FAST_EXIT.clear()
-    # Ctrl-C from here raises KeyboardInterrupt, so that what a command holds
-    # is released (tracekit ingest defers it to a safe point instead);
-    # SIGTERM still ends the process at once, with one line.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    leave_on_signals(signal.SIGTERM)
-    tree = quick_tree_args(sys.argv[1:])
-    fleet = quick_fleet_args(sys.argv[1:]) if tree is None else None
+def run_app() -> None:
+    """Run the typer app on ``sys.argv``: what :func:`tracekit.cli.entry.main` does
+    with any command line it does not run itself."""
     try:
-        if tree is not None:  # a plain `tracekit tree FILE ...`: typer's parse is slow
-            _tree(**tree)
-        elif fleet is not None:  # and a plain `tracekit fleet ...` (0.09 s of it)
-            _fleet(**fleet)
-        else:
-            app(standalone_mode=False)
+        app(standalone_mode=False)
     except TracekitError as exc:
-        _fail(exc)
+        fail(exc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
@@ -1044,26 +918,3 @@ def main() -> None:
         else:
             print(f"Error: {exc.format_message()}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    if _FAST_EXIT:
-        _exit_now(_FAST_EXIT[-1])
-
-
-def _exit_now(code: int) -> None:
-    """Flush what was written, then end the process without freeing its objects."""
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):
-        return  # let the normal exit deal with a closed stream
-    os._exit(code)
-
-
-def _fail(exc: TracekitError) -> None:
-    if isinstance(exc, IngestInterrupted):  # asked for: no "Error", the shell's exit code
-        print(str(exc), file=sys.stderr)
-        sys.exit(128 + exc.signum)
-    message = f"Error: {exc}"
-    if exc.hint:
-        message += f"\n{exc.hint}"
-    print(message, file=sys.stderr)
-    sys.exit(2)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from tracekit._util.rows import Rows
 from tracekit._util.text import escape
-from tracekit.cli.rows import Rows
 from tracekit.store.findparse import quote_name
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from tracekit.store.find import FindResult
 
-__all__ = ["find_frame", "find_notes", "formula_safe"]
+__all__ = ["find_frame", "find_notes", "formula_safe", "print_find"]
 
 _FORMULA: Final = ("=", "+", "-", "@", "\t", "\r")
 _PATH_TABLE: Final = ["run_id", "outcome", "path", "statuses", "invocation_ids"]
@@ -32,18 +32,30 @@ _RUN_ADDED: Final = {
 }
 
 
+def print_find(
+    query: str, db: str | None, *, runs: bool, fmt: str, limit: int, wait: float
+) -> None:
+    """``tracekit find``: the paths (or the runs) printed, the counts on stderr."""
+    from tracekit.cli.output import emit, print_view
+    from tracekit.cli.remote import open_reader
+
+    with open_reader(db, None, wait) as store:
+        found = store.find(query, limit=limit)
+    emit(find_frame(found, fmt, runs=runs), fmt)
+    print_view("", find_notes(found, runs=runs))
+
+
 def find_frame(found: FindResult, fmt: str, *, runs: bool) -> Rows:
     """What ``tracekit find`` prints: one row a run (``runs``) or a path, for ``fmt``.
 
-    Built from the result's Arrow tables, without pandas; the rows and columns
-    are those of ``found.runs`` or ``found.to_frame()``.
+    Built from the result's plain rows, without pandas or pyarrow; the rows
+    and columns are those of ``found.runs`` or ``found.to_frame()``.
     """
-    path_table, run_table = found.arrow()
-    run_rows = Rows.from_arrow(run_table)
+    path_rows, run_rows = found.rows()
     if runs:
         frame = run_rows
     else:
-        frame = _with_runs(Rows.from_arrow(path_table), run_rows)
+        frame = _with_runs(path_rows, run_rows)
         if fmt != "json":  # lists as the query language writes them
             for name in ("statuses", "invocation_ids", "agents"):
                 frame = frame.with_column(name, [_joined(v) for v in frame.column(name)], "text")
@@ -103,8 +115,8 @@ def find_notes(found: FindResult, *, runs: bool) -> list[str]:
     """The line on stderr: how many runs and paths matched, and how many are shown."""
     total_runs, total_paths = found.total_runs, found.total_paths
     line = f"{total_runs:,} run{'s' * (total_runs != 1)}, {total_paths:,} path{'s' * (total_paths != 1)}"
-    path_table, run_table = found.arrow()  # (their DataFrames would import pandas)
-    shown, total = (run_table.num_rows, total_runs) if runs else (path_table.num_rows, total_paths)
+    path_rows, run_rows = found.rows()  # (their DataFrames would import pandas)
+    shown, total = (len(run_rows), total_runs) if runs else (len(path_rows), total_paths)
     if shown < total:
         line += f" (the first {shown:,} shown; --limit N for more)"
     return [line, *(escape(note) for note in found.notes)]

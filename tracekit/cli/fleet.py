@@ -30,7 +30,7 @@ from typing import Any
 
 from tracekit.fleet.report import FleetReport
 
-__all__ = ["fleet_json", "fleet_text", "render_fleet"]
+__all__ = ["fleet_json", "fleet_text", "print_fleet", "render_fleet"]
 
 
 def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) -> str:
@@ -93,6 +93,49 @@ def fleet_text(
     if fmt == "json":
         return fleet_json(report)
     return render_fleet(report, width=width or _terminal_width(), color=color)
+
+
+def print_fleet(
+    db: str | None,
+    since: str | None,
+    service: str | None,
+    agent: str | None,
+    fmt: str,
+    color: str,
+    wait: float,
+    server: str | None = None,
+    *,
+    lake: str | None = None,
+    engine: str = "duckdb",
+    remote: str | None = None,
+    percentiles: str = "exact",
+    limit: int = 50,
+    offset: int = 0,
+) -> None:
+    """The fleet report, printed: what ``tracekit fleet`` does, however parsed."""
+    from tracekit.cli.output import FAST_EXIT, print_view, use_color
+    from tracekit.errors import LakeError
+
+    if lake is None and (remote is not None or engine != "duckdb"):
+        raise LakeError("--engine and --remote read a lake", hint="Add --lake DIR.")
+    text = fleet_text(
+        db,
+        since=since,
+        service=service,
+        agent=agent,
+        fmt=fmt,
+        color=use_color(color),
+        wait=wait,
+        server=server,
+        lake=lake,
+        engine=engine,
+        remote=remote,
+        percentiles=percentiles,
+        limit=limit,
+        offset=offset,
+    )
+    print_view(text, [])
+    FAST_EXIT.append(0)  # the store is closed and the output flushed
 
 
 def _terminal_width() -> int:

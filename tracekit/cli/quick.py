@@ -1,4 +1,4 @@
-"""A quick reading of the plainest ``tracekit tree`` and ``tracekit fleet`` command lines, before typer.
+"""A quick reading of the plainest ``tracekit tree``, ``fleet`` and ``find`` command lines, before typer.
 
 typer turns each parameter into a pydantic adapter when it parses a command
 line; on this machine that took 0.15 s of every ``tracekit tree`` (pydantic
@@ -17,19 +17,35 @@ Example:
     {'db': 'f.duckdb', 'since': None, 'service': None, 'agent': None, 'fmt': 'json', 'color': 'auto'}
     >>> quick_fleet_args(["fleet", "--format", "yaml"]) is None
     True
+    >>> quick_find_args(["find", "a >> b", "--db", "f.duckdb", "--runs", "--limit", "5"])
+    {'query': 'a >> b', 'db': 'f.duckdb', 'runs': True, 'fmt': 'table', 'limit': 5, 'wait': 10.0}
+    >>> quick_find_args(["find", "a", "--limit=5"]) is None
+    True
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-__all__ = ["COLORS", "FLEET_FORMATS", "TREE_FORMATS", "quick_fleet_args", "quick_tree_args"]
+__all__ = [
+    "COLORS",
+    "DEFAULT_WAIT",
+    "FLEET_FORMATS",
+    "TABLE_FORMATS",
+    "TREE_FORMATS",
+    "quick_find_args",
+    "quick_fleet_args",
+    "quick_tree_args",
+]
 
 #: The choices of the options that have them, as cli.py's enums list them
 #: (tests/test_cli_tree.py checks that they agree).
 TREE_FORMATS: Final = ("text", "json")
 FLEET_FORMATS: Final = ("table", "json")
 COLORS: Final = ("auto", "always", "never")
+TABLE_FORMATS: Final = ("table", "json", "csv")
+#: Seconds a reader that finds an ingest running waits for it, unless --wait says otherwise.
+DEFAULT_WAIT: Final = 10.0
 
 _CHOICES: Final = {"--format": ("fmt", TREE_FORMATS), "--color": ("color", COLORS)}
 _FLAGS: Final = {"--errors": "errors", "--strict": "strict"}
@@ -107,3 +123,57 @@ def quick_fleet_args(argv: list[str]) -> dict[str, Any] | None:
         else:
             return None
     return args
+
+
+_FIND_FLAGS: Final = {"--runs": "runs", "--json": "json", "--csv": "csv"}
+
+
+def quick_find_args(argv: list[str]) -> dict[str, Any] | None:
+    """The find command's arguments from a plain command line, or None to ask typer.
+
+    One query (not looking like an option), the flags, and options whose
+    values typer would take as they are (``--limit`` digits, ``--wait`` a plain
+    decimal, ``--format`` one of its choices); anything else goes to typer.
+    """
+    if not argv or argv[0] != "find":
+        return None
+    args: dict[str, Any] = {"query": None, "db": None, "runs": False, "fmt": "table"}
+    args |= {"limit": 50, "wait": DEFAULT_WAIT}
+    chosen = {"json": False, "csv": False}
+    words = iter(argv[1:])
+    for word in words:
+        if word in _FIND_FLAGS:
+            flag = _FIND_FLAGS[word]
+            if flag == "runs":
+                args["runs"] = True
+            else:
+                chosen[flag] = True
+        elif word in ("--db", "--format", "--limit", "--wait"):
+            value = next(words, None)
+            if value is None or not _find_value(word, value):
+                return None
+            args[word[2:].replace("format", "fmt")] = _find_typed(word, value)
+        elif not word.startswith("-") and args["query"] is None:
+            args["query"] = word
+        else:
+            return None
+    if chosen["json"] or chosen["csv"]:  # as the command: --json, then --csv, then --format
+        args["fmt"] = "json" if chosen["json"] else "csv"
+    return args if args["query"] is not None else None
+
+
+def _find_value(option: str, value: str) -> bool:
+    if option == "--format":
+        return value in TABLE_FORMATS
+    if option == "--limit":
+        return value.isascii() and value.isdigit() and len(value) < 10
+    if option == "--wait":
+        whole, _, part = value.partition(".")
+        return all(p.isascii() and p.isdigit() and len(p) < 10 for p in (whole, part or "0"))
+    return not value.startswith("-")
+
+
+def _find_typed(option: str, value: str) -> Any:
+    if option == "--limit":
+        return int(value)
+    return float(value) if option == "--wait" else value

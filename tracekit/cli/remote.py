@@ -22,10 +22,15 @@ def server_url(db: str | None, server: str | None) -> str | None:
     """``server`` if given, else the URL of a running server that holds ``db``, else None."""
     if server:
         return server
-    from tracekit.server.client import server_for
+    from tracekit.server.config import sidecar_path
     from tracekit.store.db import default_path
 
-    return server_for(Path(db) if db is not None else default_path())
+    path = Path(db) if db is not None else default_path()
+    if not sidecar_path(path).exists():  # no server says it holds the store: no HTTP client
+        return None
+    from tracekit.server.client import server_for
+
+    return server_for(path)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
 
-__all__ = ["TreeView", "render_forest", "store_tree_view", "tree_view"]
+__all__ = ["TreeView", "print_tree", "render_forest", "store_tree_view", "tree_view"]
 
 
 class TreeView(NamedTuple):
@@ -27,6 +27,39 @@ class TreeView(NamedTuple):
 
     stdout: str
     stderr: list[str]
+
+
+def print_tree(
+    file: str,
+    run: str | None,
+    fmt: str,
+    color: str,
+    max_depth: int | None,
+    errors: bool,
+    strict: bool,
+    show: tuple[str, ...] = (),
+    fold: bool | None = None,
+    expand: list[str] | None = None,
+) -> None:
+    """The tree of a trace file, printed: what ``tracekit tree FILE`` does, however parsed."""
+    from tracekit.cli.output import FAST_EXIT, HELD, print_view, use_color
+
+    HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
+    view = tree_view(
+        file,
+        run_id=run,
+        fmt=fmt,
+        max_depth=max_depth,
+        errors_only=errors,
+        color=use_color(color),
+        strict=strict,
+        show=show,
+        hold=HELD,  # freed by the process's end, not object by object
+        fold=fold,
+        expand=expand or (),
+    )
+    print_view(view.stdout, view.stderr)
+    FAST_EXIT.append(0)
 
 
 def render_forest(

@@ -88,12 +88,12 @@ def _first_line(exc: Exception) -> str:
 
 
 def _version(con: duckdb.DuckDBPyConnection) -> int:
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'"
-    ).fetchall()[0]
-    if not exists or not exists[0]:
+    # Asked directly: listing the catalog first (duckdb_tables()) cost every
+    # read command ~10 ms of CPU on a 200,000-run store.
+    try:
+        row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
+    except duckdb.CatalogException:  # a new file: no schema yet
         return 0
-    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     return int(row[0]) if row and row[0] is not None else 0
 
 

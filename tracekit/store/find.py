@@ -13,12 +13,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import duckdb
 
+from tracekit._util.rows import Rows
 from tracekit.store.findparse import Query, parse_query, quote_name
-from tracekit.store.findsql import compile_query
+from tracekit.store.findsql import compile_page
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -26,18 +27,24 @@ if TYPE_CHECKING:
 
 __all__ = ["FindResult", "find"]
 
-_PATH_COLUMNS: Final = ["run_id", "invocation_ids", "agents", "statuses"]
-_RUN_COLUMNS: Final = ["run_id", "service", "agent", "outcome", "status", "start_at", "duration_ms"]
+_PATH_COLUMNS: Final = ["run_id", "path", "invocation_ids", "agents", "statuses"]
+_RUN_COLUMNS: Final = [
+    "run_id",
+    "service",
+    "agent",
+    "outcome",
+    "status",
+    "start_at",
+    "duration_ms",
+    "paths",
+]
 
-# The match with its run, oldest run first: one statement; the runs are
-# gathered from it in Arrow (their rows are together, in order).
-_RESULT: Final = """
-WITH m AS ({match})
-SELECT m.run_id, m.invocation_ids, m.agents, m.statuses, r.service, r.agent, r.outcome,
-    r.status, r.start_at, r.duration_ms
-FROM m JOIN runs r ON r.run_id = m.run_id
-ORDER BY r.start_ms NULLS LAST, m.run_id, m.invocation_ids
-"""
+
+class _Fetched(NamedTuple):
+    """A table as DuckDB gave it: plain values, and each column's DuckDB type."""
+
+    rows: Rows
+    types: list[str]
 
 
 class FindResult:
@@ -58,15 +65,16 @@ class FindResult:
             that is in no run, with the nearest names that are.
 
     ``paths`` and ``runs`` are pandas DataFrames, made (and pandas imported)
-    on first use; :meth:`arrow` gives the same two tables as Arrow, which is
-    what ``tracekit find`` prints from, without pandas.
+    on first use; :meth:`arrow` gives the same two tables as Arrow, and
+    :meth:`rows` as plain columns, which is what ``tracekit find`` prints
+    from, with neither pandas nor pyarrow.
     """
 
     def __init__(
         self,
         query: str,
-        paths: pd.DataFrame | pa.Table,
-        runs: pd.DataFrame | pa.Table,
+        paths: pd.DataFrame | pa.Table | _Fetched,
+        runs: pd.DataFrame | pa.Table | _Fetched,
         total_paths: int,
         total_runs: int,
         notes: tuple[str, ...] = (),
@@ -83,7 +91,7 @@ class FindResult:
         )
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(self._paths.rows if isinstance(self._paths, _Fetched) else self._paths)
 
     @property
     def paths(self) -> pd.DataFrame:
@@ -101,6 +109,10 @@ class FindResult:
         """The paths and the runs as Arrow tables, in the DataFrames' columns and order."""
         return _table(self._paths), _table(self._runs)
 
+    def rows(self) -> tuple[Rows, Rows]:
+        """The paths and the runs as plain columns (no pandas; no pyarrow for a store's answer)."""
+        return _rows(self._paths), _rows(self._runs)
+
     def to_frame(self) -> pd.DataFrame:
         """One row a path, with its run's service, root agent, outcome and start."""
         runs = self.runs[["run_id", "service", "agent", "outcome", "start_at"]]
@@ -108,86 +120,84 @@ class FindResult:
         return self.paths.merge(runs, on="run_id", how="left", sort=False)
 
 
-def _frame(data: pd.DataFrame | pa.Table) -> pd.DataFrame:
+def _frame(data: pd.DataFrame | pa.Table | _Fetched) -> pd.DataFrame:
     import pyarrow as pa
 
+    if isinstance(data, _Fetched):
+        data = _table(data)
     return data.to_pandas() if isinstance(data, pa.Table) else data
 
 
-def _table(data: pd.DataFrame | pa.Table) -> pa.Table:
+def _table(data: pd.DataFrame | pa.Table | _Fetched) -> pa.Table:
     import pyarrow as pa
 
+    if isinstance(data, _Fetched):
+        fields = [
+            pa.field(n, _arrow_type(t)) for n, t in zip(data.rows.names, data.types, strict=True)
+        ]
+        return pa.table(data.rows.columns, schema=pa.schema(fields))
     return data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+
+
+def _arrow_type(duckdb_type: str) -> pa.DataType:
+    """The Arrow type DuckDB gives a column of this type (the ones a result has)."""
+    import pyarrow as pa
+
+    if duckdb_type.endswith("[]"):
+        return pa.list_(pa.field("l", _arrow_type(duckdb_type[:-2])))
+    return {
+        "VARCHAR": pa.string(),
+        "TIMESTAMP": pa.timestamp("us"),
+        "DOUBLE": pa.float64(),
+        "BIGINT": pa.int64(),
+    }[duckdb_type]
+
+
+def _rows(data: pd.DataFrame | pa.Table | _Fetched) -> Rows:
+    return data.rows if isinstance(data, _Fetched) else Rows.from_arrow(_table(data))
 
 
 def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None) -> FindResult:
     """Parse ``text``, run it on the store, and gather the paths and runs.
 
     ``limit`` keeps the first paths and runs (oldest run first); the totals
-    count them all. The result holds Arrow tables: pandas is imported only
-    when its ``paths``, ``runs`` or ``to_frame()`` is asked for.
+    count them all. One statement gives the page and the totals, fetched as
+    plain rows: pandas and pyarrow are imported only when the result's
+    ``paths``, ``runs``, ``to_frame()`` or ``arrow()`` is asked for.
 
     Raises:
         FindSyntaxError: the query does not parse (it names the column).
     """
     query = parse_query(text)
-    sql, params = compile_query(query)
-    # through Arrow: DuckDB's own DataFrame of list columns costs twice as much
-    table = con.sql(_RESULT.format(match=sql), params=params).to_arrow_table()
-    shown = table.num_rows if limit is None else limit
-    paths = table.slice(0, shown).select(_PATH_COLUMNS)
-    texts = _path_texts(query, paths["agents"].to_pylist())
-    paths = paths.add_column(1, "path", _strings(texts))
-    runs, total_runs = _runs_of(table, shown)
-    notes = _unknown_agents(con, query) if not table.num_rows else ()
-    return FindResult(str(query), paths, runs, table.num_rows, total_runs, notes)
+    sql, params = compile_page(query, limit)
+    relation = con.sql(sql, params=params)
+    types = [str(t) for t in relation.types][2:]  # after part and n
+    parts: dict[int, list[tuple[Any, ...]]] = {0: [], 1: []}
+    total_paths = total_runs = 0
+    for row in relation.fetchall():
+        if row[0] == 2:
+            total_paths, total_runs = row[1], row[-1]
+        else:
+            parts[row[0]].append(row[2:])
+    paths = _paths_of(query, parts[0], types)
+    runs = _runs_of(parts[1], types)
+    notes = _unknown_agents(con, query) if not total_paths else ()
+    return FindResult(str(query), paths, runs, total_paths, total_runs, notes)
 
 
-def _runs_of(table: pa.Table, shown: int) -> tuple[pa.Table, int]:
-    """The first ``shown`` distinct runs of ``table`` (their rows are together), with path counts."""
-    import pyarrow as pa
-
-    # plain Python over the run ids: pyarrow.compute alone costs more to import
-    ids = table["run_id"].to_pylist()
-    firsts: list[int] = []
-    counts: list[int] = []
-    previous = object()
-    for i, run_id in enumerate(ids):
-        if run_id != previous:
-            firsts.append(i)
-            counts.append(0)
-            previous = run_id
-        counts[-1] += 1
-    keep = firsts[:shown]
-    # Table.take imports pyarrow.compute, pa.array pandas: one-row slices instead
-    runs = table.select(_RUN_COLUMNS)
-    picked = pa.concat_tables([runs.slice(i, 1) for i in keep]) if keep else runs.slice(0, 0)
-    return picked.append_column("paths", _int64s(counts[:shown])), len(firsts)
+def _paths_of(query: Query, rows: list[tuple[Any, ...]], types: list[str]) -> _Fetched:
+    """The page's paths: run id, the path as the query writes it, the three lists."""
+    texts = _path_texts(query, [row[2] for row in rows])
+    table = [(row[0], text, *row[1:4]) for row, text in zip(rows, texts, strict=True)]
+    kinds = [types[0], "VARCHAR", *types[1:4]]
+    return _Fetched(Rows.from_fetched(_PATH_COLUMNS, kinds, table), kinds)
 
 
-def _int64s(values: list[int]) -> pa.Array:
-    """An Arrow int64 array of ``values`` (``pa.array`` would import pandas)."""
-    import array
-
-    import pyarrow as pa
-
-    return pa.Array.from_buffers(
-        pa.int64(), len(values), [None, pa.py_buffer(array.array("q", values))]
-    )
-
-
-def _strings(values: list[str]) -> pa.Array:
-    """An Arrow string array of ``values`` (``pa.array`` would import pandas)."""
-    import array
-
-    import pyarrow as pa
-
-    data = [v.encode() for v in values]
-    offsets = array.array("i", [0])
-    for item in data:
-        offsets.append(offsets[-1] + len(item))
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
-    return pa.Array.from_buffers(pa.string(), len(values), buffers)
+def _runs_of(rows: list[tuple[Any, ...]], types: list[str]) -> _Fetched:
+    """The page's runs: the run's columns and the paths matched in it."""
+    table = [(row[0], *row[4:]) for row in rows]
+    kinds = [types[0], *types[4:]]
+    return _Fetched(Rows.from_fetched(_RUN_COLUMNS, kinds, table), kinds)
 
 
 def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, ...]:

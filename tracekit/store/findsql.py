@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from tracekit.store.findparse import Pred, Query, Step
 
-__all__ = ["compile_query"]
+__all__ = ["compile_page", "compile_query"]
 
 # predicate field -> column of invocations (alias i), of runs (alias r) or None
 _INV: Final = {
@@ -66,6 +66,77 @@ def compile_query(query: Query) -> tuple[str, dict[str, Any]]:
         True
     """
     params = _Params()
+    steps = range(len(query.steps))
+    lists = ", ".join(
+        f"[{', '.join(f's{i}.{column}' for i in steps)}] AS {name}"
+        for column, name in (("inv", "invocation_ids"), ("agent", "agents"), ("status", "statuses"))
+    )
+    return _match_sql(query, f"s0.root AS run_id, {lists}", params), params.values
+
+
+def compile_page(query: Query, limit: int | None) -> tuple[str, dict[str, Any]]:
+    """One statement for a page of the answer: the first ``limit`` paths and runs, and the totals.
+
+    Its rows (``part``, ``n``, ``run_id``, the three lists, the run's columns,
+    ``paths``): the paths, oldest run first (part 0), then the runs with the
+    paths matched in each (part 1), then the totals (part 2: paths in ``n``,
+    runs in ``paths``). The match is joined to ``runs`` once and kept; the
+    lists are built for the page's rows only (``limit`` None: every row).
+
+    Example:
+        >>> from tracekit.store.findparse import parse_query
+        >>> sql, params = compile_page(parse_query("billing > refunds"), 50)
+        >>> sql.count(" LIMIT 50"), params
+        (2, {'p0': 'billing', 'p1': 'billing', 'p2': 'refunds'})
+    """
+    params = _Params()
+    steps = range(len(query.steps))
+    flat = ", ".join(f"s{i}.inv AS i{i}, s{i}.agent AS a{i}, s{i}.status AS t{i}" for i in steps)
+    match = _match_sql(query, f"s0.root AS run_id, {flat}", params)
+    ids = ", ".join(f"i{i}" for i in steps)
+    lists = ", ".join(
+        "[" + ", ".join(f"{prefix}{i}" for i in steps) + "]" for prefix in ("i", "a", "t")
+    )
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    sql = _PAGE.format(match=match, ids=ids, lists=lists, cut=cut)
+    return sql, params.values
+
+
+# The match with its runs' columns, kept (read three times); the first paths
+# and runs in the order of their runs' starts (a LIMIT lets DuckDB keep the top
+# rows instead of sorting them all), then one row of the totals (part 2:
+# total paths in ``n``, total runs in ``paths``). A union keeps no order: ``n``.
+_RUN_COLUMNS: Final = ("service", "agent", "outcome", "status", "start_at", "duration_ms")
+_COLUMNS: Final = ", ".join(_RUN_COLUMNS)
+_NULLS: Final = ", ".join(["NULL"] * len(_RUN_COLUMNS))
+_ANY: Final = ", ".join(f"any_value({c}) AS {c}" for c in _RUN_COLUMNS)
+_PAGE: Final = f"""
+WITH m AS ({{match}}),
+j AS MATERIALIZED (
+    SELECT m.*, r.start_ms, {", ".join(f"r.{c}" for c in _RUN_COLUMNS)}
+    FROM m JOIN runs r ON r.run_id = m.run_id
+),
+g AS MATERIALIZED (
+    SELECT run_id, any_value(start_ms) AS start_ms, {_ANY}, count(*) AS paths
+    FROM j GROUP BY run_id
+),
+p AS (SELECT * FROM j ORDER BY start_ms NULLS LAST, run_id, {{ids}}{{cut}}),
+q AS (SELECT * FROM g ORDER BY start_ms NULLS LAST, run_id{{cut}})
+SELECT 0 AS part, row_number() OVER (ORDER BY start_ms NULLS LAST, run_id, {{ids}}) AS n,
+    run_id, {{lists}}, {_COLUMNS}, NULL::BIGINT AS paths
+FROM p
+UNION ALL
+SELECT 1, row_number() OVER (ORDER BY start_ms NULLS LAST, run_id), run_id, NULL, NULL, NULL,
+    {_COLUMNS}, paths
+FROM q
+UNION ALL
+SELECT 2, (SELECT count(*) FROM j), NULL, NULL, NULL, NULL, {_NULLS}, (SELECT count(*) FROM g)
+ORDER BY part, n
+"""
+
+
+def _match_sql(query: Query, columns: str, params: _Params) -> str:
+    """The statement of one row a matching path, with these ``columns`` of the steps ``s0``..."""
     ctes = [
         f"s{i} AS ({_step_sql(step, i, query.edges[i - 1] if i else None, params)})"
         for i, step in enumerate(query.steps)
@@ -78,13 +149,7 @@ def compile_query(query: Query) -> tuple[str, dict[str, Any]]:
             handoffs = f" AND c{i}.handoffs" if edge == "~>>" else ""
             joins.append(f"JOIN closure c{i} ON c{i}.ancestor = s{i - 1}.node{handoffs}")
             joins.append(f"JOIN s{i} ON s{i}.node = c{i}.descendant")
-    steps = range(len(query.steps))
-    lists = ", ".join(
-        f"[{', '.join(f's{i}.{column}' for i in steps)}] AS {name}"
-        for column, name in (("inv", "invocation_ids"), ("agent", "agents"), ("status", "statuses"))
-    )
-    sql = f"WITH {', '.join(ctes)}\nSELECT s0.root AS run_id, {lists}\n" + "\n".join(joins)
-    return sql, params.values
+    return f"WITH {', '.join(ctes)}\nSELECT {columns}\n" + "\n".join(joins)
 
 
 def _step_sql(step: Step, index: int, edge: str | None, params: _Params) -> str:

@@ -1,27 +1,45 @@
-"""Columns of plain Python values from an Arrow table: what ``tracekit find`` prints, without pandas.
+"""Columns of plain Python values: what ``tracekit find`` prints, without pandas or pyarrow.
 
-Importing pandas costs a short command most of its time. :class:`Rows` holds
-what a DataFrame of the same Arrow table would hold, converted as pandas
-converts it (an integer column with a null becomes floats), with each
-column's kind, so that :mod:`tracekit.cli.tables` prints it byte for byte as
-it prints the DataFrame.
+Importing pandas, or pyarrow and numpy, costs a short command most of its
+time. :class:`Rows` holds what a DataFrame of the same query's Arrow table
+would hold, converted as pandas converts it (an integer column with a null
+becomes floats), with each column's kind, so that :mod:`tracekit.cli.tables`
+prints it byte for byte as it prints the DataFrame. It is made from an Arrow
+table, or from DuckDB's rows and column types (no pyarrow at all).
 
 Example:
-    >>> import pyarrow as pa
-    >>> rows = Rows.from_arrow(pa.table({"a": ["x", None], "n": [1, None]}))
+    >>> rows = Rows.from_fetched(["a", "n"], ["VARCHAR", "BIGINT"], [("x", 1), (None, None)])
     >>> rows.kinds, rows.columns
     (['text', 'float'], [['x', None], [1.0, None]])
+    >>> import pyarrow as pa
+    >>> Rows.from_arrow(pa.table({"a": ["x", None], "n": [1, None]})).columns
+    [['x', None], [1.0, None]]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["Rows"]
+
+# DuckDB's column types by the kind of their values (a list type ends in []).
+_DUCKDB_KINDS: Final = {
+    "VARCHAR": "text",
+    "TIMESTAMP": "time",
+    "DOUBLE": "float",
+    "FLOAT": "float",
+    "BIGINT": "int",
+    "INTEGER": "int",
+    "SMALLINT": "int",
+    "TINYINT": "int",
+    "HUGEINT": "int",
+    "UBIGINT": "int",
+    "UINTEGER": "int",
+}
 
 
 class Rows:
@@ -42,6 +60,21 @@ class Rows:
             columns.append(values)
             kinds.append(kind)
         return cls(list(table.column_names), columns, kinds)
+
+    @classmethod
+    def from_fetched(
+        cls, names: list[str], types: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> Rows:
+        """DuckDB's fetched ``rows`` and their columns' ``types`` (``str`` of each type)."""
+        columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] if rows else []
+        columns = columns or [[] for _ in names]
+        kinds = []
+        for i, name in enumerate(types):
+            kind = "list" if name.endswith("[]") else _DUCKDB_KINDS.get(name, "other")
+            if kind == "int" and None in columns[i]:  # as pandas: floats, NaN for null
+                kind, columns[i] = "float", [None if v is None else float(v) for v in columns[i]]
+            kinds.append(kind)
+        return cls(list(names), columns, kinds)
 
     def __len__(self) -> int:
         return len(self.columns[0]) if self.columns else 0
