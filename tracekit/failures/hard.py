@@ -5,7 +5,7 @@ Runs that ended badly or hold a failed or cancelled invocation (the temp table
 invocations (the rules look at no others), and classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
 :func:`~tracekit.store.classify.classify_store` only when it has runs to
-classify: a report on a classified store loads neither the rules nor pandas.
+classify: a report on a classified store loads neither the rules.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any, Final
 
 import duckdb
 import msgspec
-import pandas as pd
+import pyarrow as pa
 
+from tracekit._util.arrow import strings
 from tracekit.events import ErrorInfo
 from tracekit.failures.rules import Call, RunFacts, classify_run, failure_roles
 
@@ -67,7 +68,7 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
         yield RunFacts(run_id, agent, has_end, ok, _error(error), tuple(calls.get(run_id, ())))
 
 
-def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame]:
+def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pa.Table, pa.Table]:
     """Findings (one row a run) and failure roles (one row a failed invocation) of ``_fleet_hard``."""
     findings: list[tuple[Any, ...]] = []
     roles: list[tuple[str, str]] = []
@@ -77,7 +78,10 @@ def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.Data
         findings.append((facts.run_id, f.outcome, f.circle, origin, f.origin_agent, f.origin_code))
         roles.extend(failure_roles(facts.calls).items())
     columns = ["run_id", "outcome", "circle", "origin_invocation_id", "origin_agent", "origin_code"]
-    return (
-        pd.DataFrame(findings, columns=columns, dtype=object),
-        pd.DataFrame(roles, columns=["invocation_id", "role"], dtype=object),
-    )
+    return _table(findings, columns), _table(roles, ["invocation_id", "role"])
+
+
+def _table(rows: list[tuple[Any, ...]], columns: list[str]) -> pa.Table:
+    """String columns from buffers (no pandas: ``pa.array`` would import it)."""
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    return pa.Table.from_arrays([strings(list(v)) for v in values], names=columns)
