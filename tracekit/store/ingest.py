@@ -65,9 +65,6 @@ Progress = Callable[[int], None]
 # Asked for the signal that asks the ingest to stop, 0 while none has.
 Stop = Callable[[], int]
 ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Progress]]
-# The log a long ingest may write before a checkpoint folds it in: bounded,
-# so that a crash's replay and a store's log stay a fraction of the data.
-_CHECKPOINT_EVERY = "1GB"
 _LOST = " the lines before it are stored, the rest of the file is lost"
 
 
@@ -153,7 +150,7 @@ def ingest_paths(
     otlp = _Otlp()
     try:
         since = first_underived(con)
-        with _failures(con, since, asked), _fewer_checkpoints(con):
+        with _failures(con, since, asked):
             with _progress_for(sources, progress) as advance:
                 for source in sources:
                     _check(asked)
@@ -209,25 +206,6 @@ def ingest_records(
         classify_store(con, own_transaction=False)
         mark_derived(con, since)
     return report
-
-
-@contextlib.contextmanager
-def _fewer_checkpoints(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """Let the write-ahead log grow past DuckDB's 16 MB while an ingest's chunks commit.
-
-    Each chunk still commits (what a crash leaves is every committed chunk,
-    replayed from the log on the next open); only the checkpoint that folds
-    the log into the file waits for the end, instead of running at each
-    64 MiB chunk's commit (a third of the commits' CPU at 1M records).
-    """
-    row = con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()
-    before = str(row[0]) if row else "16MB"
-    con.execute(f"SET checkpoint_threshold = '{_CHECKPOINT_EVERY}'")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(duckdb.Error):
-            con.execute(f"SET checkpoint_threshold = '{before}'")
 
 
 class _Stopped(Exception):
