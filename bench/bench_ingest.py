@@ -183,6 +183,51 @@ def recovery(path: Path, work: Path) -> dict[str, float]:
     return out
 
 
+# Columns that say when, not what: they differ between any two ingests.
+_CLOCKS = {"classified_at", "started_at", "finished_at", "applied_at"}
+_TABLES = (
+    "events",
+    "invocations",
+    "steps",
+    "runs",
+    "closure",
+    "rejects",
+    "fleet_calls",
+    "ingest_log",
+)
+
+
+def compare(ours: Path, base: Path) -> str:
+    """Rows only in one store, table by table (EXCEPT ALL both ways, the clock columns aside)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"ATTACH '{ours}' AS a (READ_ONLY)")
+    con.execute(f"ATTACH '{base}' AS b (READ_ONLY)")
+    out = []
+    for table in _TABLES:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = 'a'"
+                " AND table_name = ? ORDER BY column_index",
+                [table],
+            ).fetchall()
+        ]
+        cols = ", ".join(f'"{n}"' for n in names if n not in _CLOCKS)
+        only = [
+            con.execute(
+                f"SELECT count(*) FROM (SELECT {cols} FROM {x}.{table}"
+                f" EXCEPT ALL SELECT {cols} FROM {y}.{table})"
+            ).fetchall()[0][0]
+            for x, y in (("a", "b"), ("b", "a"))
+        ]
+        rows = con.execute(f"SELECT count(*) FROM a.{table}").fetchall()[0][0]
+        out.append(f"{table} {rows:,} rows, {only[0]}/{only[1]} apart")
+    return "; ".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5_000_000)
@@ -190,6 +235,11 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "tracekit-bench")
     parser.add_argument("--no-recovery", action="store_true", help="only the fresh ingest")
     parser.add_argument("--baseline", help="a checkout whose tracekit ingests too, side by side")
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --baseline: check once that both stores hold the same rows, table by table",
+    )
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     path = fleet(args.events, args.dir)
@@ -200,7 +250,7 @@ def main() -> None:
     case_s: dict[str, list[float]] = {"load": [], "derive": [], "duplicates": []}
     loads: list[float] = []
     base_s: list[float] = []
-    base_line = ""
+    base_line = compared = ""
     for _ in range(args.repeat):
         work = Path(tempfile.mkdtemp(dir=args.dir))
         try:
@@ -223,6 +273,8 @@ def main() -> None:
             )
             ours_s.append(s)
             ours_rss.append(rss)
+            if args.baseline and args.compare and not compared:
+                compared = compare(work / "store.duckdb", work / "base.duckdb")
             if not args.no_recovery:
                 for case, seconds in recovery(path, work).items():
                     cases[case].append(seconds / s)
@@ -251,6 +303,8 @@ def main() -> None:
     print(f"  {line}")
     if base_line and base_line != line:
         print(f"  baseline: {base_line}")
+    if compared:
+        print(f"  same rows as the baseline's store (only ours/only theirs): {compared}")
     print(
         "  CPU seconds (user + system), medians: "
         + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())

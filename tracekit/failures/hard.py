@@ -6,7 +6,7 @@ and cancelled invocations and failed steps (the rules look at no others), and
 classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
 :func:`~tracekit.store.classify.classify_store` only when it has runs to
-classify: a report on a classified store loads neither the rules nor pandas.
+classify: a report on a classified store does not load the rules.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from typing import Any, Final
 
 import duckdb
 import msgspec
-import pandas as pd
+import pyarrow as pa
 
+from tracekit._util.arrow import strings
 from tracekit.events import ErrorInfo
 from tracekit.failures.rules import Call, FailedStep, RunFacts, classify_run, failure_roles
 
@@ -106,7 +107,7 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
         )
 
 
-def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.DataFrame]:
+def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pa.Table, pa.Table]:
     """Findings (one row a run) and failure roles (one row a failed invocation) of ``_fleet_hard``."""
     findings: list[tuple[Any, ...]] = []
     roles: list[tuple[str, str]] = []
@@ -125,7 +126,10 @@ def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pd.DataFrame, pd.Data
         "origin_code",
         "origin_step",
     ]
-    return (
-        pd.DataFrame(findings, columns=columns, dtype=object),
-        pd.DataFrame(roles, columns=["invocation_id", "role"], dtype=object),
-    )
+    return _table(findings, columns), _table(roles, ["invocation_id", "role"])
+
+
+def _table(rows: list[tuple[Any, ...]], columns: list[str]) -> pa.Table:
+    """String columns from buffers (no pandas: ``pa.array`` would import it)."""
+    values = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    return pa.Table.from_arrays([strings(list(v)) for v in values], names=columns)

@@ -85,7 +85,7 @@ def classify_lake(con: duckdb.DuckDBPyConnection | SparkLake) -> LakeClassificat
     else:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _fleet_hard AS {_HARD}")
     # The Spark engine answers execute/fetchall as a DuckDB connection does.
-    findings, roles = classify_hard(cast(duckdb.DuckDBPyConnection, con))
+    findings, roles = (t.to_pandas() for t in classify_hard(cast(duckdb.DuckDBPyConnection, con)))
     outcomes: dict[str, Any] = {str(o): int(n) for o, n in con.execute(_PLAIN).fetchall()}
     for outcome, n in findings["outcome"].value_counts().items():
         outcomes[str(outcome)] = outcomes.get(str(outcome), 0) + int(n)

@@ -17,6 +17,7 @@ the store's own, here.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
@@ -115,7 +116,7 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
     row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
     if not row or not row[0]:
         return ClassifyReport()
-    from tracekit.failures.hard import classify_hard  # the rules and pandas: only with work
+    from tracekit.failures.hard import classify_hard  # the rules: only with work
 
     if own_transaction:
         con.execute("BEGIN")
@@ -139,8 +140,9 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
         for name in ("_fleet_findings", "_fleet_roles"):
             con.unregister(name)
     outcomes: dict[str, int] = dict(counts)
-    for outcome, n in findings["outcome"].value_counts().items():
-        outcomes[str(outcome)] = outcomes.get(str(outcome), 0) + int(n)
+    # Most runs first, as pandas' value_counts ordered them.
+    for outcome, n in Counter(findings.column("outcome").to_pylist()).most_common():
+        outcomes[str(outcome)] = outcomes.get(str(outcome), 0) + n
     return ClassifyReport(runs=sum(outcomes.values()), outcomes=outcomes)
 
 

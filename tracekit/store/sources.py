@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 import pyarrow as pa
 
+from tracekit._util.arrow import ints, strings
 from tracekit.intake.lines import Chunk, guarded, split_lines
 
 # Opening is intake's (one opener for tree, ingest and serve); re-exported for the store's callers.
@@ -142,28 +143,6 @@ def text_table(numbers: list[int], items: list[int], texts: list[str], raws: lis
     raw = text if raws is texts else strings(raws)
     keys = ints(np.full(len(texts), -1, dtype=np.int32), np.int32)  # not counted: not plain
     return _split(_table(ints(numbers, np.int64), ints(items, np.int32), text, raw, keys))
-
-
-def strings(values: list[str]) -> pa.Array:
-    """A large_string array of ``values``, built from buffers.
-
-    ``pa.array`` on a list imports pandas (its probe for pandas types): half
-    a second that an ingest does not otherwise need.
-    """
-    encoded = [v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    data = pa.py_buffer(b"".join(encoded))
-    return pa.Array.from_buffers(
-        pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), data]
-    )
-
-
-def ints(values: Iterable[int], dtype: type[np.int64] | type[np.int32]) -> pa.Array:
-    """An integer array of ``values``, built from a buffer (no pandas import, see :func:`strings`)."""
-    array = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=dtype)
-    kind = pa.int64() if dtype is np.int64 else pa.int32()
-    return pa.Array.from_buffers(kind, len(array), [None, pa.py_buffer(array)])
 
 
 def _table(*columns: pa.Array) -> pa.Table:
