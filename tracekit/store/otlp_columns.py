@@ -1,0 +1,112 @@
+"""OTLP JSON sources mapped as columns: the common shapes set-based, the rest per span.
+
+The source's lines are decoded by DuckDB into a spans table
+(:mod:`tracekit.intake.otlp.columns.decode`); the traces of a common shape
+are mapped in SQL (:mod:`tracekit.intake.otlp.columns.mapping`) into v1 record
+text; every other trace is fed, span by span, to the one intake join of the
+ingest, which maps it exactly as before. A source with any line DuckDB does
+not decode exactly as the per-span decoder would (bad JSON, odd ids, another
+spelling) is read the per-span way whole, so bad input is refused as it
+always was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from tracekit.intake.lines import Chunk
+from tracekit.intake.otlp.batches import Keep, document_lines
+from tracekit.intake.otlp.columns import decode_lines, map_spans
+from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.store.otlp_source import JoinedOtlp, Tables
+from tracekit.store.sources import ints, text_table
+
+__all__ = ["column_batches", "columns_enabled"]
+
+#: Set to 0 to read every OTLP span the per-span way (a comparison, a bisection).
+ENV: Final = "TRACEKIT_OTLP_COLUMNS"
+
+_RECORDS_SQL = """
+SELECT line, (row_number() OVER (PARTITION BY line ORDER BY ts, rank, k3, k4) - 1)::INTEGER,
+    text
+FROM _otlp_records ORDER BY line, ts, rank, k3, k4
+"""
+_KEEP_SQL = """
+SELECT line, list(DISTINCT trace) FROM _otlp_spans
+WHERE trace NOT IN (SELECT trace FROM _otlp_taken) GROUP BY line
+"""
+_TEMP = ("_otlp_spans", "_otlp_roles", "_otlp_taken", "_otlp_records")
+
+
+def columns_enabled() -> bool:
+    """Whether OTLP sources are mapped set-based (``TRACEKIT_OTLP_COLUMNS`` is not ``0``)."""
+    return os.environ.get(ENV, "1") != "0"
+
+
+def column_batches(
+    con: duckdb.DuckDBPyConnection,
+    joined: JoinedOtlp,
+    chunks: Iterable[Chunk],
+    origin: int,
+    spans: SpanCounts,
+) -> Iterator[tuple[Chunk, Tables]]:
+    """Each chunk of source ``origin`` with the tables of the traces it completed.
+
+    The set-based records come with the first chunk; ``spans`` is told where
+    their spans went (the join counts the rest).
+    """
+    read = list(document_lines(chunks))
+    mapped = _mapped(con, read)
+    if mapped is None:
+        yield from joined.batches((chunk for chunk, _ in read), origin)
+        return
+    table, keep, counts = mapped
+    spans.add(counts)
+    first = True
+    for chunk, tables in joined.batches((chunk for chunk, _ in read), origin, keep):
+        if first:
+            own, refused = tables.get(origin, (table.slice(0, 0), []))
+            tables[origin] = (pa.concat_tables([table, own]), refused)
+            first = False
+        yield chunk, tables
+
+
+def _mapped(
+    con: duckdb.DuckDBPyConnection, read: list[tuple[Chunk, list[tuple[int, bytes]]]]
+) -> tuple[pa.Table, Keep, SpanCounts] | None:
+    """The set-based records, the traces left per line, and the spans mapped; None to read per span."""
+    lines = [pair for _, pairs in read for pair in pairs]
+    try:
+        texts = pa.Array.from_buffers(
+            pa.large_binary(), len(lines), [None, *_buffers([t for _, t in lines])]
+        ).cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return None  # not UTF-8: the per-span path refuses it line by line
+    table = pa.table({"line": ints([n for n, _ in lines], np.int64), "text": texts})
+    try:
+        if not decode_lines(con, table):
+            return None
+        agents, steps = map_spans(con)
+        rows = con.execute(_RECORDS_SQL).fetchall()
+        keep = {line: frozenset(traces) for line, traces in con.execute(_KEEP_SQL).fetchall()}
+    finally:
+        for name in _TEMP:
+            con.execute(f"DROP TABLE IF EXISTS {name}")
+    numbers = [r[0] for r in rows]
+    texts_out = [r[2] for r in rows]
+    records = text_table(numbers, [r[1] for r in rows], texts_out, texts_out)
+    return records, keep, SpanCounts(agents=agents, steps=steps)
+
+
+def _buffers(values: list[bytes]) -> tuple[pa.Buffer, pa.Buffer]:
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(v) for v in values], out=offsets[1:])
+    return pa.py_buffer(offsets), pa.py_buffer(b"".join(values))
+
+
