@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Final
 
 import duckdb
@@ -27,7 +28,7 @@ from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.otlp_source import JoinedOtlp, Tables
 from tracekit.store.sources import ints, text_table
 
-__all__ = ["column_batches", "columns_enabled"]
+__all__ = ["Mapped", "column_batches", "columns_enabled", "map_span_table"]
 
 #: Set to 0 to read every OTLP span the per-span way (a comparison, a bisection).
 ENV: Final = "TRACEKIT_OTLP_COLUMNS"
@@ -66,7 +67,7 @@ def column_batches(
     if mapped is None:
         yield from joined.batches((chunk for chunk, _ in read), origin)
         return
-    table, keep, counts = mapped
+    table, keep, counts = mapped.records, mapped.left, mapped.counts
     spans.add(counts)
     first = True
     for chunk, tables in joined.batches((chunk for chunk, _ in read), origin, keep):
@@ -77,9 +78,43 @@ def column_batches(
         yield chunk, tables
 
 
+@dataclass
+class Mapped:
+    """What the set-based mapping made of a batch of spans."""
+
+    #: The records of the traces it took, as v1 lines (``line``, ``item``, ``text``, ``raw``),
+    #: ready for :func:`~tracekit.store.load.load_batch`.
+    records: pa.Table
+    #: Per line (or position), the traces of it left to the per-span converter.
+    left: Keep
+    #: Where the spans it took went (agents and steps).
+    counts: SpanCounts
+
+
+def map_span_table(con: duckdb.DuckDBPyConnection, spans: pa.Table) -> Mapped | None:
+    """Map a spans table (:func:`~tracekit.intake.otlp.columns.proto_spans`) set-based.
+
+    The collector's entry: decoded protobuf bodies in, the records of the
+    common-shape traces out, and which traces of each position to feed the
+    per-span converter (``decode_spans_proto`` filtered by trace). Every
+    trace in ``spans`` must be whole (the caller's assembler says so). None
+    when a span is not read exactly (a short id, a time out of range): feed
+    the whole batch to the per-span converter then.
+    """
+    con.register("_otlp_given", spans)
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE _otlp_spans AS SELECT * FROM _otlp_given")
+    finally:
+        con.unregister("_otlp_given")
+    if not con.execute("SELECT coalesce(bool_and(exact), true) FROM _otlp_spans").fetchall()[0][0]:
+        con.execute("DROP TABLE _otlp_spans")
+        return None
+    return _map(con)
+
+
 def _mapped(
     con: duckdb.DuckDBPyConnection, read: list[tuple[Chunk, list[tuple[int, bytes]]]]
-) -> tuple[pa.Table, Keep, SpanCounts] | None:
+) -> Mapped | None:
     """The set-based records, the traces left per line, and the spans mapped; None to read per span."""
     lines = [pair for _, pairs in read for pair in pairs]
     try:
@@ -89,9 +124,14 @@ def _mapped(
     except pa.ArrowInvalid:
         return None  # not UTF-8: the per-span path refuses it line by line
     table = pa.table({"line": ints([n for n, _ in lines], np.int64), "text": texts})
+    if not decode_lines(con, table):
+        con.execute("DROP TABLE IF EXISTS _otlp_spans")
+        return None
+    return _map(con)
+
+
+def _map(con: duckdb.DuckDBPyConnection) -> Mapped:
     try:
-        if not decode_lines(con, table):
-            return None
         agents, steps = map_spans(con)
         rows = con.execute(_RECORDS_SQL).fetchall()
         keep = {line: frozenset(traces) for line, traces in con.execute(_KEEP_SQL).fetchall()}
@@ -99,9 +139,9 @@ def _mapped(
         for name in _TEMP:
             con.execute(f"DROP TABLE IF EXISTS {name}")
     numbers = [r[0] for r in rows]
-    texts_out = [r[2] for r in rows]
-    records = text_table(numbers, [r[1] for r in rows], texts_out, texts_out)
-    return records, keep, SpanCounts(agents=agents, steps=steps)
+    texts = [r[2] for r in rows]
+    records = text_table(numbers, [r[1] for r in rows], texts, texts)
+    return Mapped(records, keep, SpanCounts(agents=agents, steps=steps))
 
 
 def _buffers(values: list[bytes]) -> tuple[pa.Buffer, pa.Buffer]:

@@ -9,5 +9,6 @@ per-span converter (:class:`~tracekit.intake.otlp.convert.OtlpConverter`).
 
 from tracekit.intake.otlp.columns.decode import SPAN_COLUMNS, decode_lines
 from tracekit.intake.otlp.columns.mapping import map_spans
+from tracekit.intake.otlp.columns.proto import proto_spans
 
-__all__ = ["SPAN_COLUMNS", "decode_lines", "map_spans"]
+__all__ = ["SPAN_COLUMNS", "decode_lines", "map_spans", "proto_spans"]

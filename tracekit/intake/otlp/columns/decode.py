@@ -96,16 +96,16 @@ def _read_columns() -> str:
 _OTHERS_LIST = ", ".join(f"'{key}'" for key in _OTHER_KEYS)
 _ARGUMENTS_LIST = ", ".join(f"'{key}'" for key in ARGUMENT_KEYS)
 
-_DECODE_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _otlp_docs AS
-SELECT line, json_valid(text) AND json_type(text) = 'OBJECT' AS valid,
-    NOT ({" OR ".join(f"contains(text, '{w}')" for w in _OTHER_SPELLINGS)}) AS spelled,
-    CASE WHEN json_valid(text) THEN from_json(text, '{_DOC}') END AS doc
-FROM _otlp_input;
+_VALID_SQL = f"""
+SELECT coalesce(bool_and(json_valid(text) AND json_type(text) = 'OBJECT'
+    AND NOT ({" OR ".join(f"contains(text, '{w}')" for w in _OTHER_SPELLINGS)})), true)
+FROM _otlp_input
+"""
 
-CREATE OR REPLACE TEMP TABLE _otlp_raw AS
+# One streaming statement from text to spans: no whole document is kept.
+_RAW = f"""
 WITH r AS (
-    SELECT line, unnest(doc.resourceSpans) AS rs FROM _otlp_docs WHERE valid AND spelled
+    SELECT line, unnest(from_json(text, '{_DOC}').resourceSpans) AS rs FROM _otlp_input
 ), s AS (
     SELECT line,
         list_filter(rs.resource.attributes, lambda a: a.key = 'service.name')[-1].value AS svc,
@@ -113,18 +113,18 @@ WITH r AS (
     FROM r
 ), p AS (
     SELECT line, svc, no_scopes, ss.spans IS NULL AS no_spans, unnest(ss.spans) AS sp FROM s
-)
-SELECT line, svc, no_scopes, no_spans,
-    sp.traceId AS _trace, sp.spanId AS _id, sp.parentSpanId AS _parent, sp.name AS _name,
-    sp.startTimeUnixNano AS _start, sp.endTimeUnixNano AS _end,
-    sp.status.code AS _code, sp.status.message AS _message,
-    {_read_columns()},
-    len(list_filter(sp.attributes, lambda a: a.key IN ({_OTHERS_LIST}))) AS others,
-    len(list_filter(sp.attributes, lambda a: a.key IN ({_ARGUMENTS_LIST}))) AS arguments,
-    coalesce(len(sp.events), 0) AS events,
-    [json_extract_string(l.traceId, '$') FOR l IN coalesce(sp.links, [])] AS link_traces
-FROM p;
-"""
+), _otlp_raw AS (
+    SELECT line, svc, no_scopes, no_spans,
+        sp.traceId AS _trace, sp.spanId AS _id, sp.parentSpanId AS _parent, sp.name AS _name,
+        sp.startTimeUnixNano AS _start, sp.endTimeUnixNano AS _end,
+        sp.status.code AS _code, sp.status.message AS _message,
+        {_read_columns()},
+        len(list_filter(sp.attributes, lambda a: a.key IN ({_OTHERS_LIST}))) AS others,
+        len(list_filter(sp.attributes, lambda a: a.key IN ({_ARGUMENTS_LIST}))) AS arguments,
+        coalesce(len(sp.events), 0) AS events,
+        [json_extract_string(l.traceId, '$') FOR l IN coalesce(sp.links, [])] AS link_traces
+    FROM p
+)"""
 
 # A JSON string value, else NULL (a number or anything else is not read here).
 _STR = "CASE WHEN json_type({0}) = 'VARCHAR' THEN json_extract_string({0}, '$') END"
@@ -132,15 +132,14 @@ _ID = "(_{0} IS NULL OR json_type(_{0}) = 'VARCHAR' AND regexp_full_match({1}, '
 _NANOS = "(_{0} IS NULL OR json_type(_{0}) IN ('VARCHAR', 'UBIGINT', 'BIGINT'))"
 
 _SPANS_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _otlp_typed AS
+CREATE OR REPLACE TEMP TABLE _otlp_spans AS
+{_RAW}, _otlp_typed AS (
 SELECT *,
     {_STR.format("_trace")} AS trace, {_STR.format("_id")} AS id,
     coalesce({_STR.format("_parent")}, '') AS parent, {_STR.format("_name")} AS name,
     TRY_CAST(json_extract_string(_start, '$') AS HUGEINT) AS start_h,
     TRY_CAST(json_extract_string(_end, '$') AS HUGEINT) AS end_h
-FROM _otlp_raw;
-
-CREATE OR REPLACE TEMP TABLE _otlp_spans AS
+FROM _otlp_raw)
 SELECT line, CASE WHEN svc.stringValue IS NOT NULL THEN svc.stringValue END AS service,
     trace, id, parent, coalesce(name, '') AS name,
     start_h::BIGINT AS start_ns, CASE WHEN end_h <> 0 THEN end_h::BIGINT END AS end_ns,
@@ -168,13 +167,10 @@ SELECT line, CASE WHEN svc.stringValue IS NOT NULL THEN svc.stringValue END AS s
      AND (_message IS NULL OR json_type(_message) = 'VARCHAR')
      AND coalesce(list_bool_and([t IS NOT NULL AND regexp_full_match(t, '[0-9a-f]{{32}}') FOR t IN link_traces]), true)
     ) AS exact
-FROM _otlp_typed;
+FROM _otlp_typed
 """
 
-_EXACT_SQL = """
-SELECT (SELECT bool_and(valid AND spelled) FROM _otlp_docs)
-   AND coalesce((SELECT bool_and(coalesce(exact, false)) FROM _otlp_spans), true)
-"""
+_EXACT_SQL = "SELECT coalesce(bool_and(coalesce(exact, false)), true) FROM _otlp_spans"
 
 
 def decode_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table) -> bool:
@@ -185,15 +181,11 @@ def decode_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table) -> bool:
     """
     con.register("_otlp_input", lines)
     try:
-        for sql in (_DECODE_SQL, _SPANS_SQL):
-            for statement in sql.split(";"):
-                if statement.strip():
-                    con.execute(statement)
-        exact = con.execute(_EXACT_SQL).fetchall()[0][0]
+        if not con.execute(_VALID_SQL).fetchall()[0][0]:
+            return False
+        con.execute(_SPANS_SQL)
+        return bool(con.execute(_EXACT_SQL).fetchall()[0][0])
     except duckdb.Error:
         return False  # something DuckDB does not read (nesting, encoding): the other path
     finally:
         con.unregister("_otlp_input")
-        for table in ("_otlp_docs", "_otlp_raw", "_otlp_typed"):
-            con.execute(f"DROP TABLE IF EXISTS {table}")
-    return bool(exact)

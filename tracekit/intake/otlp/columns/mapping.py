@@ -22,7 +22,7 @@ from typing import Final
 
 import duckdb
 
-from tracekit.intake.otlp.columns.probe import delegation, reads_target, verdict
+from tracekit.intake.otlp.columns.probe import delegation, marker, reads_target, verdict
 
 __all__ = ["SETTLE", "map_spans"]
 
@@ -64,7 +64,10 @@ SELECT s.trace, s.id, s.role, s.line, s.parent,
     (SELECT count(*) FROM _otlp_roles c WHERE c.trace = p.trace AND c.parent = p.id) AS siblings,
     d.kind AS kind, d.source AS source,
     s.role IS NOT NULL AND coalesce(v.ok, false)
-        AND (s.role <> 'agent' OR s.parent = '' OR d.kind IS NOT NULL) AND NOT (v.target AND s.arguments > 0)
+        AND (s.role <> 'agent' OR s.parent = '' OR d.kind IS NOT NULL)
+        -- a handoff marker serves edges across its trace: only the one that calls whom it names
+        AND (NOT coalesce(v.marks, false) OR coalesce(v.marked = (
+            SELECT min(c.agent) FROM _otlp_roles c WHERE c.trace = s.trace AND c.parent = s.id), false)) AND NOT (v.target AND s.arguments > 0)
         AND s.typed AND s.others = 0 AND s.events = 0
         AND len(s.link_traces) = 0 AND s.end_ns IS NOT NULL AND s.status_code IN (0, 1)
         AND NOT {_CONTROL.format("s.name")}
@@ -180,7 +183,8 @@ def map_spans(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     _run(con, _ROLES_SQL)
     labels = con.execute(_LABELS_SQL).fetchall()
     rows = [
-        (role, name, label, verdict(role, name, label), reads_target(role, name, label))
+        (role, name, label, verdict(role, name, label), reads_target(role, name, label),
+         *marker(role, name, label))
         for role, name, label in labels
     ]
     _fill(con, _VERDICTS, rows)
@@ -196,7 +200,8 @@ def map_spans(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
 
 
 _VERDICTS: Final = (
-    "_otlp_verdicts (role VARCHAR, name VARCHAR, label VARCHAR, ok BOOLEAN, target BOOLEAN)"
+    "_otlp_verdicts (role VARCHAR, name VARCHAR, label VARCHAR, ok BOOLEAN, target BOOLEAN,"
+    " marks BOOLEAN, marked VARCHAR)"
 )
 _DELEGATIONS: Final = (
     "_otlp_delegations (tool_name VARCHAR, tool VARCHAR, agent_name VARCHAR, agent VARCHAR,"

@@ -24,8 +24,9 @@ from tracekit.events import Enter, Event, Node, RunEnd, RunStart
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.decode_json import Span, is_transfer_name, names_transfer
 from tracekit.intake.otlp.inputs import is_turn
+from tracekit.intake.otlp.markers import marker_target, may_mark
 
-__all__ = ["ROLES", "delegation", "reads_target", "verdict"]
+__all__ = ["ROLES", "delegation", "marker", "reads_target", "verdict"]
 
 #: The roles a span may have in a trace the set-based mapping takes.
 ROLES: Final = ("agent", "tool", "step")
@@ -52,6 +53,25 @@ def _map(spans: list[Span]) -> list[Event]:
     converter = OtlpConverter()
     converter.feed_spans(spans)
     return converter.finish()
+
+
+def marker(role: str, name: str, label: str) -> tuple[bool, str | None]:
+    """Whether a span may be a handoff marker (:func:`~tracekit.intake.otlp.markers.may_mark`), and whom it names.
+
+    A marker serves the edge rules across its whole trace, so a trace with
+    one is taken only where the marker is the tool that calls the very agent
+    it names.
+
+    Example:
+        >>> marker("tool", "execute_tool transfer_to_billing", "transfer_to_billing")
+        (True, 'billing')
+    """
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label} if role == "tool" else {}
+    span = Span(_TRACE, _TOOL, _ROOT, name, 1, 2, attrs, False, "", None,
+                transfer=is_transfer_name(name))
+    if not may_mark(span):
+        return False, None
+    return True, marker_target(span)
 
 
 def reads_target(role: str, name: str, label: str) -> bool:
