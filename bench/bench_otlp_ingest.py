@@ -58,7 +58,10 @@ def _child(side: str, path: Path, tmp: Path, baseline: Path) -> float:
     db.unlink(missing_ok=True)
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), side, str(db)],
-        env=env, check=True, capture_output=True, text=True,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -73,9 +76,24 @@ def main() -> None:
         tmp = Path(name)
         path = tmp / "fleet.otlp.jsonl"
         made = subprocess.run(
-            [str(Path(sys.executable).with_name("tracekit")), "simulate", "--format", "otlp", "--seed", "0",
-             "--runs", str(args.runs), "--start", "2026-01-01T00:00:00Z", "-o", str(path)],
-            env={**os.environ, "PYTHONPATH": str(HERE)}, check=True, capture_output=True, text=True,
+            [
+                str(Path(sys.executable).with_name("tracekit")),
+                "simulate",
+                "--format",
+                "otlp",
+                "--seed",
+                "0",
+                "--runs",
+                str(args.runs),
+                "--start",
+                "2026-01-01T00:00:00Z",
+                "-o",
+                str(path),
+            ],
+            env={**os.environ, "PYTHONPATH": str(HERE)},
+            check=True,
+            capture_output=True,
+            text=True,
         )
         spans = int((made.stdout + made.stderr).split(" as ")[1].split()[0].replace(",", ""))
         times: dict[str, list[float]] = {side: [] for side in SIDES}
@@ -86,7 +104,9 @@ def main() -> None:
         print(f"{spans:,} spans, {path.stat().st_size / 1e6:.0f} MB, medians of {args.repeat}")
         for side in SIDES:
             cpu = statistics.median(times[side])
-            print(f"  {side:10} {cpu:6.2f} CPU-s  {spans / cpu:9,.0f} spans/s  {cpu / base:5.2f}x read_json")
+            print(
+                f"  {side:10} {cpu:6.2f} CPU-s  {spans / cpu:9,.0f} spans/s  {cpu / base:5.2f}x read_json"
+            )
 
 
 if __name__ == "__main__":

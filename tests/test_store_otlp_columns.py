@@ -37,9 +37,22 @@ def test_simulated_fleet_same_store_and_most_traces_set_based(
 ) -> None:
     path = tmp_path / "fleet.jsonl"
     subprocess.run(
-        [str(Path(sys.executable).with_name("tracekit")), "simulate", "--format", "otlp", "--runs", "400", "--seed", "0",
-         "--start", "2026-01-01T00:00:00Z", "-o", str(path)],
-        check=True, capture_output=True,
+        [
+            str(Path(sys.executable).with_name("tracekit")),
+            "simulate",
+            "--format",
+            "otlp",
+            "--runs",
+            "400",
+            "--seed",
+            "0",
+            "--start",
+            "2026-01-01T00:00:00Z",
+            "-o",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
     )
     _same(tmp_path, path, monkeypatch)
 
@@ -59,7 +72,9 @@ def test_recordings_same_store(
     _same(tmp_path, recording, monkeypatch)
 
 
-def test_a_bad_line_reads_the_file_per_span(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_line_reads_the_file_per_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "bad.jsonl"
     good = _doc([_agent("0" * 31 + "1", "00000000000000a1", "", "triage", 1, 9)])
     path.write_text(good + "\n{not json\n")
@@ -76,11 +91,23 @@ def _kv(key: str, value: object) -> dict[str, object]:
     return {"key": key, "value": {kind: str(value) if kind == "intValue" else value}}
 
 
-def _span(trace: str, span: str, parent: str, name: str, start: int, end: int | None,
-          attrs: list[dict[str, object]], failed: bool = False) -> dict[str, object]:
+def _span(
+    trace: str,
+    span: str,
+    parent: str,
+    name: str,
+    start: int,
+    end: int | None,
+    attrs: list[dict[str, object]],
+    failed: bool = False,
+) -> dict[str, object]:
     out: dict[str, object] = {
-        "traceId": trace, "spanId": span, "parentSpanId": parent, "name": name,
-        "startTimeUnixNano": str(start * 1_000_003), "attributes": attrs,
+        "traceId": trace,
+        "spanId": span,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(start * 1_000_003),
+        "attributes": attrs,
     }
     if end is not None:
         out["endTimeUnixNano"] = str(end * 1_000_003)
@@ -89,8 +116,16 @@ def _span(trace: str, span: str, parent: str, name: str, start: int, end: int | 
     return out
 
 
-def _agent(trace: str, span: str, parent: str, agent: str, start: int, end: int | None,
-           usage: int | None = None, session: str | None = None) -> dict[str, object]:
+def _agent(
+    trace: str,
+    span: str,
+    parent: str,
+    agent: str,
+    start: int,
+    end: int | None,
+    usage: int | None = None,
+    session: str | None = None,
+) -> dict[str, object]:
     attrs = [_kv("gen_ai.operation.name", "invoke_agent"), _kv("gen_ai.agent.name", agent)]
     if usage is not None:
         attrs += [_kv("gen_ai.usage.input_tokens", usage), _kv("gen_ai.response.model", "m")]
@@ -100,9 +135,16 @@ def _agent(trace: str, span: str, parent: str, agent: str, start: int, end: int 
 
 
 def _doc(spans: list[dict[str, object]]) -> str:
-    return json.dumps({"resourceSpans": [{
-        "resource": {"attributes": [_kv("service.name", "svc")]},
-        "scopeSpans": [{"scope": {"name": "gen"}, "spans": spans}]}]})
+    return json.dumps(
+        {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": [_kv("service.name", "svc")]},
+                    "scopeSpans": [{"scope": {"name": "gen"}, "spans": spans}],
+                }
+            ]
+        }
+    )
 
 
 _NAMES = ["think", "answer", "plan", "turn", "transfer_to_billing", "delegate", "chat"]
@@ -113,8 +155,18 @@ def _trace(rng: random.Random, t: int) -> list[dict[str, object]]:
     trace = f"{t:032x}"
     ids = iter(f"{t:08x}{i:08x}" for i in range(1, 10_000))
     root = next(ids)
-    spans = [_agent(trace, root, "", rng.choice(["a", "b", "c"]), 10, 500 if rng.random() > 0.05
-                    else None, rng.choice([None, 5]), rng.choice([None, "s1"]))]
+    spans = [
+        _agent(
+            trace,
+            root,
+            "",
+            rng.choice(["a", "b", "c"]),
+            10,
+            500 if rng.random() > 0.05 else None,
+            rng.choice([None, 5]),
+            rng.choice([None, "s1"]),
+        )
+    ]
     todo = [(root, 10, 2)]
     while todo:
         parent, at, depth = todo.pop()
@@ -123,25 +175,58 @@ def _trace(rng: random.Random, t: int) -> list[dict[str, object]]:
             shape = rng.random()
             failed = rng.random() < 0.08
             if shape < 0.4:
-                spans.append(_span(trace, sid, parent, rng.choice(_NAMES), start, start + 5, [],
-                                   failed))
+                spans.append(
+                    _span(trace, sid, parent, rng.choice(_NAMES), start, start + 5, [], failed)
+                )
             elif shape < 0.7 or depth == 0:
                 tool = rng.choice(_TOOLS)
-                spans.append(_span(trace, sid, parent, f"execute_tool {tool}", start, start + 5,
-                                   [_kv("gen_ai.operation.name", "execute_tool"),
-                                    _kv("gen_ai.tool.name", tool)], failed))
+                spans.append(
+                    _span(
+                        trace,
+                        sid,
+                        parent,
+                        f"execute_tool {tool}",
+                        start,
+                        start + 5,
+                        [
+                            _kv("gen_ai.operation.name", "execute_tool"),
+                            _kv("gen_ai.tool.name", tool),
+                        ],
+                        failed,
+                    )
+                )
             else:
                 tool, child = next(ids) if False else rng.choice(_TOOLS), next(ids)
-                spans.append(_span(trace, sid, parent, f"execute_tool {tool}", start, start + 8,
-                                   [_kv("gen_ai.operation.name", "execute_tool"),
-                                    _kv("gen_ai.tool.name", tool)]))
-                spans.append(_agent(trace, child, sid, rng.choice(["x", "y", "billing"]),
-                                    start + 1, start + 7, rng.choice([None, 3])))
+                spans.append(
+                    _span(
+                        trace,
+                        sid,
+                        parent,
+                        f"execute_tool {tool}",
+                        start,
+                        start + 8,
+                        [
+                            _kv("gen_ai.operation.name", "execute_tool"),
+                            _kv("gen_ai.tool.name", tool),
+                        ],
+                    )
+                )
+                spans.append(
+                    _agent(
+                        trace,
+                        child,
+                        sid,
+                        rng.choice(["x", "y", "billing"]),
+                        start + 1,
+                        start + 7,
+                        rng.choice([None, 3]),
+                    )
+                )
                 todo.append((child, start + 1, depth - 1))
     return spans
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1), traces=st.integers(1, 12), per_line=st.integers(1, 40))
 def test_generated_traces_same_store(
     seed: int, traces: int, per_line: int, tmp_path_factory: pytest.TempPathFactory
@@ -161,10 +246,15 @@ def test_columns_path_takes_the_common_shapes(tmp_path: Path) -> None:
     """The set-based path is used: a store it wrote holds the same records, fewer Python calls aside."""
     path = tmp_path / "one.jsonl"
     trace = "0" * 31 + "7"
-    path.write_text(_doc([
-        _agent(trace, "00000000000000a1", "", "triage", 1, 50, 4, "s"),
-        _span(trace, "00000000000000b1", "00000000000000a1", "think", 2, 3, []),
-    ]) + "\n")
+    path.write_text(
+        _doc(
+            [
+                _agent(trace, "00000000000000a1", "", "triage", 1, 50, 4, "s"),
+                _span(trace, "00000000000000b1", "00000000000000a1", "think", 2, 3, []),
+            ]
+        )
+        + "\n"
+    )
     con = connect(tmp_path / "s.duckdb")
     report = ingest_paths(con, [path])
     rows = con.execute("SELECT type, raw FROM events ORDER BY ts_ms, type").fetchall()

@@ -38,9 +38,19 @@ SELECT line, (row_number() OVER (PARTITION BY line ORDER BY ts, rank, k3, k4) - 
     text
 FROM _otlp_records ORDER BY line, ts, rank, k3, k4
 """
-_KEEP_SQL = """
-SELECT line, list(DISTINCT trace) FROM _otlp_spans
-WHERE trace NOT IN (SELECT trace FROM _otlp_taken) GROUP BY line
+_LEFT = "FROM _otlp_spans WHERE trace NOT IN (SELECT trace FROM _otlp_taken)"
+_LEFT_SQL = f"SELECT line, list(DISTINCT trace) {_LEFT} GROUP BY line"
+# Per line, its spans left to the per-span converter as a document of their
+# own text, grouped by resource as written (the decoder reads the service there).
+_DOCUMENTS_SQL = f"""
+WITH r AS (
+    SELECT line, ri, '{{' || CASE WHEN any_value(service) IS NOT NULL THEN
+            '"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":'
+            || to_json(any_value(service)) || '}}}}]}},' ELSE '' END
+        || '"scopeSpans":[{{"spans":[' || string_agg(raw, ',' ORDER BY pos) || ']}}]}}' AS rs
+    {_LEFT} GROUP BY line, ri
+)
+SELECT line, '{{"resourceSpans":[' || string_agg(rs, ',' ORDER BY ri) || ']}}' FROM r GROUP BY line
 """
 _TEMP = ("_otlp_spans", "_otlp_roles", "_otlp_taken", "_otlp_records")
 
@@ -67,7 +77,7 @@ def column_batches(
     if mapped is None:
         yield from joined.batches((chunk for chunk, _ in read), origin)
         return
-    table, keep, counts = mapped.records, mapped.left, mapped.counts
+    table, keep, counts = mapped.records, mapped.documents, mapped.counts
     spans.add(counts)
     first = True
     for chunk, tables in joined.batches((chunk for chunk, _ in read), origin, keep):
@@ -86,7 +96,9 @@ class Mapped:
     #: ready for :func:`~tracekit.store.load.load_batch`.
     records: pa.Table
     #: Per line (or position), the traces of it left to the per-span converter.
-    left: Keep
+    left: dict[int, frozenset[str]]
+    #: Per line of a JSON source, its spans left to the converter as a document of them.
+    documents: Keep
     #: Where the spans it took went (agents and steps).
     counts: SpanCounts
 
@@ -109,7 +121,7 @@ def map_span_table(con: duckdb.DuckDBPyConnection, spans: pa.Table) -> Mapped | 
     if not con.execute("SELECT coalesce(bool_and(exact), true) FROM _otlp_spans").fetchall()[0][0]:
         con.execute("DROP TABLE _otlp_spans")
         return None
-    return _map(con)
+    return _map(con, json=False)
 
 
 def _mapped(
@@ -127,26 +139,29 @@ def _mapped(
     if not decode_lines(con, table):
         con.execute("DROP TABLE IF EXISTS _otlp_spans")
         return None
-    return _map(con)
+    return _map(con, json=True)
 
 
-def _map(con: duckdb.DuckDBPyConnection) -> Mapped:
+def _map(con: duckdb.DuckDBPyConnection, *, json: bool) -> Mapped:
     try:
         agents, steps = map_spans(con)
         rows = con.execute(_RECORDS_SQL).fetchall()
-        keep = {line: frozenset(traces) for line, traces in con.execute(_KEEP_SQL).fetchall()}
+        left = {line: frozenset(traces) for line, traces in con.execute(_LEFT_SQL).fetchall()}
+        documents = (
+            {line: text.encode() for line, text in con.execute(_DOCUMENTS_SQL).fetchall()}
+            if json
+            else {}
+        )
     finally:
         for name in _TEMP:
             con.execute(f"DROP TABLE IF EXISTS {name}")
     numbers = [r[0] for r in rows]
     texts = [r[2] for r in rows]
     records = text_table(numbers, [r[1] for r in rows], texts, texts)
-    return Mapped(records, keep, SpanCounts(agents=agents, steps=steps))
+    return Mapped(records, left, documents, SpanCounts(agents=agents, steps=steps))
 
 
 def _buffers(values: list[bytes]) -> tuple[pa.Buffer, pa.Buffer]:
     offsets = np.zeros(len(values) + 1, dtype=np.int64)
     np.cumsum([len(v) for v in values], out=offsets[1:])
     return pa.py_buffer(offsets), pa.py_buffer(b"".join(values))
-
-

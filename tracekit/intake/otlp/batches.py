@@ -23,8 +23,8 @@ from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 __all__ = ["Keep", "Records", "decode_line", "document_lines", "otlp_records"]
 
 Refused = list[tuple[int, str, str]]
-#: Per line, the traces of it that are still to be mapped here.
-Keep = dict[int, frozenset[str]]
+#: Per line, its spans still to be mapped here, as a document of them alone.
+Keep = dict[int, bytes]
 #: A chunk, the ``(line, record)`` pairs mapped with it, and the lines refused.
 Records = tuple[Chunk, list[tuple[int, Event]], Refused]
 
@@ -60,14 +60,19 @@ class OtlpJoin:
     ) -> Iterator[tuple[Chunk, Routed]]:
         """Feed one source's chunks; yield each chunk with the records of traces now complete.
 
-        ``keep``, if given, says which traces of each line are this join's
-        (the others were mapped set-based); a line it does not name is still
-        read, as one tick, so traces complete as they would otherwise.
+        ``keep``, if given, holds what of each line is this join's (the rest
+        was mapped set-based), as a document of those spans; a line it does
+        not name is still read, as one tick, so traces complete as they would
+        otherwise.
         """
         base = origin << _SHIFT
         for chunk, lines in _lines(chunks):
             keyed = [(base + n, line) for n, line in lines]
-            fed = _feed(self.converter, keyed) if keep is None else _feed_kept(self, keyed, keep, base)
+            fed = (
+                _feed(self.converter, keyed)
+                if keep is None
+                else _feed_kept(self, keyed, keep, base)
+            )
             refused = [(n - base, raw, why) for n, raw, why in fed]
             routed = self._route(self.converter.take_complete(_IDLE))
             held = routed.setdefault(origin, ([], []))[1]
@@ -155,15 +160,11 @@ def _feed(converter: OtlpConverter, lines: list[tuple[int, bytes]]) -> Refused:
 
 
 def _feed_kept(join: OtlpJoin, lines: list[tuple[int, bytes]], keep: Keep, base: int) -> Refused:
-    """Feed only the kept traces' spans of each line; every line counts as one document."""
+    """Feed only the kept spans of each line; every line counts as one document."""
     converter = join.converter
-    for number, line in lines:
-        traces = keep.get(number - base)
-        if not traces:
-            converter.feed_spans([], line=number)
-            continue
-        spans = [s for s in decode_line(line) if s.trace in traces]
-        converter.feed_spans(spans, line=number)
+    for number, _ in lines:
+        kept = keep.get(number - base)
+        converter.feed_spans(decode_line(kept) if kept else [], line=number)
     return []
 
 

@@ -40,15 +40,18 @@ READ_KEYS: Final = {
     "agent": "gen_ai.agent.name",
     "tool": "gen_ai.tool.name",
     "conversation": "gen_ai.conversation.id",
+    "model": "gen_ai.response.model",
     "tokens_in": "gen_ai.usage.input_tokens",
     "tokens_out": "gen_ai.usage.output_tokens",
-    "model": "gen_ai.response.model",
 }
 _OTHER_KEYS: Final = sorted(SPAN_KEYS - set(READ_KEYS.values()))
 
 #: The spans table, whichever encoding it came from (JSON here, protobuf in ``proto``).
 SPAN_COLUMNS: Final = (
     "line",  # the source line (or request) the span was read from
+    "ri",  # the index of its resourceSpans in the line (from 1)
+    "pos",  # its place among the spans of that resource, in the order written
+    "raw",  # its JSON text as written (NULL from protobuf)
     "service",  # the resource's service.name, if a string
     "trace",
     "id",
@@ -75,10 +78,12 @@ _SPAN = (
     '"startTimeUnixNano":"JSON","endTimeUnixNano":"JSON","attributes":[' + _KV + "],"
     '"status":{"code":"JSON","message":"JSON"},"events":"JSON[]","links":[{"traceId":"JSON"}]}'
 )
+# Spans are kept as their JSON text first (a trace the SQL does not map is
+# handed to the per-span decoder as it was written), then read field by field.
 _DOC = (
-    '{"resourceSpans":[{"resource":{"attributes":[' + _KV + ']},"scopeSpans":[{"spans":['
-    + _SPAN
-    + "]}]}]}"
+    '{"resourceSpans":[{"resource":{"attributes":['
+    + _KV
+    + ']},"scopeSpans":[{"spans":["JSON"]}]}]}'
 )
 # The ways of writing OTLP JSON that only the per-span decoder reads (snake_case,
 # the old instrumentationLibrarySpans): a line naming one is not decoded here.
@@ -105,16 +110,22 @@ FROM _otlp_input
 # One streaming statement from text to spans: no whole document is kept.
 _RAW = f"""
 WITH r AS (
-    SELECT line, unnest(from_json(text, '{_DOC}').resourceSpans) AS rs FROM _otlp_input
+    SELECT line, unnest(list_transform(from_json(text, '{_DOC}').resourceSpans,
+        lambda x, i: {{'rs': x, 'ri': i}})) AS rr FROM _otlp_input
 ), s AS (
-    SELECT line,
-        list_filter(rs.resource.attributes, lambda a: a.key = 'service.name')[-1].value AS svc,
-        rs.scopeSpans IS NULL AS no_scopes, unnest(coalesce(rs.scopeSpans, [])) AS ss
+    SELECT line, rr.ri AS ri,
+        list_filter(rr.rs.resource.attributes, lambda a: a.key = 'service.name')[-1].value AS svc,
+        rr.rs.scopeSpans IS NULL AS no_scopes,
+        unnest(list_transform(coalesce(rr.rs.scopeSpans, []), lambda x, i: {{'ss': x, 'si': i}})) AS sr
     FROM r
+), q AS (
+    SELECT line, ri, svc, no_scopes, sr.ss.spans IS NULL AS no_spans,
+        unnest(list_transform(sr.ss.spans, lambda x, i: {{'raw': x, 'pos': sr.si * 1000000000 + i}})) AS pr
+    FROM s
 ), p AS (
-    SELECT line, svc, no_scopes, ss.spans IS NULL AS no_spans, unnest(ss.spans) AS sp FROM s
+    SELECT * EXCLUDE (pr), pr.raw AS raw, pr.pos AS pos, from_json(pr.raw, '{_SPAN}') AS sp FROM q
 ), _otlp_raw AS (
-    SELECT line, svc, no_scopes, no_spans,
+    SELECT line, ri, pos, svc, no_scopes, no_spans, raw,
         sp.traceId AS _trace, sp.spanId AS _id, sp.parentSpanId AS _parent, sp.name AS _name,
         sp.startTimeUnixNano AS _start, sp.endTimeUnixNano AS _end,
         sp.status.code AS _code, sp.status.message AS _message,
@@ -129,7 +140,11 @@ WITH r AS (
 # A JSON string value, else NULL (a number or anything else is not read here).
 _STR = "CASE WHEN json_type({0}) = 'VARCHAR' THEN json_extract_string({0}, '$') END"
 _ID = "(_{0} IS NULL OR json_type(_{0}) = 'VARCHAR' AND regexp_full_match({1}, '{2}'))"
-_NANOS = "(_{0} IS NULL OR json_type(_{0}) IN ('VARCHAR', 'UBIGINT', 'BIGINT'))"
+# Nanoseconds as the per-span decoder reads them (``int()``): digits, or a JSON integer.
+_NANOS = (
+    "(_{0} IS NULL OR json_type(_{0}) IN ('UBIGINT', 'BIGINT')"
+    " OR json_type(_{0}) = 'VARCHAR' AND regexp_full_match(json_extract_string(_{0}, '$'), '[0-9]*'))"
+)
 
 _SPANS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _otlp_spans AS
@@ -140,7 +155,8 @@ SELECT *,
     TRY_CAST(json_extract_string(_start, '$') AS HUGEINT) AS start_h,
     TRY_CAST(json_extract_string(_end, '$') AS HUGEINT) AS end_h
 FROM _otlp_raw)
-SELECT line, CASE WHEN svc.stringValue IS NOT NULL THEN svc.stringValue END AS service,
+SELECT line, ri, pos, raw::VARCHAR AS raw,
+    CASE WHEN svc.stringValue IS NOT NULL THEN svc.stringValue END AS service,
     trace, id, parent, coalesce(name, '') AS name,
     start_h::BIGINT AS start_ns, CASE WHEN end_h <> 0 THEN end_h::BIGINT END AS end_ns,
     CASE WHEN _code IS NULL THEN 0

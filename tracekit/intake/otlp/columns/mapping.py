@@ -18,6 +18,7 @@ store table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import duckdb
@@ -56,18 +57,20 @@ WHERE s.role = 'agent' AND p.role = 'tool'
 _CONTROL = r"regexp_matches({0}, '[\x00-\x1f]')"
 
 _TAKEN_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _otlp_kids AS
+SELECT trace, parent AS id, count(*) AS children, min(role) AS child_role, min(agent) AS callee
+FROM _otlp_roles WHERE parent <> '' GROUP BY trace, parent;
+
 CREATE OR REPLACE TEMP TABLE _otlp_tree AS
-SELECT s.trace, s.id, s.role, s.line, s.parent,
+SELECT s.trace, s.id, s.role, s.line, s.parent, s.conversation,
     p.role AS parent_role, g.role AS grand_role,
-    (SELECT count(*) FROM _otlp_roles c WHERE c.trace = s.trace AND c.parent = s.id) AS children,
-    (SELECT min(c.role) FROM _otlp_roles c WHERE c.trace = s.trace AND c.parent = s.id) AS child_role,
-    (SELECT count(*) FROM _otlp_roles c WHERE c.trace = p.trace AND c.parent = p.id) AS siblings,
+    coalesce(k.children, 0) AS children, k.child_role, coalesce(pk.children, 0) AS siblings,
     d.kind AS kind, d.source AS source,
     s.role IS NOT NULL AND coalesce(v.ok, false)
         AND (s.role <> 'agent' OR s.parent = '' OR d.kind IS NOT NULL)
         -- a handoff marker serves edges across its trace: only the one that calls whom it names
-        AND (NOT coalesce(v.marks, false) OR coalesce(v.marked = (
-            SELECT min(c.agent) FROM _otlp_roles c WHERE c.trace = s.trace AND c.parent = s.id), false)) AND NOT (v.target AND s.arguments > 0)
+        AND (NOT coalesce(v.marks, false) OR coalesce(v.marked = k.callee, false))
+        AND NOT (v.target AND s.arguments > 0)
         AND s.typed AND s.others = 0 AND s.events = 0
         AND len(s.link_traces) = 0 AND s.end_ns IS NOT NULL AND s.status_code IN (0, 1)
         AND NOT {_CONTROL.format("s.name")}
@@ -79,13 +82,16 @@ SELECT s.trace, s.id, s.role, s.line, s.parent,
 FROM _otlp_roles s
 LEFT JOIN _otlp_verdicts v ON v.role = s.role AND v.name = s.name
     AND v.label = CASE s.role WHEN 'agent' THEN s.agent WHEN 'tool' THEN s.tool ELSE '' END
+LEFT JOIN _otlp_kids k ON k.trace = s.trace AND k.id = s.id
 LEFT JOIN _otlp_roles p ON p.trace = s.trace AND p.id = s.parent AND s.parent <> ''
+LEFT JOIN _otlp_kids pk ON pk.trace = p.trace AND pk.id = p.id
 LEFT JOIN _otlp_roles g ON g.trace = p.trace AND g.id = p.parent AND p.parent <> ''
 LEFT JOIN _otlp_delegations d ON s.role = 'agent' AND p.role = 'tool'
     AND d.tool_name = p.name AND d.tool = p.tool AND d.agent_name = s.name AND d.agent = s.agent;
 
 CREATE OR REPLACE TEMP TABLE _otlp_taken AS
 SELECT trace FROM _otlp_tree
+WHERE trace NOT IN (SELECT unnest(link_traces) FROM _otlp_spans)
 GROUP BY trace
 HAVING bool_and(plain)
     AND count(*) FILTER (WHERE parent = '') = 1
@@ -96,8 +102,7 @@ HAVING bool_and(plain)
         OR role = 'step' AND parent_role = 'agent' AND children = 0)
     AND count(DISTINCT id) = count(*)
     AND max(line) - min(line) < {SETTLE}
-    AND trace NOT IN (SELECT unnest(link_traces) FROM _otlp_spans)
-    AND (SELECT count(DISTINCT c.conversation) FROM _otlp_roles c WHERE c.trace = _otlp_tree.trace) <= 1
+    AND count(DISTINCT conversation) <= 1
 """
 
 # Nanoseconds to milliseconds as Python's int / int rounds them: the whole
@@ -117,7 +122,7 @@ _HEAD = """'{{"type":"{0}","ts":' || to_json({1})
 _RECORDS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _otlp_mapped AS
 SELECT s.*, {_MS.format("s.start_ns")} AS start_ms, {_MS.format("s.end_ns")} AS end_ms,
-    {_DURATION} AS duration, p.parent AS caller, p.tool AS node, t.kind, t.source,
+    {_DURATION} AS duration, p.parent AS caller, p.tool AS node, t.kind, t.source, t.children,
     max(s.conversation) OVER (PARTITION BY s.trace) AS session
 FROM _otlp_roles s
 JOIN _otlp_taken USING (trace)
@@ -160,8 +165,7 @@ SELECT line, trace, ts, rank, k3, k4, text FROM (
         || ',"ok":true,"durationMs":' || to_json(duration)
         || CASE WHEN role = 'tool' THEN ',"call":"tool"' ELSE '' END || '}}'
     FROM _otlp_mapped
-    WHERE role = 'step' OR role = 'tool' AND id NOT IN (
-        SELECT parent FROM _otlp_mapped m WHERE m.trace = _otlp_mapped.trace)
+    WHERE role = 'step' OR role = 'tool' AND children = 0
 )
 """
 
@@ -183,8 +187,14 @@ def map_spans(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     _run(con, _ROLES_SQL)
     labels = con.execute(_LABELS_SQL).fetchall()
     rows = [
-        (role, name, label, verdict(role, name, label), reads_target(role, name, label),
-         *marker(role, name, label))
+        (
+            role,
+            name,
+            label,
+            verdict(role, name, label),
+            reads_target(role, name, label),
+            *marker(role, name, label),
+        )
         for role, name, label in labels
     ]
     _fill(con, _VERDICTS, rows)
@@ -194,7 +204,13 @@ def map_spans(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     _run(con, _TAKEN_SQL)
     _run(con, _RECORDS_SQL)
     agents, steps = con.execute(_COUNTS_SQL).fetchall()[0]
-    for table_name in ("_otlp_mapped", "_otlp_tree", "_otlp_verdicts", "_otlp_delegations"):
+    for table_name in (
+        "_otlp_mapped",
+        "_otlp_tree",
+        "_otlp_kids",
+        "_otlp_verdicts",
+        "_otlp_delegations",
+    ):
         con.execute(f"DROP TABLE IF EXISTS {table_name}")
     return int(agents or 0), int(steps or 0)
 
@@ -209,12 +225,14 @@ _DELEGATIONS: Final = (
 )
 
 
-def _fill(con: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[object, ...]]) -> None:
+def _fill(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[tuple[object, ...]]) -> None:
     """A small temp table of the probe's answers (a few hundred rows: one a distinct name)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table}")
     if rows:
-        marks = ", ".join("?" * len(rows[0]))
-        con.executemany(f"INSERT INTO {table.split()[0]} VALUES ({marks})", rows)
+        row = "(" + ", ".join("?" * len(rows[0])) + ")"
+        values = ", ".join([row] * len(rows))
+        flat = [value for found in rows for value in found]
+        con.execute(f"INSERT INTO {table.split()[0]} VALUES {values}", flat)
 
 
 def _run(con: duckdb.DuckDBPyConnection, script: str) -> None:

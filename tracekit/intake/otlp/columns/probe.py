@@ -37,8 +37,19 @@ _CHILD: Final = "00000000000000c3"
 
 
 def _span(span_id: str, parent: str, name: str, attrs: dict[str, Any], at: int) -> Span:
-    return Span(_TRACE, span_id, parent, name, at * 1_000_000, (at + 1) * 1_000_000, attrs,
-                False, "", "probe", transfer=is_transfer_name(name))
+    return Span(
+        _TRACE,
+        span_id,
+        parent,
+        name,
+        at * 1_000_000,
+        (at + 1) * 1_000_000,
+        attrs,
+        False,
+        "",
+        "probe",
+        transfer=is_transfer_name(name),
+    )
 
 
 def _agent(name: str, agent: str) -> dict[str, Any]:
@@ -66,9 +77,14 @@ def marker(role: str, name: str, label: str) -> tuple[bool, str | None]:
         >>> marker("tool", "execute_tool transfer_to_billing", "transfer_to_billing")
         (True, 'billing')
     """
-    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label} if role == "tool" else {}
-    span = Span(_TRACE, _TOOL, _ROOT, name, 1, 2, attrs, False, "", None,
-                transfer=is_transfer_name(name))
+    attrs = (
+        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": label}
+        if role == "tool"
+        else {}
+    )
+    span = Span(
+        _TRACE, _TOOL, _ROOT, name, 1, 2, attrs, False, "", None, transfer=is_transfer_name(name)
+    )
     if not may_mark(span):
         return False, None
     return True, marker_target(span)
@@ -115,11 +131,13 @@ def delegation(tool_name: str, tool: str, agent_name: str, agent: str) -> tuple[
     """
     if is_turn(tool_name) or is_turn(agent_name):
         return None
-    events = _map([
-        _span(_ROOT, "", "invoke_agent probe-root", _agent("", "probe-root"), 1),
-        _span(_TOOL, _ROOT, tool_name, _tool(tool), 2),
-        _span(_CHILD, _TOOL, agent_name, _agent(agent_name, agent), 3),
-    ])
+    events = _map(
+        [
+            _span(_ROOT, "", "invoke_agent probe-root", _agent("", "probe-root"), 1),
+            _span(_TOOL, _ROOT, tool_name, _tool(tool), 2),
+            _span(_CHILD, _TOOL, agent_name, _agent(agent_name, agent), 3),
+        ]
+    )
     enters = [e for e in events if isinstance(e, Enter)]
     if not _is_called(events, agent, tool):
         return None

@@ -34,9 +34,19 @@ _OTHERS: Final = SPAN_KEYS - set(READ_KEYS.values())
 _ARGUMENTS: Final = frozenset(ARGUMENT_KEYS)
 _TOKENS: Final = frozenset({"tokens_in", "tokens_out"})
 _TYPES: Final = {
-    "line": pa.int64(), "start_ns": pa.int64(), "end_ns": pa.int64(), "status_code": pa.int64(),
-    "tokens_in": pa.int64(), "tokens_out": pa.int64(), "typed": pa.bool_(), "others": pa.int64(),
-    "arguments": pa.int64(), "events": pa.int64(), "link_traces": pa.list_(pa.string()),
+    "line": pa.int64(),
+    "ri": pa.int64(),
+    "pos": pa.int64(),
+    "start_ns": pa.int64(),
+    "end_ns": pa.int64(),
+    "status_code": pa.int64(),
+    "tokens_in": pa.int64(),
+    "tokens_out": pa.int64(),
+    "typed": pa.bool_(),
+    "others": pa.int64(),
+    "arguments": pa.int64(),
+    "events": pa.int64(),
+    "link_traces": pa.list_(pa.string()),
     "exact": pa.bool_(),
 }
 
@@ -59,11 +69,11 @@ def proto_spans(bodies: list[tuple[int, bytes]]) -> pa.Table:
             request.ParseFromString(body)
         except (DecodeError, RecursionError) as exc:
             raise ValueError(f"not an OTLP protobuf message ({exc})") from None
-        for resource_spans in request.resource_spans:
+        for ri, resource_spans in enumerate(request.resource_spans, 1):
             service = _service(resource_spans.resource.attributes)
             for scope in resource_spans.scope_spans:
                 for span in scope.spans:
-                    _add(columns, position, service, span)
+                    _add(columns, (position, ri), service, span)
     return pa.table({n: pa.array(v, _TYPES.get(n, pa.string())) for n, v in columns.items()})
 
 
@@ -75,7 +85,9 @@ def _service(attributes: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _add(columns: dict[str, list[Any]], position: int, service: str | None, span: Any) -> None:
+def _add(
+    columns: dict[str, list[Any]], where: tuple[int, int], service: str | None, span: Any
+) -> None:
     read: dict[str, Any] = dict.fromkeys(READ_KEYS)
     typed, others, arguments = True, 0, 0
     for kv in span.attributes:
@@ -94,17 +106,34 @@ def _add(columns: dict[str, list[Any]], position: int, service: str | None, span
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     links = [link.trace_id.hex() for link in span.links]
     exact = (
-        len(trace) == 16 and len(span_id) == 8 and len(span.parent_span_id) in (0, 8)
-        and 0 < start <= MAX_TS_NS and end <= MAX_TS_NS and all(len(t) == 32 for t in links)
+        len(trace) == 16
+        and len(span_id) == 8
+        and len(span.parent_span_id) in (0, 8)
+        and 0 < start <= MAX_TS_NS
+        and end <= MAX_TS_NS
+        and all(len(t) == 32 for t in links)
     )
     if not exact:  # the caller reads this batch the per-span way; keep the table valid
         start, end = 1, 0
     for name, value in (
-        ("line", position), ("service", service), ("trace", trace.hex()), ("id", span_id.hex()),
-        ("parent", span.parent_span_id.hex()), ("name", span.name), ("start_ns", start),
-        ("end_ns", end or None), ("status_code", span.status.code),
-        ("message", span.status.message), ("typed", typed), ("others", others),
-        ("arguments", arguments), ("events", len(span.events)), ("link_traces", links),
+        ("line", where[0]),
+        ("ri", where[1]),
+        ("pos", len(columns["line"])),
+        ("raw", None),
+        ("service", service),
+        ("trace", trace.hex()),
+        ("id", span_id.hex()),
+        ("parent", span.parent_span_id.hex()),
+        ("name", span.name),
+        ("start_ns", start),
+        ("end_ns", end or None),
+        ("status_code", span.status.code),
+        ("message", span.status.message),
+        ("typed", typed),
+        ("others", others),
+        ("arguments", arguments),
+        ("events", len(span.events)),
+        ("link_traces", links),
         ("exact", exact),
     ):
         columns[name].append(value)
