@@ -52,6 +52,7 @@ from tracekit.store.ingest_log import (
     undo_unread,
 )
 from tracekit.store.load import Counts, load_batch
+from tracekit.store.otlp_columns import column_batches, columns_enabled
 from tracekit.store.otlp_source import JoinedOtlp, Refused, Tables
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
 
@@ -147,7 +148,9 @@ def ingest_paths(
     asked = stop or _never
     sources = expand(paths)
     report = IngestReport()
-    otlp = _Otlp()
+    # A trace split over several sources is joined span by span: the set-based
+    # path maps one source at a time, so it reads an ingest of one source.
+    otlp = _Otlp(con if len(sources) == 1 and columns_enabled() else None)
     try:
         since = first_underived(con)
         with _failures(con, since, asked):
@@ -290,8 +293,9 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
 class _Otlp:
     """The OTLP sources of one ingest: one intake join, and where each source's records go."""
 
-    def __init__(self) -> None:
+    def __init__(self, columns: duckdb.DuckDBPyConnection | None = None) -> None:
         self.joined = JoinedOtlp()
+        self.columns = columns  # set: map the common shapes set-based on it
         self.origins: list[tuple[int, str, SourceReport]] = []  # ingest_id, label, report
         # A source's end is stored with the last of its records: a crash before
         # then reads it again, rather than skipping the traces still held.
@@ -305,7 +309,13 @@ class _Otlp:
     def batches(self, chunks: Iterable[Chunk], origin: int) -> Iterator[_Batch]:
         """A source's batches; the tables of earlier sources its chunks completed beside them."""
         report = self.origins[origin][2]
-        for chunk, tables in self.joined.batches(chunks, origin):
+        assert report.spans is not None
+        read = (
+            self.joined.batches(chunks, origin)
+            if self.columns is None
+            else column_batches(self.columns, self.joined, chunks, origin, report.spans)
+        )
+        for chunk, tables in read:
             table, refused = tables.pop(origin)
             yield chunk, table, refused, tables
         assert report.spans is not None

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from tracekit.events import Event, encode_event
-from tracekit.intake.otlp.batches import OtlpJoin, Routed, otlp_records
+from tracekit.intake.otlp.batches import Keep, OtlpJoin, Routed, otlp_records
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.sources import Chunk, text_table
 
@@ -35,9 +35,14 @@ class JoinedOtlp:
     def __init__(self) -> None:
         self.join = OtlpJoin()
 
-    def batches(self, chunks: Iterable[Chunk], origin: int) -> Iterator[tuple[Chunk, Tables]]:
-        """Each chunk of source ``origin`` with the tables of the traces it completed."""
-        for chunk, routed in self.join.records(chunks, origin):
+    def batches(
+        self, chunks: Iterable[Chunk], origin: int, keep: Keep | None = None
+    ) -> Iterator[tuple[Chunk, Tables]]:
+        """Each chunk of source ``origin`` with the tables of the traces it completed.
+
+        ``keep``: only those traces of each line (the others are mapped set-based).
+        """
+        for chunk, routed in self.join.records(chunks, origin, keep):
             yield chunk, _tables(routed)
 
     def finish(self) -> Tables:

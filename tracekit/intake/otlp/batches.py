@@ -17,10 +17,14 @@ from tracekit.events import Event
 from tracekit.intake.lines import Chunk, sniff
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.otlp.decode_json import Span, decode_spans
+from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 
-__all__ = ["Records", "otlp_records"]
+__all__ = ["Keep", "Records", "decode_line", "document_lines", "otlp_records"]
 
 Refused = list[tuple[int, str, str]]
+#: Per line, its spans still to be mapped here, as a document of them alone.
+Keep = dict[int, bytes]
 #: A chunk, the ``(line, record)`` pairs mapped with it, and the lines refused.
 Records = tuple[Chunk, list[tuple[int, Event]], Refused]
 
@@ -51,12 +55,25 @@ class OtlpJoin:
         self.converter = OtlpConverter()
         self._seen = SpanCounts()
 
-    def records(self, chunks: Iterable[Chunk], origin: int) -> Iterator[tuple[Chunk, Routed]]:
-        """Feed one source's chunks; yield each chunk with the records of traces now complete."""
+    def records(
+        self, chunks: Iterable[Chunk], origin: int, keep: Keep | None = None
+    ) -> Iterator[tuple[Chunk, Routed]]:
+        """Feed one source's chunks; yield each chunk with the records of traces now complete.
+
+        ``keep``, if given, holds what of each line is this join's (the rest
+        was mapped set-based), as a document of those spans; a line it does
+        not name is still read, as one tick, so traces complete as they would
+        otherwise.
+        """
         base = origin << _SHIFT
         for chunk, lines in _lines(chunks):
             keyed = [(base + n, line) for n, line in lines]
-            refused = [(n - base, raw, why) for n, raw, why in _feed(self.converter, keyed)]
+            fed = (
+                _feed(self.converter, keyed)
+                if keep is None
+                else _feed_kept(self, keyed, keep, base)
+            )
+            refused = [(n - base, raw, why) for n, raw, why in fed]
             routed = self._route(self.converter.take_complete(_IDLE))
             held = routed.setdefault(origin, ([], []))[1]
             held[:0] = [*refused, *chunk.refused()]
@@ -105,6 +122,11 @@ def otlp_records(chunks: Iterable[Chunk], spans: SpanCounts | None = None) -> It
         spans.add(join.counts())
 
 
+def document_lines(chunks: Iterable[Chunk]) -> Iterator[tuple[Chunk, list[tuple[int, bytes]]]]:
+    """Each chunk with the lines the converter is fed (a multi-line document is one line)."""
+    return _lines(chunks)
+
+
 def _lines(chunks: Iterable[Chunk]) -> Iterator[tuple[Chunk, list[tuple[int, bytes]]]]:
     """Each chunk with its lines; a multi-line document is one chunk read as one line."""
     stream = iter(chunks)
@@ -135,3 +157,20 @@ def _feed(converter: OtlpConverter, lines: list[tuple[int, bytes]]) -> Refused:
             raw = line.decode("utf-8", "replace").rstrip("\r")
             refused.append((number, raw, f"not OTLP JSON: {exc}"))
     return refused
+
+
+def _feed_kept(join: OtlpJoin, lines: list[tuple[int, bytes]], keep: Keep, base: int) -> Refused:
+    """Feed only the kept spans of each line; every line counts as one document."""
+    converter = join.converter
+    for number, _ in lines:
+        kept = keep.get(number - base)
+        converter.feed_spans(decode_line(kept) if kept else [], line=number)
+    return []
+
+
+def decode_line(data: bytes) -> list[Span]:
+    """The spans of one OTLP JSON line, as :meth:`OtlpConverter.feed_json` decodes them."""
+    try:
+        return decode_spans_fast(data)
+    except (msgspec.ValidationError, ValueError, RecursionError):
+        return decode_spans(msgspec.json.decode(data))
