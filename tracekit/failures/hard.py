@@ -6,7 +6,8 @@ and cancelled invocations and failed steps (the rules look at no others), and
 classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
 :func:`~tracekit.store.classify.classify_store` only when it has runs to
-classify: a report on a classified store does not load the rules.
+classify: a report on a classified store does not load the rules (and no step here
+loads pandas).
 """
 
 from __future__ import annotations
