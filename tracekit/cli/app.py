@@ -438,10 +438,10 @@ _RUN_COLUMNS = [
     "max_depth",
     "origin_agent",
     "origin_code",
-    "origin_step",
     "session_id",
     "input_tokens",
     "output_tokens",
+    "origin_step",
 ]
 
 
