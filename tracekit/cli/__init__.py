@@ -2,8 +2,8 @@
 
 - :mod:`~tracekit.cli.entry`: the console script's :func:`main`; the plainest
   command lines run without typer (:mod:`~tracekit.cli.quick` reads them);
-- :mod:`~tracekit.cli.app`: the typer app (``tracekit.cli.app.app``), its
-  commands, for every other command line;
+- :mod:`~tracekit.cli.app`: the typer app (``tracekit.cli.app.app``), for
+  every other command line; its commands are in :mod:`~tracekit.cli.commands`;
 - :mod:`~tracekit.cli.output`: printing, ``Error:`` lines and exit codes, for both;
 - :mod:`~tracekit.cli.tree`, :mod:`~tracekit.cli.fleet`, :mod:`~tracekit.cli.find`:
   what those commands print, from a file or a store;

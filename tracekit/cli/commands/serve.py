@@ -1,0 +1,78 @@
+"""``tracekit serve``: the OTLP collector, run in the foreground."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tracekit.cli.commands.options import DbOption
+
+
+def serve_command(
+    db: DbOption = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on; other than loopback needs --token.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="OTLP/HTTP port (0: any free port).")] = 4318,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option("--grpc-port", help="Also take OTLP/gRPC on this port (off unless given)."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="TRACEKIT_SERVE_TOKEN",
+            help="Require 'Authorization: Bearer TOKEN' on every request.",
+        ),
+    ] = None,
+    max_body: Annotated[
+        int,
+        typer.Option("--max-body", help="Bytes a request body may have, also once inflated (413)."),
+    ] = 32 << 20,
+    spool_limit: Annotated[
+        int,
+        typer.Option("--spool-limit", help="Bytes acknowledged but not yet loaded before 503."),
+    ] = 64 << 20,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="NAME",
+            help="Also answer requests for this Host name (repeatable; loopback always).",
+        ),
+    ] = None,
+    lake: Annotated[
+        str | None,
+        typer.Option("--lake", metavar="DIR", help="Also export into this lake while serving."),
+    ] = None,
+    export_every: Annotated[
+        str, typer.Option("--export-every", metavar="SPAN", help="With --lake: how often (5m).")
+    ] = "5m",
+    writer: Annotated[
+        str | None,
+        typer.Option("--writer", metavar="ID", help="With --lake: this server's id in the lake."),
+    ] = None,
+) -> None:
+    """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
+
+    Point any OpenTelemetry exporter at it: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318.
+    Every batch acknowledged is on disk first; a restart after a crash loads what was not
+    yet stored. tracekit's own records go to POST /v1/records (application/x-ndjson).
+    """
+    from pathlib import Path
+
+    from tracekit.server import ServeConfig, serve
+    from tracekit.store.db import default_path
+
+    path = Path(db) if db is not None else default_path()
+    config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
+    config.max_body, config.spool_limit = max_body, spool_limit
+    config.allow_hosts = list(allow_host or [])
+    options = None
+    if lake is not None:
+        from tracekit.server.lake_export import LakeOptions, every_seconds
+
+        options = LakeOptions(Path(lake), every_seconds(export_every), writer)
+    serve(config, lake=options)

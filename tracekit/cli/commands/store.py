@@ -1,0 +1,235 @@
+"""The store's commands: ingest, runs, session, rejects, sql, find."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from tracekit._util.text import plural
+from tracekit.cli.commands.options import (
+    DbOption,
+    FormatOption,
+    IngestFormat,
+    ServerOption,
+    TableFormat,
+    WaitOption,
+)
+from tracekit.cli.output import emit
+from tracekit.cli.quick import DEFAULT_WAIT
+
+# The table's columns, most telling first: those that do not fit the terminal
+# are left out from the end (JSON and CSV have every column).
+_RUN_COLUMNS = [
+    "run_id",
+    "start_at",
+    "service",
+    "agent",
+    "outcome",
+    "status",
+    "duration_ms",
+    "invocations",
+    "failed_invocations",
+    "max_depth",
+    "origin_agent",
+    "origin_code",
+    "session_id",
+    "input_tokens",
+    "output_tokens",
+    "origin_step",
+]
+
+
+def ingest_command(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Files, directories (walked for *.jsonl, *.jsonl.gz, *.json), globs, or -."
+        ),
+    ],
+    db: DbOption = None,
+    format: Annotated[
+        IngestFormat, typer.Option("--format", help="auto (by content), tracekit (v1) or otlp.")
+    ] = IngestFormat.auto,
+) -> None:
+    """Load traces into the store; every line is accounted for on the last line printed.
+
+    A file ingested again adds nothing; a file that grew is read from where the
+    last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
+    A new store into which nothing went (a missing file, no trace) is not kept.
+    """
+    from tracekit.cli.ingest import ingest_into
+    from tracekit.cli.progress import progress_bar
+    from tracekit.cli.remote import server_url
+
+    url = server_url(db, None)
+    if url is not None:  # tracekit serve holds the store: it loads what it is sent
+        _forward(paths, url)
+        return
+    report = ingest_into(db, paths, format.value, progress_bar())
+    for source in report.sources if len(report.sources) <= 20 else []:
+        c = source.counts
+        if source.skipped:
+            print(f"{_clean(source.source)}: skipped, {source.skipped}")
+            continue
+        note = " (unchanged)" if source.unchanged else ""
+        print(
+            f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
+            f" {c.rejected} rejected, {plural(c.duplicates, 'duplicate')}{note}"
+        )
+        if source.spans is not None:  # OTLP: where every span read went
+            print(f"  {source.spans.line()}")
+    if report.totals.rejected:
+        bad = plural(report.totals.rejected, "bad line")
+        print(f"{bad} kept in the rejects table: tracekit rejects")
+    print(report.reconciliation())
+
+
+def _forward(paths: list[str], url: str) -> None:
+    from tracekit.cli.forward import forward_files
+
+    sent = forward_files(paths, url)
+    print(
+        f"the store is held by tracekit serve at {url}: sent {sent.records} records"
+        f" (POST /v1/records) and {sent.documents} OTLP documents (POST /v1/traces);"
+        f" the server loads them (GET {url}/api/ingest, tracekit rejects)"
+    )
+
+
+def runs_command(
+    db: DbOption = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            metavar="STATUS",
+            help="ok, error, running, or an outcome (failed = failed:*).",
+        ),
+    ] = None,
+    service: Annotated[
+        str | None, typer.Option("--service", metavar="NAME", help="Only this service.")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent", metavar="NAME", help="Runs of this root agent, or that invoked it."
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="SPAN|TIME",
+            help="Started within this span (30m, 2h, 7d) or since a time.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many runs.")
+    ] = 50,
+    session: Annotated[
+        str | None,
+        typer.Option("--session", metavar="ID", help="Only the runs of this session."),
+    ] = None,
+    format: FormatOption = TableFormat.table,
+    wait: WaitOption = DEFAULT_WAIT,
+    server: ServerOption = None,
+) -> None:
+    """List root runs, newest first."""
+    from tracekit.cli.remote import open_reader
+
+    with open_reader(db, server, wait) as store:
+        df = store.runs(
+            status=status, service=service, agent=agent, since=since, limit=limit, session=session
+        )
+    if format is TableFormat.table:
+        df = df[_RUN_COLUMNS]
+    _emit(df, format)
+
+
+def session_command(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="The session's id.")],
+    db: DbOption = None,
+    format: Annotated[
+        TableFormat,
+        typer.Option("--format", help="table (a header, a line a run), json or csv."),
+    ] = TableFormat.table,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    wait: WaitOption = DEFAULT_WAIT,
+) -> None:
+    """Show a session: its runs in order of start, each with outcome, duration, tokens."""
+    from tracekit.cli.session import session_view
+
+    print(session_view(session_id, db, "json" if as_json else format.value, wait=wait))
+
+
+def rejects_command(
+    db: DbOption = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many lines.")
+    ] = 100,
+    format: FormatOption = TableFormat.table,
+    wait: WaitOption = DEFAULT_WAIT,
+) -> None:
+    """List the lines that could not be read: source, line number, reason, text."""
+    from tracekit.cli.remote import open_reader
+
+    with open_reader(db, None, wait) as store:
+        df = store.rejects(limit=limit)
+    if format is TableFormat.table:
+        df = df[["source", "line", "reason", "raw"]]
+    _emit(df, format)
+
+
+def sql_command(
+    query: Annotated[str, typer.Argument(help="A SELECT query over the store's tables.")],
+    db: DbOption = None,
+    format: FormatOption = TableFormat.table,
+    wait: WaitOption = DEFAULT_WAIT,
+    server: ServerOption = None,
+) -> None:
+    """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
+    from tracekit.cli.remote import open_reader
+
+    with open_reader(db, server, wait) as store:
+        df = store.sql(query)
+    _emit(df, format)
+
+
+def find_command(
+    query: Annotated[
+        str,
+        typer.Argument(
+            help="Agents joined by edges, e.g. 'billing >> refunds', each with optional"
+            " predicates in brackets (the grammar: docs/find.md)."
+        ),
+    ],
+    db: DbOption = None,
+    runs: Annotated[
+        bool, typer.Option("--runs", help="One row a matching run, not a path.")
+    ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", help="JSON lines (same as --format json).")
+    ] = False,
+    csv_: Annotated[bool, typer.Option("--csv", help="CSV (same as --format csv).")] = False,
+    format: FormatOption = TableFormat.table,
+    limit: Annotated[
+        int, typer.Option("--limit", min=0, metavar="N", help="At most this many rows.")
+    ] = 50,
+    wait: WaitOption = DEFAULT_WAIT,
+) -> None:
+    """Find runs by delegation structure: who delegated to whom, and how it ended."""
+    from tracekit.cli.find import print_find
+
+    fmt = TableFormat.json if json_ else TableFormat.csv if csv_ else format
+    print_find(query, db, runs=runs, fmt=fmt.value, limit=limit, wait=wait)
+
+
+def _emit(df: Any, format: TableFormat) -> None:
+    emit(df, format.value)
+
+
+def _clean(text: str) -> str:
+    """Escape control characters in a name for the terminal."""
+    from tracekit.cli.tables import clean
+
+    return clean(text)
