@@ -209,7 +209,9 @@ async def _receive(
     gate.inflight += 1
     try:
         encoding = request.headers.get("content-encoding", "")
-        entry = await request.app.state.workers.ingest(decode, body, encoding)
+        entry = await request.app.state.workers.ingest(
+            collector.timed_decode, decode, body, encoding
+        )
         accepted = await collector.submit(entry)
     except (TooLargeError, BadRequestError, SpoolFullError) as exc:
         return _refused(exc, media, collector)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +46,7 @@ class Collector:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.store = Store(config.db, wait=config.wait)
+        self.store = _served(Store(config.db, wait=config.wait), config)
         self.spool = Spool(
             spool_dir(self.store.path), limit=config.spool_limit, deliver=self._deliver
         )
@@ -55,6 +56,7 @@ class Collector:
         self._reads = self.store.con.cursor()
         self.sources: dict[str, SourceStats] = {}
         self._stats_lock = threading.Lock()
+        self._decode_cpu = 0.0
         self._started = False
         #: Called first when stopping (the gRPC server: its requests end before the spool).
         self.before_stop: list[Callable[[], object]] = []
@@ -68,10 +70,10 @@ class Collector:
         self._replayed_to = 0
         self.recovery = Recovery(self)
 
-    def _deliver(self, start: int, end: int, entry: Entry) -> None:
+    def _deliver(self, start: int, end: int, entry: Entry, payload: bytes) -> None:
         with self._deliver_lock:
             if start >= self._replayed_to:
-                self.loader.deliver(start, end, entry)
+                self.loader.deliver(start, end, entry, payload)
 
     @property
     def failed(self) -> str | None:
@@ -85,7 +87,7 @@ class Collector:
             self._reads.close()
         with contextlib.suppress(duckdb.Error):
             self.store.close()
-        self.store = Store(self.config.db, wait=5.0)
+        self.store = _served(Store(self.config.db, wait=5.0), self.config)
         self._reads = self.store.con.cursor()
         with self._deliver_lock:
             loader = Loader(self.store, self.spool, settle=self.config.settle)
@@ -93,6 +95,30 @@ class Collector:
             self._replayed_to = loader.replayed_to
             self.loader = loader
         loader.start()
+
+    def timed_decode(
+        self, decode: Callable[[bytes, str], Entry], body: bytes, encoding: str
+    ) -> Entry:
+        """``decode(body, encoding)``, its CPU time counted as the decode stage's."""
+        clock = time.thread_time()
+        try:
+            return decode(body, encoding)
+        finally:
+            spent = time.thread_time() - clock
+            with self._stats_lock:
+                self._decode_cpu += spent
+
+    def stage_cpu(self) -> dict[str, float]:
+        """CPU seconds by stage since the server started (threads' own; DuckDB's in ``process``)."""
+        with self._stats_lock:
+            decode = self._decode_cpu
+        return {
+            "decode (request threads)": round(decode, 2),
+            "spool (writer thread)": round(self.spool.cpu, 2),
+            "map (mapping process)": round(self.loader.mapper.cpu, 2),
+            "load (loader thread)": round(self.loader.cpu["load"], 2),
+            "process (all threads, DuckDB's too)": round(time.process_time(), 2),
+        }
 
     def status_line(self) -> str:
         """Received, stored, rejected and waiting, for the log."""
@@ -219,12 +245,19 @@ class Collector:
             "busy_answers": self.busy_answers,
             "spans_loaded": self.loader.spans_loaded,
             "pending_spans": self.loader.pending_spans,
-            "skipped_spans": self.loader.converter.skipped,
+            "skipped_spans": self.loader.skipped,
             "queued_batches": self.loader.queued,
             "loading": self.loader.loading,
             "spool_backlog_bytes": self.spool.backlog(),
             "loader_failed": self.loader.failed,
+            "stage_cpu_s": self.stage_cpu(),
         }
+
+
+def _served(store: Store, config: ServeConfig) -> Store:
+    """The store with the server's memory limit on its database (reads share it)."""
+    store.con.execute(f"SET memory_limit = '{config.db_memory}'")
+    return store
 
 
 def _line(stored: dict[str, dict[str, int]]) -> str:

@@ -68,6 +68,10 @@ class ServeConfig:
     #: Resident bytes of the server past which running reads are stopped (503):
     #: DuckDB's 1 GB limit plus a margin for Python, replies and bodies.
     memory_cap: int = 2 << 30
+    #: DuckDB's memory limit on the served store (its buffer pool is most of the
+    #: server's memory: with the mapping process and the queues, the server stays
+    #: under 1 GB); a read that needs more spills to disk or is refused.
+    db_memory: str = "512MB"
 
     def check(self) -> None:
         """Refuse an address other than loopback without a token.
