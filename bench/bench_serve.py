@@ -36,6 +36,7 @@ import multiprocessing as mp
 import os
 import random
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -347,6 +348,10 @@ def run_tracekit(
             str(TRACEKIT),
             *cmd[1:],
         ]
+    if args.py_spy and code is None:  # every thread and the mapping process, native frames too
+        spy = Path(sys.executable).parent / "py-spy"
+        cmd = [str(spy), "record", "--subprocesses", "--nonblocking", "--format", "raw",
+               "-r", "50", "-o", str(args.py_spy), "--", *cmd]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(code or ROOT)}
     server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -363,7 +368,9 @@ def run_tracekit(
     load["rss_curve"] = sampler.stop()
     load["rss_mb"] = max([peak_rss_mb(server.pid), *(mb for _, mb in load["rss_curve"])])
     load["stages"] = status.get("stage_cpu_s")
-    server.terminate()
+    # Under py-spy the server is its child: stop the server, py-spy then writes and exits.
+    for pid in _tree(server.pid)[1:2] if args.py_spy and code is None else [server.pid]:
+        os.kill(pid, signal.SIGTERM)
     _, err = server.communicate(timeout=300)
     if server.returncode != 0:
         print(err[-3000:])
@@ -592,6 +599,12 @@ def main() -> None:
         help="seconds to wait for Phoenix to store what it acknowledged",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the tracekit server")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        help="sample the tracekit server with py-spy (pip install py-spy) into this file"
+        " (collapsed stacks, every thread and process)",
+    )
     parser.add_argument(
         "--baseline",
         type=Path,

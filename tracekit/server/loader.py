@@ -197,6 +197,7 @@ class Loader:
             return
         try:
             with self._hold:
+                self.mapper.check()  # a mapping process gone fails at once: recovery replaces it
                 self.load_once(final=final)
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"

@@ -191,6 +191,15 @@ class MapperProcess:
         self.cpu = answer.cpu
         return answer  # type: ignore[no-any-return]
 
+    def check(self) -> None:
+        """Raise if the process is gone (killed, out of memory) while idle.
+
+        Raises:
+            MapperFailedError: it has exited.
+        """
+        if not self._process.is_alive():
+            raise MapperFailedError(f"the mapping process exited (status {self._process.exitcode})")
+
     def close(self) -> None:
         """Stop the process (after its last cycle)."""
         with contextlib.suppress(OSError, ValueError):
