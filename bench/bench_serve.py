@@ -294,17 +294,33 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of the process and its descendants now, in MB."""
-    total = 0
-    for each in _tree(pid):
+def tree_rss_mb(pid: int, each: dict[str, float] | None = None) -> float:
+    """Resident memory of the process and its descendants now, in MB (``each``: max by name)."""
+    total = 0.0
+    for one in _tree(pid):
         try:
-            for line in Path(f"/proc/{each}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
+            status = Path(f"/proc/{one}/status").read_text().splitlines()
+            cmdline = Path(f"/proc/{one}/cmdline").read_bytes()
         except OSError:
-            pass
-    return total / 1024
+            continue
+        for line in status:
+            if line.startswith("VmRSS:"):
+                mb = int(line.split()[1]) / 1024
+                total += mb
+                if each is not None:
+                    name = _role(cmdline)
+                    each[name] = max(each.get(name, 0.0), mb)
+    return total
+
+
+def _role(cmdline: bytes) -> str:
+    if b"spawn_main" in cmdline:
+        return "mapping process"
+    if b"resource_tracker" in cmdline:
+        return "resource tracker"
+    if b"py-spy" in cmdline:
+        return "py-spy"
+    return "server"
 
 
 class RssSampler:
@@ -315,6 +331,7 @@ class RssSampler:
 
         self.pid, self.every = pid, every
         self.samples: list[tuple[float, float]] = []
+        self.each: dict[str, float] = {}  # the largest sample of each process
         self._stop = threading.Event()
         self._t0 = time.time()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -322,7 +339,7 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
-            self.samples.append((time.time() - self._t0, tree_rss_mb(self.pid)))
+            self.samples.append((time.time() - self._t0, tree_rss_mb(self.pid, self.each)))
 
     def stop(self) -> list[tuple[float, float]]:
         self._stop.set()
@@ -366,6 +383,7 @@ def run_tracekit(
         time.sleep(0.25)
     stored_at = time.time()
     load["rss_curve"] = sampler.stop()
+    load["rss_each"] = sampler.each
     load["rss_mb"] = max([peak_rss_mb(server.pid), *(mb for _, mb in load["rss_curve"])])
     load["stages"] = status.get("stage_cpu_s")
     # Under py-spy the server is its child: stop the server, py-spy then writes and exits.
@@ -579,6 +597,8 @@ def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> d
         points = "  ".join(f"{t:.0f}s:{mb:.0f}" for t, mb in curve[::step])
         print(f"{'':9} RSS MB (server and its workers): {points}")
         print(f"{'':9} RSS max first half {first:.0f} MB, second half {second:.0f} MB")
+        each = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r.get("rss_each", {}).items()))
+        print(f"{'':9} RSS max by process (MB): {each}")
     if r.get("stages"):
         print(f"{'':9} server CPU by stage (s): {json.dumps(r['stages'])}")
     return row
