@@ -189,7 +189,7 @@ class MapperProcess:
         if isinstance(answer, str):
             raise MapperFailedError(f"the mapping failed: {answer}")
         self.cpu = answer.cpu
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def check(self) -> None:
         """Raise if the process is gone (killed, out of memory) while idle.
