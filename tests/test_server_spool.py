@@ -150,9 +150,7 @@ def test_overload_answers_503_and_loses_nothing_acknowledged(tmp_path: Path) -> 
 
 
 def test_a_torn_last_frame_is_cut_and_the_rest_replayed(tmp_path: Path) -> None:
-    from tracekit.server.spool import Checkpoint, Entry, Spool
-
-    from tracekit.server.spool import decode_payload
+    from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 
     got: list[tuple[int, int, Entry, bytes]] = []
     spool = Spool(tmp_path / "s", limit=1 << 20, deliver=lambda *item: got.append(item))
