@@ -71,7 +71,7 @@ class ServeConfig:
     #: DuckDB's memory limit on the served store (its buffer pool is most of the
     #: server's memory: with the mapping process and the queues, the server stays
     #: under 1 GB); a read that needs more spills to disk or is refused.
-    db_memory: str = "512MB"
+    db_memory: str = "400MB"
 
     def check(self) -> None:
         """Refuse an address other than loopback without a token.

@@ -37,7 +37,7 @@ log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
 #: Traces remembered after they are stored, so that a late span joins its run.
-_REMEMBER: Final = 4096
+_REMEMBER: Final = 1024
 
 
 @dataclass
@@ -87,8 +87,8 @@ class Loader:
         interval: float = 0.1,
         batch: int = 20_000,
         delay: float = 1.0,
-        max_pending: int = 200_000,
-        most: int = 80_000,
+        max_pending: int = 100_000,
+        most: int = 40_000,
     ) -> None:
         self.store = store
         self.spool = spool
