@@ -301,6 +301,7 @@ def tree_rss_mb(pid: int, each: dict[str, float] | None = None) -> float:
         try:
             status = Path(f"/proc/{one}/status").read_text().splitlines()
             cmdline = Path(f"/proc/{one}/cmdline").read_bytes()
+            comm = Path(f"/proc/{one}/comm").read_text().strip()
         except OSError:
             continue
         for line in status:
@@ -308,14 +309,16 @@ def tree_rss_mb(pid: int, each: dict[str, float] | None = None) -> float:
                 mb = int(line.split()[1]) / 1024
                 total += mb
                 if each is not None:
-                    name = _role(cmdline)
+                    name = _role(comm, cmdline)
                     each[name] = max(each.get(name, 0.0), mb)
     return total
 
 
-def _role(cmdline: bytes) -> str:
+def _role(comm: str, cmdline: bytes) -> str:
+    if comm.startswith("tracekit-"):
+        return comm.removeprefix("tracekit-") + " process"  # it names itself
     if b"spawn_main" in cmdline:
-        return "mapping process"
+        return "worker process"
     if b"resource_tracker" in cmdline:
         return "resource tracker"
     if b"py-spy" in cmdline:

@@ -15,6 +15,7 @@ import duckdb
 
 from tracekit.errors import StoreError
 from tracekit.server.config import ServeConfig, spool_dir
+from tracekit.server.decode_pool import Decoded
 from tracekit.server.loader import Loader, SourceStats
 from tracekit.server.recovery import Recovery
 from tracekit.server.spool import Entry, Spool
@@ -70,10 +71,12 @@ class Collector:
         self._replayed_to = 0
         self.recovery = Recovery(self)
 
-    def _deliver(self, start: int, end: int, entry: Entry, payload: bytes) -> None:
+    def _deliver(
+        self, start: int, end: int, entry: Entry | None, payload: bytes, items: int
+    ) -> None:
         with self._deliver_lock:
             if start >= self._replayed_to:
-                self.loader.deliver(start, end, entry, payload)
+                self.loader.deliver(start, end, entry, payload, items)
 
     @property
     def failed(self) -> str | None:
@@ -113,11 +116,11 @@ class Collector:
         with self._stats_lock:
             decode = self._decode_cpu
         return {
-            "decode (request threads)": round(decode, 2),
-            "spool (writer thread)": round(self.spool.cpu, 2),
-            "map (mapping process)": round(self.loader.mapper.cpu, 2),
-            "load (loader thread)": round(self.loader.cpu["load"], 2),
-            "process (all threads, DuckDB's too)": round(time.process_time(), 2),
+            "decode (decoding process and request threads)": round(decode, 3),
+            "spool (writer thread)": round(self.spool.cpu, 3),
+            "map (mapping process)": round(self.loader.mapper.cpu, 3),
+            "load (loader thread)": round(self.loader.cpu["load"], 3),
+            "process (all threads, DuckDB's too)": round(time.process_time(), 3),
         }
 
     def status_line(self) -> str:
@@ -183,16 +186,32 @@ class Collector:
 
     def count(self, entry: Entry) -> Accepted:
         """Count an entry's spans (or lines) as received by its source."""
-        kept = len(entry.spans) or len(entry.lines)
-        refused = len(entry.rejects)
+        first = entry.rejects[0][1] if entry.rejects else ""
+        return self._count(
+            entry.source, len(entry.spans) or len(entry.lines), len(entry.rejects), first
+        )
+
+    def _count(self, source: str, kept: int, refused: int, first_reason: str) -> Accepted:
         with self._stats_lock:
-            stats = self.sources.setdefault(entry.source, SourceStats())
+            stats = self.sources.setdefault(source, SourceStats())
             stats.received += kept + refused
             stats.refused += refused
         message = ""
         if refused:
-            message = f"{refused} span{'s' if refused > 1 else ''} refused: {entry.rejects[0][1]}"
+            message = f"{refused} span{'s' if refused > 1 else ''} refused: {first_reason}"
         return Accepted(kept, refused, message)
+
+    async def submit_decoded(self, decoded: Decoded) -> Accepted:
+        """:meth:`submit` for a body decoded in the decoding process (already a payload).
+
+        Raises:
+            SpoolFullError: the spool is full (the client should retry later).
+        """
+        with self._stats_lock:
+            self._decode_cpu += decoded.cpu
+        future = self.spool.append_payload(decoded.payload, decoded.kept)
+        await asyncio.wrap_future(future)
+        return self._count(decoded.source, decoded.kept, decoded.refused, decoded.first_reason)
 
     async def submit(self, entry: Entry) -> Accepted:
         """Make the entry durable; returns once it is fsynced (then it may be acknowledged).

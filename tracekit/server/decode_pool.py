@@ -10,7 +10,8 @@ server never builds a Python object per span.
 
 A worker that dies (killed, out of memory) fails the requests it had; the
 pool is replaced and those requests get 503 with ``Retry-After``: nothing
-was acknowledged, the exporters send again.
+was acknowledged, the exporters send again. A worker whose server is gone
+(even by SIGKILL) exits within half a second.
 
 Example:
     >>> import json
@@ -24,7 +25,9 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -34,6 +37,7 @@ from typing import Final
 __all__ = ["DecodePool", "DecodeUnavailableError", "Decoded", "decode_spans_body"]
 
 _OTLP: Final = "serve:otlp"
+_WATCH: Final = 0.5  # seconds between looks at the parent
 
 
 class DecodeUnavailableError(Exception):
@@ -72,11 +76,21 @@ def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Deco
     )
 
 
-def _start_worker() -> None:
+def _start_worker(server: int) -> None:
+    from tracekit.server.mapper import name_process
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
-    import tracekit.server.decode  # the first request does not wait for the imports
-    import tracekit.intake.otlp.decode_json_fast
-    import tracekit.intake.otlp.decode_proto  # noqa: F401
+    name_process("tracekit-decode")
+    # The pool's queues never close under a killed server (the worker holds their
+    # writing end too): watch the parent instead, and go with it.
+    # (The server's pid is given: it may be gone before this runs.)
+    threading.Thread(target=_exit_with, args=(server,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_WATCH)
+    os._exit(0)
 
 
 class DecodePool:
@@ -90,7 +104,10 @@ class DecodePool:
         import multiprocessing as mp
 
         pool = ProcessPoolExecutor(
-            self.workers, mp_context=mp.get_context("spawn"), initializer=_start_worker
+            self.workers,
+            mp_context=mp.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
         )
         pool.submit(int)  # start the process now, not at the first request
         return pool

@@ -132,13 +132,17 @@ class Loader:
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
 
     # -- input -----------------------------------------------------------------
-    def deliver(self, start: int, end: int, entry: Entry, payload: bytes) -> None:
+    def deliver(
+        self, start: int, end: int, entry: Entry | None, payload: bytes, items: int
+    ) -> None:
         """Queue a durable entry (called by the spool's writer thread)."""
-        self._enqueue(start, end, entry, payload, time.monotonic())
+        self._enqueue(start, end, entry, payload, items, time.monotonic())
 
-    def _enqueue(self, start: int, end: int, entry: Entry, payload: bytes, now: float) -> None:
-        items = len(entry.spans) + len(entry.lines)
-        self._queue.append((start, end, entry if entry.lines else payload, items, now))
+    def _enqueue(
+        self, start: int, end: int, entry: Entry | None, payload: bytes, items: int, now: float
+    ) -> None:
+        kept = entry if entry is not None and entry.lines else payload
+        self._queue.append((start, end, kept, items, now))
         with self._count_lock:
             self._queued_items += items
             full = self._queued_items >= self.batch
@@ -150,7 +154,9 @@ class Loader:
         count = 0
         now = time.monotonic()
         for start, end, payload in self.spool.replay_raw(self._checkpoint):
-            self._enqueue(start, end, decode_payload(payload), payload, now)
+            entry = decode_payload(payload)
+            items = len(entry.spans) + len(entry.lines)
+            self._enqueue(start, end, entry, payload, items, now)
             count += 1
             self.replayed_to = end
         return count

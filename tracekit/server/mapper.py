@@ -23,6 +23,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "MapperProcess",
     "Mapping",
     "MappingSettings",
+    "name_process",
 ]
 
 
@@ -137,6 +139,7 @@ class Mapping:
 def _serve(conn: Connection, settings: MappingSettings) -> None:
     """The process: answer each request with its cycle until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
+    name_process("tracekit-mapper")
     mapping = Mapping(settings)
     while True:
         try:
@@ -150,6 +153,12 @@ def _serve(conn: Connection, settings: MappingSettings) -> None:
         except Exception as exc:  # the server fails the load and keeps the spool
             answer = f"{type(exc).__name__}: {exc}"
         conn.send(answer)
+
+
+def name_process(name: str) -> None:
+    """Name this process as ``ps`` and ``top`` show it (Linux; elsewhere nothing happens)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(name[:15])
 
 
 class MapperFailedError(RuntimeError):

@@ -30,7 +30,7 @@ import msgspec
 
 from tracekit.errors import TracekitError
 
-__all__ = ["Checkpoint", "Entry", "Spool", "SpoolFullError", "decode_payload"]
+__all__ = ["Checkpoint", "Entry", "Spool", "SpoolFullError", "decode_payload", "encode_payload"]
 
 log = logging.getLogger("tracekit.server")
 
@@ -55,6 +55,11 @@ class Entry(msgspec.Struct, array_like=True):
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _DECODER: Final = msgspec.msgpack.Decoder(Entry)
+
+
+def encode_payload(entry: Entry) -> bytes:
+    """An entry as a frame's payload (what :meth:`Spool.append_payload` takes)."""
+    return _ENCODER.encode(entry)
 
 
 def decode_payload(payload: bytes) -> Entry:
@@ -84,7 +89,8 @@ class Checkpoint:
 class _Pending:
     header: bytes
     payload: bytes
-    entry: Entry
+    entry: Entry | None  # None when appended as a payload (spans decoded in another process)
+    items: int  # spans or lines
     future: Future[int]
 
     @property
@@ -99,13 +105,18 @@ class Spool:
         directory: where the segments live (created).
         limit: bytes acknowledged but not yet handed to the loader before
             :meth:`append` refuses with :class:`SpoolFullError`.
-        deliver: called on the writer thread with ``(start, end, entry, payload)``
-            for each entry once it is durable (the loader's queue); ``payload``
-            is the entry as the spool holds it (:func:`decode_payload`).
+        deliver: called on the writer thread with ``(start, end, entry, payload,
+            items)`` for each entry once it is durable (the loader's queue);
+            ``payload`` is the entry as the spool holds it (:func:`decode_payload`),
+            ``entry`` None if it was appended as a payload, ``items`` its spans or lines.
     """
 
     def __init__(
-        self, directory: Path, *, limit: int, deliver: Callable[[int, int, Entry, bytes], None]
+        self,
+        directory: Path,
+        *,
+        limit: int,
+        deliver: Callable[[int, int, Entry | None, bytes, int], None],
     ) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +147,15 @@ class Spool:
         Raises:
             SpoolFullError: the backlog is over the limit (nothing was queued).
         """
-        payload = _ENCODER.encode(entry)
+        items = len(entry.spans) + len(entry.lines)
+        return self.append_payload(_ENCODER.encode(entry), items, entry)
+
+    def append_payload(self, payload: bytes, items: int, entry: Entry | None = None) -> Future[int]:
+        """:meth:`append` of an entry already encoded (:func:`encode_payload`) with ``items`` spans.
+
+        Raises:
+            SpoolFullError: the backlog is over the limit (nothing was queued).
+        """
         header = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload))
         size = len(header) + len(payload)
         future: Future[int] = Future()
@@ -147,7 +166,7 @@ class Spool:
                 raise SpoolFullError(
                     f"the spool holds {self.backlog()} bytes not yet loaded (limit {self.limit})"
                 )
-            self._queue.append(_Pending(header, payload, entry, future))
+            self._queue.append(_Pending(header, payload, entry, items, future))
             self._queued_bytes += size
             self._cond.notify()
         return future
@@ -194,7 +213,7 @@ class Spool:
         os.fdatasync(self._file.fileno())
         for pending in batch:
             end = start + pending.size
-            self._deliver(start, end, pending.entry, pending.payload)
+            self._deliver(start, end, pending.entry, pending.payload, pending.items)
             with self._cond:
                 self.position = end
                 self._queued_bytes -= pending.size
