@@ -17,12 +17,18 @@ Phoenix (``arize-phoenix``, its default SQLite store) runs from its own venv,
 without it only tracekit is measured.
 
 Run: ``.venv/bin/python bench/bench_serve.py --duration 60``
-(``--profile`` runs the tracekit server under cProfile and prints where the time goes).
+(``--profile`` runs the tracekit server under cProfile and prints where the time goes;
+``--baseline DIR`` first runs the server of another checkout, e.g. ``/work/main``, under the
+same load; ``--rss-every S`` samples the server's resident memory, its worker processes
+included, and prints the curve). At the end the store is opened and counted: its events
+and runs must be what the acknowledged batches map to (the same batches ingested once
+each, in this process), or the run says how many are missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import http.client
 import json
@@ -30,6 +36,7 @@ import multiprocessing as mp
 import os
 import random
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -40,7 +47,10 @@ import urllib.error
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACEKIT = ROOT / ".venv" / "bin" / "tracekit"
+# The command of the venv running this script (a worktree has no .venv of its own).
+TRACEKIT = Path(sys.executable).parent / "tracekit"
+if not TRACEKIT.exists():
+    TRACEKIT = ROOT / ".venv" / "bin" / "tracekit"
 PHOENIX = ROOT / "bench" / ".venv-phoenix" / "bin" / "phoenix"
 BATCH = 512
 
@@ -161,6 +171,7 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
     conn = http.client.HTTPConnection(host, int(port), timeout=60)
     latencies: list[float] = []
     acked = retries = errors = 0
+    per_template = [0] * len(batches)
     round_ = 0
     while time.time() < until:
         ids: dict[bytes, bytes] = {}
@@ -168,7 +179,7 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
             hashlib.blake2b(bytes([client]) + round_.to_bytes(4, "big"), digest_size=8).digest(),
             "big",
         )
-        for template in batches:
+        for index, template in enumerate(batches):
             if time.time() >= until:
                 break
             request = ExportTraceServiceRequest.FromString(template)
@@ -220,11 +231,20 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                 break
             if reply is not None and reply.status == 200:
                 latencies.append(time.perf_counter() - t0)
+                per_template[index] += 1
                 acked += sum(
                     len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans
                 )
         round_ += 1
-    out.put({"acked": acked, "latencies": latencies, "retries": retries, "errors": errors})
+    out.put(
+        {
+            "acked": acked,
+            "latencies": latencies,
+            "retries": retries,
+            "errors": errors,
+            "per_template": per_template,
+        }
+    )
 
 
 def drive(url: str, batches: list[bytes], clients: int, duration: float) -> dict:
@@ -247,6 +267,9 @@ def drive(url: str, batches: list[bytes], clients: int, duration: float) -> dict
         "acked": sum(r["acked"] for r in results),
         "retries": sum(r["retries"] for r in results),
         "errors": sum(r["errors"] for r in results),
+        "per_template": [
+            sum(col) for col in zip(*(r["per_template"] for r in results), strict=True)
+        ],
         "p50_ms": 1000 * lat[len(lat) // 2] if lat else None,
         "p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else None,
     }
@@ -259,14 +282,85 @@ def peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _tree(pid: int) -> list[int]:
+    """The process and its descendants (a server's worker processes count as its memory)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+    return found
+
+
+def tree_rss_mb(pid: int, each: dict[str, float] | None = None) -> float:
+    """Resident memory of the process and its descendants now, in MB (``each``: max by name)."""
+    total = 0.0
+    for one in _tree(pid):
+        try:
+            status = Path(f"/proc/{one}/status").read_text().splitlines()
+            cmdline = Path(f"/proc/{one}/cmdline").read_bytes()
+            comm = Path(f"/proc/{one}/comm").read_text().strip()
+        except OSError:
+            continue
+        for line in status:
+            if line.startswith("VmRSS:"):
+                mb = int(line.split()[1]) / 1024
+                total += mb
+                if each is not None:
+                    name = _role(comm, cmdline)
+                    each[name] = max(each.get(name, 0.0), mb)
+    return total
+
+
+def _role(comm: str, cmdline: bytes) -> str:
+    if comm.startswith("tracekit-"):
+        return comm.removeprefix("tracekit-") + " process"  # it names itself
+    if b"spawn_main" in cmdline:
+        return "worker process"
+    if b"resource_tracker" in cmdline:
+        return "resource tracker"
+    if b"py-spy" in cmdline:
+        return "py-spy"
+    return "server"
+
+
+class RssSampler:
+    """Samples a process tree's resident memory every few seconds, on a thread."""
+
+    def __init__(self, pid: int, every: float) -> None:
+        import threading
+
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, float]] = []
+        self.each: dict[str, float] = {}  # the largest sample of each process
+        self._stop = threading.Event()
+        self._t0 = time.time()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.samples.append((time.time() - self._t0, tree_rss_mb(self.pid, self.each)))
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+
 # -- the servers ------------------------------------------------------------------
-def run_tracekit(batches: list[bytes], args: argparse.Namespace, work: Path) -> dict:
+def run_tracekit(
+    batches: list[bytes], args: argparse.Namespace, work: Path, code: Path | None = None
+) -> dict:
+    """One ``tracekit serve`` under the load; ``code`` is the checkout it runs (else this one)."""
     port = free_port()
-    db = work / "serve.duckdb"
+    db = work / f"serve-{'base' if code else 'this'}.duckdb"
     cmd = [str(TRACEKIT), "serve", "--db", str(db), "--port", str(port)]
-    if args.profile:
+    if args.profile and code is None:
         cmd = [
-            str(ROOT / ".venv/bin/python"),
+            sys.executable,
             "-m",
             "cProfile",
             "-o",
@@ -274,9 +368,15 @@ def run_tracekit(batches: list[bytes], args: argparse.Namespace, work: Path) -> 
             str(TRACEKIT),
             *cmd[1:],
         ]
-    server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    if args.py_spy and code is None:  # every thread and the mapping process, native frames too
+        spy = Path(sys.executable).parent / "py-spy"
+        cmd = [str(spy), "record", "--subprocesses", "--nonblocking", "--format", "raw",
+               "-r", "50", "-o", str(args.py_spy), "--", *cmd]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(code or ROOT)}
+    server = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=env)
     url = f"http://127.0.0.1:{port}"
     _wait_up(url + "/healthz", 60)
+    sampler = RssSampler(server.pid, args.rss_every)
     load = drive(url, batches, args.clients, args.duration)
     status = {}
     while time.time() - load["end"] < 300:
@@ -285,18 +385,60 @@ def run_tracekit(batches: list[bytes], args: argparse.Namespace, work: Path) -> 
             break
         time.sleep(0.25)
     stored_at = time.time()
-    load["rss_mb"] = peak_rss_mb(server.pid)
-    server.terminate()
-    server.wait(120)
+    load["rss_curve"] = sampler.stop()
+    load["rss_each"] = sampler.each
+    load["rss_mb"] = max([peak_rss_mb(server.pid), *(mb for _, mb in load["rss_curve"])])
+    load["stages"] = status.get("stage_cpu_s")
+    # Under py-spy the server is its child: stop the server, py-spy then writes and exits.
+    for pid in _tree(server.pid)[1:2] if args.py_spy and code is None else [server.pid]:
+        os.kill(pid, signal.SIGTERM)
+    _, err = server.communicate(timeout=300)
+    if server.returncode != 0:
+        print(err[-3000:])
     load["stored"] = status["spans_loaded"]
     load["stored_end"] = stored_at
     load["detail"] = status["sources"]
-    if args.profile:
+    load["counted"] = _count_store(db)
+    if args.profile and code is None:
         import pstats
 
         stats = pstats.Stats(str(work / "serve.prof"))
         stats.sort_stats("tottime").print_stats(25)
     return load
+
+
+def _count_store(db: Path) -> dict[str, int]:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        events = con.execute("SELECT count(*) FROM events").fetchone()[0]
+        runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        dups = con.execute("SELECT coalesce(sum(duplicates), 0) FROM ingest_log").fetchone()[0]
+    finally:
+        con.close()
+    return {"events": int(events), "runs": int(runs), "duplicates": int(dups)}
+
+
+def expected_counts(batches: list[bytes], work: Path) -> list[tuple[int, int]]:
+    """Events and runs each template batch gives, ingested alone (ids are fresh each round)."""
+    from tracekit.events import encode_event
+    from tracekit.intake.otlp.convert import OtlpConverter
+    from tracekit.server.decode import decode_otlp_proto, span_of, spans_entry
+    from tracekit.store import Store
+
+    out = []
+    for i, body in enumerate(batches):
+        entry = spans_entry(decode_otlp_proto(body), "serve:otlp")
+        converter = OtlpConverter()
+        converter.feed_spans([span_of(row) for row in entry.spans])
+        pairs = converter.finish_lines()
+        with Store(work / f"expect-{i}.duckdb") as store:
+            store.ingest_records([encode_event(e) for _, e in pairs], source="x")
+            events = store.con.execute("SELECT count(*) FROM events").fetchone()[0]
+            runs = store.con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        out.append((int(events), int(runs)))
+    return out
 
 
 def run_phoenix(batches: list[bytes], args: argparse.Namespace, work: Path) -> dict | None:
@@ -396,7 +538,7 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
     converter = OtlpConverter()
     for e in entries:
         converter.feed_spans([span_of(row) for row in e.spans])
-    pairs = converter.take(list(converter._traces))
+    pairs = converter.finish_lines()
     costs["map"] = clock() - t
     t = clock()
     lines = [encode_event(event) for _, event in pairs]
@@ -409,7 +551,7 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
     return {k: 1e6 * v / spans for k, v in costs.items()}
 
 
-def report(name: str, r: dict, duration: float) -> dict:
+def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> dict:
     window = r["end"] - r["start"]
     row = {
         "server": name,
@@ -430,6 +572,38 @@ def report(name: str, r: dict, duration: float) -> dict:
         f"  p99 {row['p99_ms'] or 0:7.1f} ms  peak RSS {row['rss_mb']:6.0f} MB"
         f"  retries {row['retries']}  errors {row['errors']}"
     )
+    if expect is not None and "counted" in r:
+        events = sum(n * e for n, (e, _) in zip(r["per_template"], expect, strict=True))
+        runs = sum(n * k for n, (_, k) in zip(r["per_template"], expect, strict=True))
+        got = r["counted"]
+        row["counted"] = {**got, "expected_events": events, "expected_runs": runs}
+        verdict = (
+            "every acknowledged span stored"
+            if (got["events"], got["runs"])
+            == (
+                events,
+                runs,
+            )
+            else "MISSING OR EXTRA"
+        )
+        print(
+            f"{'':9} in the store: {got['events']:,} events of {events:,} expected,"
+            f" {got['runs']:,} runs of {runs:,}, {got['duplicates']} duplicates: {verdict}"
+        )
+    curve = r.get("rss_curve") or []
+    if curve:
+        row["rss_curve"] = [(round(t), round(mb)) for t, mb in curve]
+        half = len(curve) // 2
+        first = max((mb for _, mb in curve[:half]), default=0)
+        second = max((mb for _, mb in curve[half:]), default=0)
+        step = max(1, len(curve) // 20)
+        points = "  ".join(f"{t:.0f}s:{mb:.0f}" for t, mb in curve[::step])
+        print(f"{'':9} RSS MB (server and its workers): {points}")
+        print(f"{'':9} RSS max first half {first:.0f} MB, second half {second:.0f} MB")
+        each = ", ".join(f"{k} {v:.0f}" for k, v in sorted(r.get("rss_each", {}).items()))
+        print(f"{'':9} RSS max by process (MB): {each}")
+    if r.get("stages"):
+        print(f"{'':9} server CPU by stage (s): {json.dumps(r['stages'])}")
     return row
 
 
@@ -448,6 +622,23 @@ def main() -> None:
         help="seconds to wait for Phoenix to store what it acknowledged",
     )
     parser.add_argument("--profile", action="store_true", help="cProfile the tracekit server")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        help="sample the tracekit server with py-spy (pip install py-spy) into this file"
+        " (collapsed stacks, every thread and process)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        action="append",
+        default=[],
+        help="also run the server of this checkout (PYTHONPATH), first, e.g. /work/main",
+    )
+    parser.add_argument("--rss-every", type=float, default=5.0, help="seconds between RSS samples")
+    parser.add_argument(
+        "--no-stages", action="store_true", help="skip the in-process CPU-per-stage figures"
+    )
     args = parser.parse_args()
     batches = template_batches(args.runs, seed=7)
     print(
@@ -455,23 +646,36 @@ def main() -> None:
     )
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     try:
-        costs = stage_costs(batches, work)
-        print(
-            "CPU per span: "
-            + ", ".join(f"{k} {v:.1f} us" for k, v in costs.items())
-            + f"; total {sum(costs.values()):.1f} us = {1e6 / sum(costs.values()):,.0f} spans/s a core"
-        )
-        rows = [report("tracekit", run_tracekit(batches, args, work), args.duration)]
+        if not args.no_stages:
+            costs = stage_costs(batches, work)
+            print(
+                "CPU per span: "
+                + ", ".join(f"{k} {v:.1f} us" for k, v in costs.items())
+                + f"; total {sum(costs.values()):.1f} us = {1e6 / sum(costs.values()):,.0f} spans/s a core"
+            )
+        expect = expected_counts(batches, work)
+        rows = []
+        for code in args.baseline:
+            rows.append(
+                report(f"base:{code.name}", run_tracekit(batches, args, work, code), expect)
+            )
+        rows.append(report("tracekit", run_tracekit(batches, args, work), expect))
         if not args.no_phoenix:
             phoenix = run_phoenix(batches, args, work)
             if phoenix is not None:
-                rows.append(report("phoenix", phoenix, args.duration))
-                t, p = rows
+                rows.append(report("phoenix", phoenix))
+                t, p = rows[-2], rows[-1]
                 print(
                     f"ratio    acked {t['acked_per_s'] / max(p['acked_per_s'], 1e-9):.1f}x"
                     f"  stored {t['stored_per_s'] / max(p['stored_per_s'], 1e-9):.1f}x"
                 )
-        print(json.dumps(rows))
+        if args.baseline:
+            t, b = rows[len(args.baseline)], rows[0]
+            print(
+                f"ratio to {b['server']}: acked {t['acked_per_s'] / max(b['acked_per_s'], 1e-9):.2f}x"
+                f"  stored {t['stored_per_s'] / max(b['stored_per_s'], 1e-9):.2f}x"
+            )
+        print(json.dumps([{k: v for k, v in r.items() if k != "rss_curve"} for r in rows]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

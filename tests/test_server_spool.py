@@ -150,14 +150,16 @@ def test_overload_answers_503_and_loses_nothing_acknowledged(tmp_path: Path) -> 
 
 
 def test_a_torn_last_frame_is_cut_and_the_rest_replayed(tmp_path: Path) -> None:
-    from tracekit.server.spool import Checkpoint, Entry, Spool
+    from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 
-    got: list[tuple[int, int, Entry]] = []
+    got: list[tuple[int, int, Entry, bytes, int]] = []
     spool = Spool(tmp_path / "s", limit=1 << 20, deliver=lambda *item: got.append(item))
     spool.start()
     ends = [spool.append(Entry("serve:records", lines=[b"%d" % i])).result(10) for i in range(3)]
     spool.stop()
-    assert [end for _, end, _ in got] == ends
+    assert [end for _, end, *_ in got] == ends
+    assert [decode_payload(item[3]) for item in got] == [item[2] for item in got]
+    assert [item[4] for item in got] == [1, 1, 1]
     segment = next((tmp_path / "s").glob("*.seg"))
     with open(segment, "ab") as out:
         out.write(b"TKS1\xff\xff\x00\x00half a frame")  # a write the crash cut short

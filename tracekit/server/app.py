@@ -14,7 +14,7 @@ import contextlib
 import hmac
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -31,17 +31,15 @@ from tracekit.server.body import (
     SlowBodyError,
     read_body,
 )
-from tracekit.server.collector import Collector
+from tracekit.server.collector import Accepted, Collector
 from tracekit.server.config import ServeConfig, store_id
 from tracekit.server.decode import (
     BadRequestError,
     TooLargeError,
-    decode_otlp_json,
-    decode_otlp_proto,
     decode_records,
     inflate,
-    spans_entry,
 )
+from tracekit.server.decode_pool import DecodePool, DecodeUnavailableError
 from tracekit.server.guard import HostGuard, allowed_hosts
 from tracekit.server.memory import MemoryGuard
 from tracekit.server.responses import JSON, PROTOBUF, failure, success
@@ -87,6 +85,7 @@ def create_app(
         app.state.gate = gate
         app.state.memory = MemoryGuard(config.memory_cap)
         opened.start()
+        app.state.decoder = DecodePool()
         await asyncio.get_running_loop().run_in_executor(None, _warm)
         if on_ready is not None:
             on_ready(opened)
@@ -95,6 +94,7 @@ def create_app(
             yield
         finally:
             status.cancel()
+            await asyncio.get_running_loop().run_in_executor(None, app.state.decoder.close)
             await asyncio.get_running_loop().run_in_executor(None, opened.stop)
             workers.close()
 
@@ -102,14 +102,28 @@ def create_app(
         media = _media(request)
         if media not in (PROTOBUF, JSON):
             return failure(415, f"unsupported Content-Type {media!r:.60}; use {PROTOBUF} or {JSON}")
-        return await _receive(request, media, gate, _otlp_decoder(media, config.max_body))
+        kind = "protobuf" if media == PROTOBUF else "json"
+
+        async def store(body: bytes, encoding: str) -> Accepted:
+            decoder: DecodePool = request.app.state.decoder
+            decoded = await decoder.decode(kind, body, encoding, config.max_body)
+            return await _collector(request).submit_decoded(decoded)
+
+        return await _receive(request, media, gate, store)
 
     async def records(request: Request) -> Response:
         if _media(request) not in _NDJSON:
             return failure(
                 415, f"unsupported Content-Type {_media(request)!r:.60}; use application/x-ndjson"
             )
-        return await _receive(request, JSON, gate, _records_decoder(config.max_body))
+        decode = _records_decoder(config.max_body)
+
+        async def store(body: bytes, encoding: str) -> Accepted:
+            collector = _collector(request)
+            entry = await workers.ingest(collector.timed_decode, decode, body, encoding)
+            return await collector.submit(entry)
+
+        return await _receive(request, JSON, gate, store)
 
     async def ingest(request: Request) -> Response:
         try:
@@ -189,7 +203,10 @@ class _Gate:
 
 
 async def _receive(
-    request: Request, media: str, gate: _Gate, decode: Callable[[bytes, str], Entry]
+    request: Request,
+    media: str,
+    gate: _Gate,
+    store: Callable[[bytes, str], Awaitable[Accepted]],
 ) -> Response:
     collector = _collector(request)
     if collector.failed:
@@ -208,10 +225,8 @@ async def _receive(
         return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
     gate.inflight += 1
     try:
-        encoding = request.headers.get("content-encoding", "")
-        entry = await request.app.state.workers.ingest(decode, body, encoding)
-        accepted = await collector.submit(entry)
-    except (TooLargeError, BadRequestError, SpoolFullError) as exc:
+        accepted = await store(body, request.headers.get("content-encoding", ""))
+    except (TooLargeError, BadRequestError, SpoolFullError, DecodeUnavailableError) as exc:
         return _refused(exc, media, collector)
     finally:
         gate.inflight -= 1
@@ -229,15 +244,6 @@ def _refused(exc: Exception, media: str, collector: Collector) -> Response:
     collector.busy_answers += 1
     status = 429 if isinstance(exc, BudgetError) else 503
     return failure(status, str(exc), media, _RETRY_SECONDS)
-
-
-def _otlp_decoder(media: str, limit: int) -> Callable[[bytes, str], Entry]:
-    decode_spans = decode_otlp_proto if media == PROTOBUF else decode_otlp_json
-
-    def decode(body: bytes, encoding: str) -> Entry:
-        return spans_entry(decode_spans(inflate(body, encoding, limit)), "serve:otlp")
-
-    return decode
 
 
 def _records_decoder(limit: int) -> Callable[[bytes, str], Entry]:

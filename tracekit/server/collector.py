@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ import duckdb
 
 from tracekit.errors import StoreError
 from tracekit.server.config import ServeConfig, spool_dir
+from tracekit.server.decode_pool import Decoded
 from tracekit.server.loader import Loader, SourceStats
 from tracekit.server.recovery import Recovery
 from tracekit.server.spool import Entry, Spool
@@ -45,7 +47,7 @@ class Collector:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
-        self.store = Store(config.db, wait=config.wait)
+        self.store = _served(Store(config.db, wait=config.wait), config)
         self.spool = Spool(
             spool_dir(self.store.path), limit=config.spool_limit, deliver=self._deliver
         )
@@ -55,6 +57,7 @@ class Collector:
         self._reads = self.store.con.cursor()
         self.sources: dict[str, SourceStats] = {}
         self._stats_lock = threading.Lock()
+        self._decode_cpu = 0.0
         self._started = False
         #: Called first when stopping (the gRPC server: its requests end before the spool).
         self.before_stop: list[Callable[[], object]] = []
@@ -68,10 +71,12 @@ class Collector:
         self._replayed_to = 0
         self.recovery = Recovery(self)
 
-    def _deliver(self, start: int, end: int, entry: Entry) -> None:
+    def _deliver(
+        self, start: int, end: int, entry: Entry | None, payload: bytes, items: int
+    ) -> None:
         with self._deliver_lock:
             if start >= self._replayed_to:
-                self.loader.deliver(start, end, entry)
+                self.loader.deliver(start, end, entry, payload, items)
 
     @property
     def failed(self) -> str | None:
@@ -85,7 +90,7 @@ class Collector:
             self._reads.close()
         with contextlib.suppress(duckdb.Error):
             self.store.close()
-        self.store = Store(self.config.db, wait=5.0)
+        self.store = _served(Store(self.config.db, wait=5.0), self.config)
         self._reads = self.store.con.cursor()
         with self._deliver_lock:
             loader = Loader(self.store, self.spool, settle=self.config.settle)
@@ -93,6 +98,30 @@ class Collector:
             self._replayed_to = loader.replayed_to
             self.loader = loader
         loader.start()
+
+    def timed_decode(
+        self, decode: Callable[[bytes, str], Entry], body: bytes, encoding: str
+    ) -> Entry:
+        """``decode(body, encoding)``, its CPU time counted as the decode stage's."""
+        clock = time.thread_time()
+        try:
+            return decode(body, encoding)
+        finally:
+            spent = time.thread_time() - clock
+            with self._stats_lock:
+                self._decode_cpu += spent
+
+    def stage_cpu(self) -> dict[str, float]:
+        """CPU seconds by stage since the server started (threads' own; DuckDB's in ``process``)."""
+        with self._stats_lock:
+            decode = self._decode_cpu
+        return {
+            "decode (decoding process and request threads)": round(decode, 3),
+            "spool (writer thread)": round(self.spool.cpu, 3),
+            "map (mapping process)": round(self.loader.mapper.cpu, 3),
+            "load (loader thread)": round(self.loader.cpu["load"], 3),
+            "process (all threads, DuckDB's too)": round(time.process_time(), 3),
+        }
 
     def status_line(self) -> str:
         """Received, stored, rejected and waiting, for the log."""
@@ -157,16 +186,32 @@ class Collector:
 
     def count(self, entry: Entry) -> Accepted:
         """Count an entry's spans (or lines) as received by its source."""
-        kept = len(entry.spans) or len(entry.lines)
-        refused = len(entry.rejects)
+        first = entry.rejects[0][1] if entry.rejects else ""
+        return self._count(
+            entry.source, len(entry.spans) or len(entry.lines), len(entry.rejects), first
+        )
+
+    def _count(self, source: str, kept: int, refused: int, first_reason: str) -> Accepted:
         with self._stats_lock:
-            stats = self.sources.setdefault(entry.source, SourceStats())
+            stats = self.sources.setdefault(source, SourceStats())
             stats.received += kept + refused
             stats.refused += refused
         message = ""
         if refused:
-            message = f"{refused} span{'s' if refused > 1 else ''} refused: {entry.rejects[0][1]}"
+            message = f"{refused} span{'s' if refused > 1 else ''} refused: {first_reason}"
         return Accepted(kept, refused, message)
+
+    async def submit_decoded(self, decoded: Decoded) -> Accepted:
+        """:meth:`submit` for a body decoded in the decoding process (already a payload).
+
+        Raises:
+            SpoolFullError: the spool is full (the client should retry later).
+        """
+        with self._stats_lock:
+            self._decode_cpu += decoded.cpu
+        future = self.spool.append_payload(decoded.payload, decoded.kept)
+        await asyncio.wrap_future(future)
+        return self._count(decoded.source, decoded.kept, decoded.refused, decoded.first_reason)
 
     async def submit(self, entry: Entry) -> Accepted:
         """Make the entry durable; returns once it is fsynced (then it may be acknowledged).
@@ -219,12 +264,19 @@ class Collector:
             "busy_answers": self.busy_answers,
             "spans_loaded": self.loader.spans_loaded,
             "pending_spans": self.loader.pending_spans,
-            "skipped_spans": self.loader.converter.skipped,
+            "skipped_spans": self.loader.skipped,
             "queued_batches": self.loader.queued,
             "loading": self.loader.loading,
             "spool_backlog_bytes": self.spool.backlog(),
             "loader_failed": self.loader.failed,
+            "stage_cpu_s": self.stage_cpu(),
         }
+
+
+def _served(store: Store, config: ServeConfig) -> Store:
+    """The store with the server's memory limit on its database (reads share it)."""
+    store.con.execute(f"SET memory_limit = '{config.db_memory}'")
+    return store
 
 
 def _line(stored: dict[str, dict[str, int]]) -> str:

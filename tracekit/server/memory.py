@@ -1,8 +1,8 @@
 """A watch on the server's memory while reads run: past the cap, the reads are stopped.
 
-DuckDB keeps its own work within its memory limit (1 GB), but not every value
-a query builds (a string aggregated from millions of rows is built outside
-it). While any read runs, a thread looks at the process's resident memory
+DuckDB keeps its own work within its memory limit (400 MB on a served store),
+but not every value a query builds (a string aggregated from millions of rows
+is built outside it). While any read runs, a thread looks at the process's resident memory
 every 100 ms; past ``cap`` bytes it interrupts every running read, which then
 answers 503 with the reason, and ingest goes on.
 

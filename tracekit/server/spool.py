@@ -18,6 +18,7 @@ import logging
 import os
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -29,7 +30,7 @@ import msgspec
 
 from tracekit.errors import TracekitError
 
-__all__ = ["Checkpoint", "Entry", "Spool", "SpoolFullError"]
+__all__ = ["Checkpoint", "Entry", "Spool", "SpoolFullError", "decode_payload", "encode_payload"]
 
 log = logging.getLogger("tracekit.server")
 
@@ -56,6 +57,21 @@ _ENCODER: Final = msgspec.msgpack.Encoder()
 _DECODER: Final = msgspec.msgpack.Decoder(Entry)
 
 
+def encode_payload(entry: Entry) -> bytes:
+    """An entry as a frame's payload (what :meth:`Spool.append_payload` takes)."""
+    return _ENCODER.encode(entry)
+
+
+def decode_payload(payload: bytes) -> Entry:
+    """An entry back from its frame's payload (what :meth:`Spool.replay_raw` and ``deliver`` give).
+
+    Example:
+        >>> decode_payload(_ENCODER.encode(Entry("serve:records", lines=[b"{}"]))).lines
+        [b'{}']
+    """
+    return _DECODER.decode(payload)
+
+
 @dataclass
 class Checkpoint:
     """How far the store holds the spool, and the traces already mapped past that point.
@@ -71,9 +87,15 @@ class Checkpoint:
 
 @dataclass
 class _Pending:
-    frame: bytes
-    entry: Entry
+    header: bytes
+    payload: bytes
+    entry: Entry | None  # None when appended as a payload (spans decoded in another process)
+    items: int  # spans or lines
     future: Future[int]
+
+    @property
+    def size(self) -> int:
+        return len(self.header) + len(self.payload)
 
 
 class Spool:
@@ -83,12 +105,18 @@ class Spool:
         directory: where the segments live (created).
         limit: bytes acknowledged but not yet handed to the loader before
             :meth:`append` refuses with :class:`SpoolFullError`.
-        deliver: called on the writer thread with ``(start, end, entry)``
-            for each entry once it is durable (the loader's queue).
+        deliver: called on the writer thread with ``(start, end, entry, payload,
+            items)`` for each entry once it is durable (the loader's queue);
+            ``payload`` is the entry as the spool holds it (:func:`decode_payload`),
+            ``entry`` None if it was appended as a payload, ``items`` its spans or lines.
     """
 
     def __init__(
-        self, directory: Path, *, limit: int, deliver: Callable[[int, int, Entry], None]
+        self,
+        directory: Path,
+        *,
+        limit: int,
+        deliver: Callable[[int, int, Entry | None, bytes, int], None],
     ) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +127,7 @@ class Spool:
         self._queued_bytes = 0
         self._stopping = False
         self.loaded = 0  # bytes handed on and taken by the loader (set by it)
+        self.cpu = 0.0  # the writer thread's CPU seconds (framing, writing, delivering)
         self.position = self._repair()
         self._file = self._open_segment()
         self._thread = threading.Thread(target=self._run, name="tracekit-spool", daemon=True)
@@ -118,18 +147,27 @@ class Spool:
         Raises:
             SpoolFullError: the backlog is over the limit (nothing was queued).
         """
-        payload = _ENCODER.encode(entry)
-        frame = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload)) + payload
+        items = len(entry.spans) + len(entry.lines)
+        return self.append_payload(_ENCODER.encode(entry), items, entry)
+
+    def append_payload(self, payload: bytes, items: int, entry: Entry | None = None) -> Future[int]:
+        """:meth:`append` of an entry already encoded (:func:`encode_payload`) with ``items`` spans.
+
+        Raises:
+            SpoolFullError: the backlog is over the limit (nothing was queued).
+        """
+        header = _HEADER.pack(_MAGIC, len(payload), zlib.crc32(payload))
+        size = len(header) + len(payload)
         future: Future[int] = Future()
         with self._cond:
             if self._stopping:
                 raise SpoolFullError("the server is stopping")
-            if self.backlog() + len(frame) > self.limit and self.backlog() > 0:
+            if self.backlog() + size > self.limit and self.backlog() > 0:
                 raise SpoolFullError(
                     f"the spool holds {self.backlog()} bytes not yet loaded (limit {self.limit})"
                 )
-            self._queue.append(_Pending(frame, entry, future))
-            self._queued_bytes += len(frame)
+            self._queue.append(_Pending(header, payload, entry, items, future))
+            self._queued_bytes += size
             self._cond.notify()
         return future
 
@@ -145,15 +183,17 @@ class Spool:
                 self._file.close()
                 self._file = self._open_segment()
             before = self._file.tell()
+            clock = time.thread_time()
             try:
                 self._write(batch)
             except OSError as exc:  # a full disk: refuse these, keep serving
                 log.error("spool write failed: %s", exc)
                 self._rewind(before)
                 with self._cond:
-                    self._queued_bytes -= sum(len(p.frame) for p in batch)
+                    self._queued_bytes -= sum(p.size for p in batch)
                 for pending in batch:
                     pending.future.set_exception(SpoolFullError(f"cannot write the spool ({exc})"))
+            self.cpu += time.thread_time() - clock
 
     def _rewind(self, size: int) -> None:
         """Cut off what a failed write left of its frames, so the next frame follows a whole one."""
@@ -168,15 +208,15 @@ class Spool:
 
     def _write(self, batch: list[_Pending]) -> None:
         start = self.position
-        self._file.write(b"".join(p.frame for p in batch))
+        self._file.write(b"".join(part for p in batch for part in (p.header, p.payload)))
         self._file.flush()
         os.fdatasync(self._file.fileno())
         for pending in batch:
-            end = start + len(pending.frame)
-            self._deliver(start, end, pending.entry)
+            end = start + pending.size
+            self._deliver(start, end, pending.entry, pending.payload, pending.items)
             with self._cond:
                 self.position = end
-                self._queued_bytes -= len(pending.frame)
+                self._queued_bytes -= pending.size
             pending.future.set_result(end)
             start = end
 
@@ -214,7 +254,7 @@ class Spool:
             return self.read_checkpoint().position
         start, path = segments[-1]
         good = 0
-        for _, end, _entry in _frames(path, start, 0):
+        for _, end, _payload in _frames(path, start, 0):
             good = end - start
         if good < path.stat().st_size:
             log.warning("spool %s: cut a torn frame at byte %d", path.name, good)
@@ -223,6 +263,11 @@ class Spool:
 
     def replay(self, since: int) -> Iterator[tuple[int, int, Entry]]:
         """Every durable entry from offset ``since`` on, as ``(start, end, entry)``."""
+        for start, end, payload in self.replay_raw(since):
+            yield start, end, _DECODER.decode(payload)
+
+    def replay_raw(self, since: int) -> Iterator[tuple[int, int, bytes]]:
+        """:meth:`replay`, each entry as its payload (:func:`decode_payload`)."""
         segments = self._segments()
         for i, (start, path) in enumerate(segments):
             end = segments[i + 1][0] if i + 1 < len(segments) else None
@@ -258,7 +303,7 @@ class Spool:
         _fsync_dir(self.dir)
 
 
-def _frames(path: Path, start: int, offset: int) -> Iterator[tuple[int, int, Entry]]:
+def _frames(path: Path, start: int, offset: int) -> Iterator[tuple[int, int, bytes]]:
     """The whole, intact frames of one segment from ``offset`` on."""
     with open(path, "rb") as stream:
         stream.seek(offset)
@@ -272,11 +317,11 @@ def _frames(path: Path, start: int, offset: int) -> Iterator[tuple[int, int, Ent
             if magic != _MAGIC or len(payload) < size or zlib.crc32(payload) != crc:
                 return
             try:
-                entry = _DECODER.decode(payload)
+                _DECODER.decode(payload)  # a frame that checks out but does not decode ends it
             except msgspec.DecodeError:
                 return
             end = at + _HEADER.size + size
-            yield start + at, start + end, entry
+            yield start + at, start + end, payload
             at = end
 
 
