@@ -139,7 +139,10 @@ def _mapped(
     if not decode_lines(con, table):
         con.execute("DROP TABLE IF EXISTS _otlp_spans")
         return None
-    return _map(con, json=True)
+    try:
+        return _map(con, json=True)
+    except duckdb.OutOfMemoryException:
+        return None  # past the store's memory cap: the per-span path holds less at once
 
 
 def _map(con: duckdb.DuckDBPyConnection, *, json: bool) -> Mapped:
