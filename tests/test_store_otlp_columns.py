@@ -8,20 +8,32 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pytest
 from _columns_helpers import ingest_both, spans_line
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tracekit.intake import formats
+from tracekit.intake.otlp.columns import decode_lines, map_spans
+from tracekit.intake.sources import expand
 from tracekit.store.db import connect
 from tracekit.store.ingest import ingest_paths
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _is_otlp(path: Path) -> bool:
+    return formats.detect(formats.sniff_source(expand([path])[0])) == "otlp"
+
+
+# Every OTLP recording: the framework goldens, the samples and the tests' fixtures.
 RECORDINGS = sorted(
     p
-    for folder in (ROOT / "sample_traces" / "otlp", ROOT / "tests" / "frameworks")
-    if folder.is_dir()
-    for p in folder.rglob("*.jsonl")
+    for folder in (ROOT / "sample_traces", ROOT / "tests")
+    for p in [*folder.rglob("*.jsonl"), *folder.rglob("*.json")]
+    if not p.name.endswith(".tree.json") and _is_otlp(p)
 )
 
 
@@ -30,6 +42,10 @@ def _same(tmp: Path, source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert diff == []
     assert columns.totals == per_span.totals
     assert spans_line(columns) == spans_line(per_span)
+
+
+def test_there_are_recordings() -> None:
+    assert len(RECORDINGS) >= 50
 
 
 def test_simulated_fleet_same_store_and_most_traces_set_based(
@@ -55,6 +71,14 @@ def test_simulated_fleet_same_store_and_most_traces_set_based(
         capture_output=True,
     )
     _same(tmp_path, path, monkeypatch)
+    con = duckdb.connect()
+    lines = [line for line in path.read_text().splitlines() if line]
+    assert decode_lines(con, pa.table({"line": range(1, len(lines) + 1), "text": lines}))
+    map_spans(con)
+    taken, traces = con.execute(
+        "SELECT (SELECT count(*) FROM _otlp_taken), count(DISTINCT trace) FROM _otlp_spans"
+    ).fetchall()[0]
+    assert taken > 0.6 * traces  # all but the traces with a failure or a span never ended
 
 
 def test_plain_otel_fleet_same_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +89,7 @@ def test_plain_otel_fleet_same_store(tmp_path: Path, monkeypatch: pytest.MonkeyP
     _same(tmp_path, path, monkeypatch)
 
 
-@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_recordings_same_store(
     recording: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

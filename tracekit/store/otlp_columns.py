@@ -26,16 +26,19 @@ from tracekit.intake.otlp.batches import Keep, document_lines
 from tracekit.intake.otlp.columns import decode_lines, map_spans
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.store.otlp_source import JoinedOtlp, Tables
-from tracekit.store.sources import ints, text_table
+from tracekit.store.sources import BATCH_ROWS, ints, text_table
 
 __all__ = ["Mapped", "column_batches", "columns_enabled", "map_span_table"]
 
 #: Set to 0 to read every OTLP span the per-span way (a comparison, a bisection).
 ENV: Final = "TRACEKIT_OTLP_COLUMNS"
 
+# The records as the batch table of ``store.sources.text_table`` (line, item, text, raw,
+# keys), straight from DuckDB as Arrow: no Python string a record.
 _RECORDS_SQL = """
-SELECT line, (row_number() OVER (PARTITION BY line ORDER BY ts, rank, k3, k4) - 1)::INTEGER,
-    text
+SELECT line::BIGINT AS line,
+    (row_number() OVER (PARTITION BY line ORDER BY ts, rank, k3, k4) - 1)::INTEGER AS item,
+    text::VARCHAR AS text, text::VARCHAR AS raw, (-1)::INTEGER AS keys
 FROM _otlp_records ORDER BY line, ts, rank, k3, k4
 """
 _LEFT = "FROM _otlp_spans WHERE trace NOT IN (SELECT trace FROM _otlp_taken)"
@@ -139,13 +142,17 @@ def _mapped(
     if not decode_lines(con, table):
         con.execute("DROP TABLE IF EXISTS _otlp_spans")
         return None
-    return _map(con, json=True)
+    try:
+        return _map(con, json=True)
+    except duckdb.OutOfMemoryException:
+        return None  # past the store's memory cap: the per-span path holds less at once
 
 
 def _map(con: duckdb.DuckDBPyConnection, *, json: bool) -> Mapped:
     try:
         agents, steps = map_spans(con)
-        rows = con.execute(_RECORDS_SQL).fetchall()
+        found = con.sql(_RECORDS_SQL).arrow()  # DuckDB 2 gives a reader, 1.x a table
+        records = _batches(found.read_all() if hasattr(found, "read_all") else found)
         left = {line: frozenset(traces) for line, traces in con.execute(_LEFT_SQL).fetchall()}
         documents = (
             {line: text.encode() for line, text in con.execute(_DOCUMENTS_SQL).fetchall()}
@@ -155,10 +162,13 @@ def _map(con: duckdb.DuckDBPyConnection, *, json: bool) -> Mapped:
     finally:
         for name in _TEMP:
             con.execute(f"DROP TABLE IF EXISTS {name}")
-    numbers = [r[0] for r in rows]
-    texts = [r[2] for r in rows]
-    records = text_table(numbers, [r[1] for r in rows], texts, texts)
     return Mapped(records, left, documents, SpanCounts(agents=agents, steps=steps))
+
+
+def _batches(table: pa.Table) -> pa.Table:
+    """The schema and record batches of ``text_table`` (large strings, batches DuckDB scans in parallel)."""
+    schema = text_table([], [], [], []).schema
+    return pa.Table.from_batches(table.cast(schema).to_batches(max_chunksize=BATCH_ROWS), schema)
 
 
 def _buffers(values: list[bytes]) -> tuple[pa.Buffer, pa.Buffer]:

@@ -201,6 +201,8 @@ def decode_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table) -> bool:
             return False
         con.execute(_SPANS_SQL)
         return bool(con.execute(_EXACT_SQL).fetchall()[0][0])
+    except duckdb.InterruptException:
+        raise  # the ingest was asked to stop
     except duckdb.Error:
         return False  # something DuckDB does not read (nesting, encoding): the other path
     finally:

@@ -32,7 +32,7 @@ SETTLE: Final = 64
 
 _ROLES_SQL = """
 CREATE OR REPLACE TEMP TABLE _otlp_roles AS
-SELECT s.*,
+SELECT s.* EXCLUDE (raw, pos, ri),
     CASE
         WHEN op = 'invoke_agent' AND agent <> '' AND tool IS NULL THEN 'agent'
         WHEN op = 'execute_tool' AND tool <> '' AND agent IS NULL AND conversation IS NULL
@@ -73,12 +73,9 @@ SELECT s.trace, s.id, s.role, s.line, s.parent, s.conversation,
         AND NOT (v.target AND s.arguments > 0)
         AND s.typed AND s.others = 0 AND s.events = 0
         AND len(s.link_traces) = 0 AND s.end_ns IS NOT NULL AND s.status_code IN (0, 1)
-        AND NOT {_CONTROL.format("s.name")}
-        AND NOT {_CONTROL.format("coalesce(s.service, '')")}
-        AND NOT {_CONTROL.format("coalesce(s.agent, '')")}
-        AND NOT {_CONTROL.format("coalesce(s.tool, '')")}
-        AND NOT {_CONTROL.format("coalesce(s.conversation, '')")}
-        AND NOT {_CONTROL.format("coalesce(s.model, '')")} AS plain
+        -- control characters are escaped otherwise by DuckDB's to_json (\u001f, not \u001f)
+        AND NOT {_CONTROL.format("concat(s.name, s.service, s.agent, s.tool, s.conversation, s.model)")}
+            AS plain
 FROM _otlp_roles s
 LEFT JOIN _otlp_verdicts v ON v.role = s.role AND v.name = s.name
     AND v.label = CASE s.role WHEN 'agent' THEN s.agent WHEN 'tool' THEN s.tool ELSE '' END
