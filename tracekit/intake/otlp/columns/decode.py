@@ -187,6 +187,12 @@ FROM _otlp_typed
 """
 
 _EXACT_SQL = "SELECT coalesce(bool_and(coalesce(exact, false)), true) FROM _otlp_spans"
+# A line that gave no span (not OTLP, nested past what DuckDB unnests, no
+# spans at all) is read, counted or refused by the per-span path only.
+_SPANLESS_SQL = """
+SELECT EXISTS (SELECT 1 FROM _otlp_input i ANTI JOIN (SELECT DISTINCT line FROM _otlp_spans) s
+    ON i.line = s.line)
+"""
 
 
 def decode_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table) -> bool:
@@ -200,6 +206,8 @@ def decode_lines(con: duckdb.DuckDBPyConnection, lines: pa.Table) -> bool:
         if not con.execute(_VALID_SQL).fetchall()[0][0]:
             return False
         con.execute(_SPANS_SQL)
+        if con.execute(_SPANLESS_SQL).fetchall()[0][0]:
+            return False
         return bool(con.execute(_EXACT_SQL).fetchall()[0][0])
     except duckdb.InterruptException:
         raise  # the ingest was asked to stop
