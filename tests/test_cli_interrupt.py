@@ -115,7 +115,10 @@ def test_an_ingest_interrupted_anywhere_leaves_a_consistent_store_and_resumes(
         assert "Traceback" not in ran.stderr, ran.stderr
         if ran.returncode in (0, -sig):  # the ingest ended before the signal came
             # (a signal in the interpreter's last moments finds the default handler)
-            assert ran.stdout.splitlines()[-1].startswith("ingested 3 sources"), ran.stdout
+            # Killed after the ingest's last commit, its report may still be in the
+            # pipe's buffer: the store must be whole either way.
+            if ran.returncode == 0:
+                assert ran.stdout.splitlines()[-1].startswith("ingested 3 sources"), ran.stdout
             assert _state(db) == whole
             outcomes.add("finished")
             continue

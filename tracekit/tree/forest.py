@@ -146,7 +146,9 @@ class Forest(msgspec.Struct, kw_only=True):
         for step in iter_steps(run.steps for run in self.runs):
             if isinstance(step, AgentStep) and step.runId == run_id and owns_run(step):
                 return _subtree(step)
-        return None
+        # A run never started but named as a parent: the store lists it as a run,
+        # so its tree is the invocations that name it.
+        return next((run for run in self.runs if run.runId == run_id), None)
 
     def run(self, run_id: str, *, source: str = "the trace") -> RunTree:
         """Like :meth:`find`, but a missing run is an error that lists the runs there.

@@ -162,10 +162,18 @@ def _feed(converter: OtlpConverter, lines: list[tuple[int, bytes]]) -> Refused:
 def _feed_kept(join: OtlpJoin, lines: list[tuple[int, bytes]], keep: Keep, base: int) -> Refused:
     """Feed only the kept spans of each line; every line counts as one document."""
     converter = join.converter
-    for number, _ in lines:
+    refused: Refused = []
+    for number, line in lines:
         kept = keep.get(number - base)
-        converter.feed_spans(decode_line(kept) if kept else [], line=number)
-    return []
+        if not kept:
+            converter.feed_spans([], line=number)
+            continue
+        try:  # refused as the whole line would be (a value nested too deep, say)
+            converter.feed_json(kept, line=number)
+        except (msgspec.DecodeError, ValueError, UnicodeDecodeError) as exc:
+            raw = line.decode("utf-8", "replace").rstrip("\r")
+            refused.append((number, raw, f"not OTLP JSON: {exc}"))
+    return refused
 
 
 def decode_line(data: bytes) -> list[Span]:
