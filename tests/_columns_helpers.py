@@ -30,21 +30,27 @@ def ingest_both(
     return reports[0], reports[1], differences(tmp / "store0.duckdb", tmp / "store1.duckdb")
 
 
-def differences(a: Path, b: Path) -> list[tuple[str, int, int]]:
-    """``(table, rows only in a, rows only in b)`` for each table that differs (EXCEPT ALL both ways)."""
+def differences(
+    a: Path, b: Path, tables: tuple[str, ...] = (), skip: frozenset[str] = frozenset()
+) -> list[tuple[str, int, int]]:
+    """``(table, rows only in a, rows only in b)`` for each table that differs (EXCEPT ALL both ways).
+
+    ``tables`` limits the comparison to those tables (all when empty);
+    ``skip`` names more columns to leave out.
+    """
     con = duckdb.connect()
     con.execute(f"ATTACH '{a}' AS a (READ_ONLY)")
     con.execute(f"ATTACH '{b}' AS b (READ_ONLY)")
-    tables = con.execute(
+    everything = con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = 'a' ORDER BY 1"
     ).fetchall()
     found = []
-    for (table,) in tables:
+    for (table,) in [(t,) for (t,) in everything if not tables or t in tables]:
         names = con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE database_name = 'a' AND table_name = ?",
             [table],
         ).fetchall()
-        cols = ", ".join(f'"{n}"' for (n,) in names if n not in _SKIP)
+        cols = ", ".join(f'"{n}"' for (n,) in names if n not in _SKIP and n not in skip)
         only = [
             con.execute(
                 f"SELECT count(*) FROM (SELECT {cols} FROM {x}.{table}"

@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 from _server_helpers import TRACEKIT, Server, start
 
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.server.decode import span_of, spans_entry
+from tracekit.server.spool import Entry, decode_payload, encode_payload
 from tracekit.store import Store
 
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -112,3 +115,45 @@ def test_rejected_ids_are_listed_by_tracekit_rejects(tmp_path: Path) -> None:
     assert reasons == ["trace id '' is not 16 bytes"]
     with Store(server.db, read_only=True) as store:
         assert list(store.runs()["agent"]) == ["ok"]
+
+
+def _full_span() -> Span:
+    """A span with every field away from its default."""
+    return Span(
+        "ab" * 16,
+        "cd" * 8,
+        "ef" * 8,
+        "transfer_to_billing",
+        1,
+        2,
+        {"gen_ai.tool.name": "transfer_to_billing"},
+        True,
+        "failed",
+        "desk",
+        "KeyError",
+        line=7,
+        links=(("12" * 16, "34" * 8), ("56" * 16, "78" * 8)),
+        target="billing",
+        transfer=True,
+        exception_message="no score",
+        exception_cause="ValueError: card declined",
+    )
+
+
+def test_every_span_field_survives_the_spool() -> None:
+    span = _full_span()
+    entry = decode_payload(encode_payload(spans_entry([span], "serve:otlp")))
+    back = span_of(entry.spans[0])
+    assert back == span
+    assert type(back.links) is tuple and all(type(link) is tuple for link in back.links)
+    assert len(entry.spans[0]) == len(Span.__struct_fields__)
+
+
+def test_an_entry_spooled_by_an_older_server_reads_back_with_the_defaults() -> None:
+    span = _full_span()
+    row = tuple(getattr(span, name) for name in Span.__struct_fields__[:11])
+    entry = decode_payload(encode_payload(Entry(source="serve:otlp", spans=[row])))
+    back = span_of(entry.spans[0])
+    assert back.name == span.name and back.exception == "KeyError"
+    assert (back.line, back.links, back.target, back.transfer) == (0, (), None, False)
+    assert (back.exception_message, back.exception_cause) == (None, None)

@@ -96,11 +96,26 @@ def _inflate_member(data: bytes, out: list[bytes], limit: int) -> bytes:
 
 
 def span_of(row: tuple[Any, ...]) -> Span:
-    """A span back from its spool tuple."""
-    return Span(*row)
+    """A span back from its spool tuple (:func:`spans_entry`).
+
+    An entry spooled by an older server holds only the first eleven fields:
+    the rest keep their defaults. msgpack gives the links back as lists.
+
+    Example:
+        >>> span = Span("ab" * 16, "cd" * 8, "", "x", 1, 2, {}, False, "", None,
+        ...             links=(("ef" * 16, "01" * 8),), transfer=True)
+        >>> span_of(list(_row(span))) == span
+        True
+    """
+    span = Span(*row)
+    if span.links:
+        span.links = tuple((trace, id_) for trace, id_ in span.links)
+    return span
 
 
 def _row(span: Span) -> tuple[Any, ...]:
+    # Every field, in Span's order: new fields go at the end, so a spool
+    # written before them still reads back (with their defaults).
     return (
         span.trace,
         span.id,
@@ -113,6 +128,12 @@ def _row(span: Span) -> tuple[Any, ...]:
         span.message,
         span.service,
         span.exception,
+        span.line,
+        span.links,
+        span.target,
+        span.transfer,
+        span.exception_message,
+        span.exception_cause,
     )
 
 
