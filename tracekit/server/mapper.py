@@ -26,6 +26,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from tracekit._util.gcpause import gc_paused
+
 __all__ = [
     "MapRequest",
     "Mapped",
@@ -149,7 +151,10 @@ def _serve(conn: Connection, settings: MappingSettings) -> None:
         if request is None:
             return
         try:
-            answer: Any = mapping.cycle(request)
+            # The spans held for their traces are many acyclic objects: full
+            # collections inside a cycle would walk them again and again.
+            with gc_paused():
+                answer: Any = mapping.cycle(request)
         except Exception as exc:  # the server fails the load and keeps the spool
             answer = f"{type(exc).__name__}: {exc}"
         conn.send(answer)
