@@ -59,6 +59,7 @@ def _child(side: str, path: Path, tmp: Path, baseline: Path) -> float:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), side, str(db)],
         env=env,
+        cwd=tmp,  # ``-c`` puts the current directory first: it must shadow no checkout
         check=True,
         capture_output=True,
         text=True,
