@@ -491,3 +491,22 @@ def test_an_interrupted_gzip_read_is_undone_and_read_again(
         assert counts(store) == (24, 4, 4)
         assert len(store.rejects()) == 1
         assert len(store.ingest_log()) == 1
+
+
+def test_a_run_named_only_as_a_parent_reads_back_as_the_invocations_that_name_it(
+    tmp_path: Path,
+) -> None:
+    """The store lists a parent run that never started; its tree is what names it, not an error."""
+    path = write(
+        tmp_path / "t.jsonl",
+        [
+            line({"type": "run.start", "ts": 1, "runId": "r", "agent": "root"}),
+            line({"type": "enter", "ts": 1000, "invocationId": "i0", "runId": "c0",
+                  "parentRunId": "x", "agent": "a", "kind": "delegate"}),  # fmt: skip
+        ],
+    )
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest([path])
+        runs = sorted(r for (r,) in store.con.execute("SELECT run_id FROM runs").fetchall())
+        assert runs == ["r", "x"]
+        assert [step.agent for step in store.tree("x")] == ["a"]

@@ -17,10 +17,8 @@ from tracekit.events import Event
 from tracekit.intake.lines import Chunk, sniff
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.decode_json import Span, decode_spans
-from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 
-__all__ = ["Keep", "Records", "decode_line", "document_lines", "otlp_records"]
+__all__ = ["Keep", "Records", "document_lines", "otlp_records"]
 
 Refused = list[tuple[int, str, str]]
 #: Per line, its spans still to be mapped here, as a document of them alone.
@@ -175,10 +173,3 @@ def _feed_kept(join: OtlpJoin, lines: list[tuple[int, bytes]], keep: Keep, base:
             refused.append((number, raw, f"not OTLP JSON: {exc}"))
     return refused
 
-
-def decode_line(data: bytes) -> list[Span]:
-    """The spans of one OTLP JSON line, as :meth:`OtlpConverter.feed_json` decodes them."""
-    try:
-        return decode_spans_fast(data)
-    except (msgspec.ValidationError, ValueError, RecursionError):
-        return decode_spans(msgspec.json.decode(data))
