@@ -501,8 +501,17 @@ def test_a_run_named_only_as_a_parent_reads_back_as_the_invocations_that_name_it
         tmp_path / "t.jsonl",
         [
             line({"type": "run.start", "ts": 1, "runId": "r", "agent": "root"}),
-            line({"type": "enter", "ts": 1000, "invocationId": "i0", "runId": "c0",
-                  "parentRunId": "x", "agent": "a", "kind": "delegate"}),  # fmt: skip
+            line(
+                {
+                    "type": "enter",
+                    "ts": 1000,
+                    "invocationId": "i0",
+                    "runId": "c0",
+                    "parentRunId": "x",
+                    "agent": "a",
+                    "kind": "delegate",
+                }
+            ),
         ],
     )
     with Store(tmp_path / "s.duckdb") as store:
