@@ -172,4 +172,3 @@ def _feed_kept(join: OtlpJoin, lines: list[tuple[int, bytes]], keep: Keep, base:
             raw = line.decode("utf-8", "replace").rstrip("\r")
             refused.append((number, raw, f"not OTLP JSON: {exc}"))
     return refused
-
