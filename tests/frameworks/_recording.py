@@ -20,6 +20,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from _paths import scrub_paths
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -90,7 +91,7 @@ def otlp_json_line(spans: Any) -> str:
     """The spans as one line of the Collector's file exporter (integer enums, hex ids)."""
     message = encode_spans(list(spans))
     request = MessageToDict(message, use_integers_for_enums=True)
-    return json.dumps(_hex_ids(request), separators=(",", ":"))
+    return scrub_paths(json.dumps(_hex_ids(request), separators=(",", ":")))
 
 
 @dataclass
