@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import threading
 import time
-from operator import attrgetter
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final
 
 from starlette.requests import Request
