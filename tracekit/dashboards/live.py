@@ -42,6 +42,7 @@ from tracekit.dashboards.sections import (
     circles_table,
     degraded_table,
     failures_table,
+    loops_section,
     nothing_here,
     script_json,
     version_text,
@@ -268,6 +269,7 @@ def _live_body(
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
 {circles_table(report, examples, links)}
 <div class="graph">{_fig(1)}</div></section>
+{loops_section(report)}
 <div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>

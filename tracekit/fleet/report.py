@@ -53,6 +53,7 @@ from tracekit.fleet.queries import (
     degraded_rows,
     edge_rows,
     latency_rows,
+    loop_rows,
     over_time_rows,
     run_groups,
     session_counts,
@@ -86,6 +87,7 @@ __all__ = [
     "delegation_edges",
     "fleet_report",
     "incomplete_states",
+    "loop_costs",
     "open_for_report",
     "outcome_shares",
     "outcomes_over_time",
@@ -204,6 +206,24 @@ def agent_tokens(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     return to_frame(token_rows(con, flt or FleetFilter(), source))
 
 
+def loop_costs(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
+    """What every circle's loops cost in the window, split by how they stopped.
+
+    A loop stopped at a framework's limit (``limit``), was cut off without an
+    error (``silent``), was refused on the call path (``refused``) or ran and
+    finished (``finished``): the silent ones burn as much as the refused ones.
+    Columns: ``circle``, ``stopped``, ``runs``, ``revisits``, ``invocations``,
+    ``model_calls``, ``input_tokens``, ``output_tokens``, ``duration_ms`` (sums
+    over the runs), ``tokens_per_run``, ``model_calls_per_run``, ``ms_per_run``
+    and ``limit_codes``; costliest circle first.
+
+    Example:
+        >>> loop_costs(store)[["circle", "stopped", "runs", "input_tokens"]].iloc[0].tolist()
+        ['billing -> triage -> billing', 'silent', 3, 5400]
+    """
+    return to_frame(loop_rows(connection(store), flt or FleetFilter()))
+
+
 def delegation_edges(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     """Who calls whom: caller agent to callee agent, with counts and failure rates.
 
@@ -266,7 +286,16 @@ def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
 #: Rows of each list of runs (or circles) a report holds unless asked for more.
 DEFAULT_LIMIT: Final = 50
 
-_TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges", "tokens")
+_TABLES: Final = (
+    "outcomes",
+    "circles",
+    "failures",
+    "degraded",
+    "latency",
+    "edges",
+    "tokens",
+    "loops",
+)
 
 
 @dataclass(slots=True)
@@ -275,7 +304,8 @@ class FleetReport:
 
     ``outcomes`` has, beside ``runs`` and ``share``, ``previous_runs``,
     ``previous_share`` and ``change`` (share points) against the previous
-    window of the same length, when there is a window. ``sessions`` counts
+    window of the same length, when there is a window. ``loops`` is the cost
+    of each circle's loops by how they stopped (:func:`loop_costs`). ``sessions`` counts
     the window's sessions (``sessions``), those with a failed run
     (``failed``) and their runs (``runs``). ``circles`` marks the
     circles not seen in the previous window as ``new``. ``tables`` holds the
@@ -343,6 +373,11 @@ class FleetReport:
         """Own model tokens by agent: totals and median per call."""
         return self.frame("tokens")
 
+    @property
+    def loops(self) -> pd.DataFrame:
+        """The cost of each circle's loops by how they stopped (a page of ``totals["loops"]``)."""
+        return self.frame("loops")
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """The report as rich tables: ``rich.print(report)`` or ``console.print(report)``."""
         from tracekit.fleet.text import renderables  # rich: only when the report is drawn
@@ -402,7 +437,7 @@ def fleet_report(
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
-    Five queries (:mod:`tracekit.fleet.queries`) read both windows at once.
+    A few queries (:mod:`tracekit.fleet.queries`), both windows at once where they compare.
 
     Args:
         store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
@@ -475,6 +510,7 @@ def _report(
     groups = run_groups(con, flt, prev, _running_since(now))
     edges = edge_rows(con, flt, source)
     circles = circles_table(circle_rows(con, flt, prev), compare=prev is not None)
+    loops = loop_rows(con, flt)
     tables = {
         "outcomes": outcomes_table(groups, compare=prev is not None),
         "circles": page.cut(circles),
@@ -483,6 +519,7 @@ def _report(
         "latency": latency_rows(con, flt, source, approx=percentiles == "approx"),
         "edges": edges_table(edges, flt.agent),
         "tokens": token_rows(con, flt, source),
+        "loops": page.cut(loops),
     }
     return FleetReport(
         filter=flt,
@@ -491,6 +528,10 @@ def _report(
         tables=tables,
         previous_runs=sum(outcome_counts(groups, False).values()) if prev else None,
         sessions=session_counts(con, flt),
-        totals={"degraded": outcome_counts(groups).get("degraded", 0), "circles": len(circles)},
+        totals={
+            "degraded": outcome_counts(groups).get("degraded", 0),
+            "circles": len(circles),
+            "loops": len(loops),
+        },
         page={"limit": page.limit, "offset": page.offset},
     )
