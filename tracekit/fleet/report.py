@@ -43,7 +43,8 @@ import duckdb
 from tracekit._util.sql import StoreOrConnection, connection
 from tracekit.errors import StoreError
 from tracekit.failures.outcomes import STALE_AFTER_MS
-from tracekit.fleet.frames import to_frame
+from tracekit.fleet.frames import circles_frame, outcomes_frame, to_frame, without_column
+from tracekit.fleet.loops import loop_rows
 from tracekit.fleet.memory import within_memory
 from tracekit.fleet.queries import (
     FleetFilter,
@@ -53,7 +54,6 @@ from tracekit.fleet.queries import (
     degraded_rows,
     edge_rows,
     latency_rows,
-    loop_rows,
     over_time_rows,
     run_groups,
     session_counts,
@@ -127,7 +127,7 @@ def outcome_shares(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     Columns: ``outcome``, ``runs``, ``share`` (0..1).
     """
     groups = run_groups(connection(store), flt or FleetFilter(), None, 0.0)
-    return _outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
+    return outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
         ["outcome", "runs", "share"]
     ]
 
@@ -150,7 +150,7 @@ def recursion_circles(store: Any, flt: FleetFilter | None = None) -> pd.DataFram
     ``last_seen``, ``action`` (always True).
     """
     table = circles_table(circle_rows(connection(store), flt or FleetFilter()), compare=False)
-    return to_frame(_without(table, "new"))
+    return to_frame(without_column(table, "new"))
 
 
 def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -244,45 +244,6 @@ def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFra
     return to_frame(over_time_rows(connection(store), flt or FleetFilter()))
 
 
-def _without(rows: Rows, column: str) -> Rows:
-    at = rows.columns.index(column)
-    return Rows(
-        rows.columns[:at] + rows.columns[at + 1 :],
-        rows.types[:at] + rows.types[at + 1 :],
-        [row[:at] + row[at + 1 :] for row in rows.rows],
-    )
-
-
-def _outcomes_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
-    import pandas as pd
-
-    data = rows.records()
-    frame = pd.DataFrame({"outcome": [r["outcome"] for r in data]})
-    frame["runs"] = pd.Series([r["runs"] for r in data], dtype="int64")
-    frame["share"] = pd.Series([r["share"] for r in data], dtype="float64")
-    for column, dtype in (
-        ("previous_runs", "int64"),
-        ("previous_share", "float64"),
-        ("change", "float64"),
-    ):
-        if compare:
-            frame[column] = pd.Series([r[column] for r in data], dtype=dtype)
-        else:
-            frame[column] = pd.NA
-    return frame
-
-
-def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
-    import pandas as pd
-
-    frame = to_frame(_without(rows, "new"))
-    if compare:
-        frame["new"] = pd.Series(rows.column("new"), dtype=bool)
-    else:
-        frame["new"] = pd.NA
-    return frame
-
-
 #: Rows of each list of runs (or circles) a report holds unless asked for more.
 DEFAULT_LIMIT: Final = 50
 
@@ -331,9 +292,9 @@ class FleetReport:
             compare = self.previous_runs is not None
             rows = self.tables[name]
             if name == "outcomes":
-                self._frames[name] = _outcomes_frame(rows, compare=compare)
+                self._frames[name] = outcomes_frame(rows, compare=compare)
             elif name == "circles":
-                self._frames[name] = _circles_frame(rows, compare=compare)
+                self._frames[name] = circles_frame(rows, compare=compare)
             else:
                 self._frames[name] = to_frame(rows)
         return self._frames[name]
