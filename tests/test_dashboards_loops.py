@@ -59,3 +59,18 @@ def test_hostile_names_are_text_not_markup(db: Path) -> None:
     assert f'<span class="circle">{shown}</span>' in section
     refused = next(r for r in _rows(section) if r[1] == "refused")
     assert refused[0] == HOSTILE_CIRCLE.replace("\n", "\\x0a")
+
+
+def test_a_run_page_lists_its_own_loops(db: Path) -> None:
+    from tracekit.dashboards.live import run_page
+
+    with Store(db, read_only=True) as store:
+        looped = run_page(store, "r-ok3")
+        plain = run_page(store, "r-crash")
+    rows = _rows(_section(looped.replace("<h2>Loops</h2>", "<h2>Loop cost</h2>")))
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("planner -> critic -> planner", "limit", "6"),  # 1,320 tokens: first
+        ("billing -> refunds -> billing", "finished", "3"),  # no usage reported
+    ]
+    assert rows[0][4:6] == ["1,200", "120"] and rows[1][4] == "-"
+    assert "<h2>Loops</h2>" not in plain

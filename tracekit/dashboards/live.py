@@ -324,6 +324,7 @@ def run_page(store: Any, run_id: str) -> str:
 <header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
 <main>
 <section><h2>Root cause</h2>{_root_cause(store, run_id)}</section>
+{_run_loops(store, run_id)}
 <section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
 <section><h2>Timeline</h2><div id="timeline"></div></section>
 </main>
@@ -348,6 +349,35 @@ SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
 FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
 WHERE r.run_id = ?
 """
+
+
+# The circles this run's agents went round, costliest first.
+_RUN_LOOPS: Final = """
+SELECT circle, stopped, revisits, invocations, model_calls, input_tokens, output_tokens,
+    duration_ms, limit_code
+FROM loops WHERE run_id = ?
+ORDER BY coalesce(input_tokens, 0) + coalesce(output_tokens, 0) DESC, circle, stopped
+"""
+
+
+def _run_loops(store: Any, run_id: str) -> str:
+    """The run's loops and what each cost; nothing when its agents went round no circle."""
+    frame = store.con.execute(_RUN_LOOPS, [run_id]).df()
+    if frame.empty:
+        return ""
+    rows = table(
+        frame,
+        [("circle", "circle", "circle"), ("stopped", "stopped", "text"),
+         ("revisits", "revisits", "num"), ("model_calls", "model calls", "num"),
+         ("input_tokens", "input tokens", "num"), ("output_tokens", "output tokens", "num"),
+         ("duration_ms", "time inside", "ms"), ("limit_code", "limit", "text")],
+        "",
+        name="loops",
+    )  # fmt: skip
+    return (
+        '<section><h2>Loops</h2><p class="note">The circles this run\'s agents went round,'
+        f" how each stopped and what it cost inside.</p>{rows}</section>"
+    )
 
 
 def _root_cause(store: Any, run_id: str) -> str:
