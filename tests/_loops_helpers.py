@@ -58,6 +58,8 @@ def loop_store(tmp: Path) -> Path:
     )
     con = duckdb.connect(str(db))
     try:
+        # Exactly these rows, whatever the classification wrote for the fleet's own circle.
+        con.execute("DELETE FROM loops")
         con.executemany("INSERT INTO loops VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", LOOPS)
     finally:
         con.close()
