@@ -42,6 +42,7 @@ from tracekit.dashboards.sections import (
     circles_table,
     degraded_table,
     failures_table,
+    loops_section,
     nothing_here,
     script_json,
     version_text,
@@ -268,6 +269,7 @@ def _live_body(
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
 {circles_table(report, examples, links)}
 <div class="graph">{_fig(1)}</div></section>
+{loops_section(report)}
 <div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
@@ -322,6 +324,7 @@ def run_page(store: Any, run_id: str) -> str:
 <header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
 <main>
 <section><h2>Root cause</h2>{_root_cause(store, run_id)}</section>
+{_run_loops(store, run_id)}
 <section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
 <section><h2>Timeline</h2><div id="timeline"></div></section>
 </main>
@@ -346,6 +349,35 @@ SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
 FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
 WHERE r.run_id = ?
 """
+
+
+# The circles this run's agents went round, costliest first.
+_RUN_LOOPS: Final = """
+SELECT circle, stopped, revisits, invocations, model_calls, input_tokens, output_tokens,
+    duration_ms, limit_code
+FROM loops WHERE run_id = ?
+ORDER BY coalesce(input_tokens, 0) + coalesce(output_tokens, 0) DESC, circle, stopped
+"""
+
+
+def _run_loops(store: Any, run_id: str) -> str:
+    """The run's loops and what each cost; nothing when its agents went round no circle."""
+    frame = store.con.execute(_RUN_LOOPS, [run_id]).df()
+    if frame.empty:
+        return ""
+    rows = table(
+        frame,
+        [("circle", "circle", "circle"), ("stopped", "stopped", "text"),
+         ("revisits", "revisits", "num"), ("model_calls", "model calls", "num"),
+         ("input_tokens", "input tokens", "num"), ("output_tokens", "output tokens", "num"),
+         ("duration_ms", "time inside", "ms"), ("limit_code", "limit", "text")],
+        "",
+        name="loops",
+    )  # fmt: skip
+    return (
+        '<section><h2>Loops</h2><p class="note">The circles this run\'s agents went round,'
+        f" how each stopped and what it cost inside.</p>{rows}</section>"
+    )
 
 
 def _root_cause(store: Any, run_id: str) -> str:

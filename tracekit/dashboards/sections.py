@@ -36,6 +36,8 @@ __all__ = [
     "circles_table",
     "degraded_table",
     "failures_table",
+    "loops_section",
+    "loops_table",
     "nothing_here",
     "script_json",
     "version_text",
@@ -132,6 +134,44 @@ def circles_table(report: FleetReport, examples: dict[str, str], links: dict[str
         "No recursion circle in this window.",
         links=links, name="circles",
     )  # fmt: skip
+
+
+def loops_table(report: FleetReport) -> str:
+    """The cost of each circle's loops, split by how they stopped: costliest circle first."""
+    return table(
+        report.loops,
+        [("circle", "circle", "circle"), ("stopped", "stopped", "text"), ("runs", "runs", "num"),
+         ("revisits", "revisits", "num"), ("model_calls", "model calls", "num"),
+         ("input_tokens", "input tokens", "num"), ("output_tokens", "output tokens", "num"),
+         ("duration_ms", "time inside", "ms"), ("tokens_per_run", "tokens / run", "num"),
+         ("model_calls_per_run", "model calls / run", "num"), ("ms_per_run", "time / run", "ms"),
+         ("limit_codes", "limit", "text")],
+        "No agents went round a circle in this window.",
+        name="circles and stops",
+    )  # fmt: skip
+
+
+def loops_section(report: FleetReport) -> str:
+    """The loop cost section both pages show (with its totals by how the loops stopped)."""
+    return f"""<section><h2>Loop cost</h2>
+<p class="note">What the agents spent going round each circle: tokens, model calls and time inside it, in total and per run, split by how the loop stopped. <b>limit</b>: a framework's limit raised; <b>silent</b>: cut off at a limit without an error; <b>refused</b>: refused on the call path; <b>finished</b>: ended ok after its revisits. The silent and finished loops look healthy elsewhere and burn as much.{_loop_totals(report)}</p>
+{loops_table(report)}</section>"""
+
+
+_STOPS: Final = ("limit", "silent", "refused", "finished")
+
+
+def _loop_totals(report: FleetReport) -> str:
+    frame = report.loops
+    if frame.empty:
+        return ""
+    tokens = frame["input_tokens"].fillna(0) + frame["output_tokens"].fillna(0)
+    spent = tokens.groupby(frame["stopped"]).sum().to_dict()
+    order = [k for k in _STOPS if k in spent] + sorted(set(spent) - set(_STOPS))
+    parts = [f"{cell_text(k)} {int(spent[k]):,}" for k in order if spent[k]]
+    return f" Tokens inside circles: {int(tokens.sum()):,}" + (
+        f" ({', '.join(parts)})." if parts else "."
+    )
 
 
 def worst_table(worst: pd.DataFrame, links: dict[str, str]) -> str:

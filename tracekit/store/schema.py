@@ -285,7 +285,31 @@ WHERE outcome = 'ok' AND run_id IN (
 );
 """
 
-SCHEMA_VERSION: Final = 8
+# v9: another branch's migration; a no-op here until the integrator puts it in its place.
+_V9: Final = "SELECT 1;"
+
+# v10: ``loops``, one row for each circle a run's agents went round, however it
+# stopped: a framework's limit raised ('limit'), cut off without an error
+# ('silent'), refused on the call path ('refused') or ended ok after its
+# revisits ('finished'); with the cost spent inside the circle. Written by the
+# classification; the fleet report, the dashboards and ``/metrics`` read it.
+_V10: Final = """
+CREATE TABLE loops (
+    run_id         VARCHAR NOT NULL,
+    circle         VARCHAR NOT NULL,
+    revisits       INTEGER NOT NULL,
+    stopped        VARCHAR NOT NULL /* 'limit' | 'silent' | 'refused' | 'finished' */,
+    limit_code     VARCHAR,
+    origin_agent   VARCHAR,
+    invocations    INTEGER NOT NULL,
+    model_calls    INTEGER,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    duration_ms    DOUBLE
+);
+"""
+
+SCHEMA_VERSION: Final = 10
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
