@@ -95,7 +95,16 @@ def invocations(run: RunTree, workflow: bool) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.mark.parametrize("path", CASES)
+# Recordings whose invocations tracekit cannot rebuild yet, and the work that will: the
+# integrator empties this when it lands (test_loop_classes.py checks their class).
+AWAITING = {
+    "smolagents/managed_model_raises": "issue 29 item 5: an agent span that never arrived, "
+    "known only by its ERROR step spans",
+}
+REBUILT = [c for c in CASES if c.id not in AWAITING]
+
+
+@pytest.mark.parametrize("path", REBUILT)
 def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
     truth = truth_of(path)
     events = read_trace(path).events
