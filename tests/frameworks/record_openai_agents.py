@@ -44,6 +44,7 @@ from openai.types.responses import (  # noqa: E402
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 
 _ids = count(1)
+APP: list[Any] = []  # the app's own tracer, around a run it handles
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
 
 
@@ -440,8 +441,10 @@ async def handled_limit(recorder: Recorder) -> None:
     first = ring(bouncer("triage"), bouncer("billing"))
     answer = "Sorry, we could not route your question; an agent will call you back."
     recorder.start()
-    result = await Runner.run(first, "Who handles my invoice?", max_turns=4,
-                              error_handlers={"max_turns": lambda _: answer})  # fmt: skip
+    # The app's own span (a web request's, say) holds the run, and ends well.
+    with APP[0].start_as_current_span("POST /chat"):
+        result = await Runner.run(first, "Who handles my invoice?", max_turns=4,
+                                  error_handlers={"max_turns": lambda _: answer})  # fmt: skip
     assert result.final_output == answer, result.final_output
     ran = sequence_of(first.name, result.new_items)
     assert ran == ["triage", "billing"] * 2 + ["triage"], ran
@@ -453,7 +456,9 @@ async def handled_limit(recorder: Recorder) -> None:
         "handled_limit",
         note="triage and billing hand off to each other until max_turns (4); the SDK's "
         "max-turns error handler (Runner.run(error_handlers={'max_turns': ...})) answers with "
-        "an apology, which is the run's final output: the run returns normally.",
+        "an apology, which is the run's final output: the run returns normally. The app's "
+        "span (POST /chat, ended well) holds the run: without it the spans are those of a "
+        "raised MaxTurnsExceeded (the last agent span in error, the workflow span ok).",
         result={"final_output": answer, "last_agent": ran[-1], "raised": None},
         run_ok=True,
         truth=truth,
@@ -484,6 +489,7 @@ async def loop_ok(recorder: Recorder) -> None:
 async def main() -> None:
     provider, exporter = memory_provider("openai-agents-recording")
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    APP.append(provider.get_tracer("app"))
     recorder = Recorder(
         "openai_agents",
         "openai-agents",
