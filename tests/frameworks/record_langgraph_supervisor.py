@@ -42,7 +42,7 @@ def run(
     workers: list[Any], turns: list[Any], text: str, limit: int | None = None
 ) -> tuple[list[Any], str | None]:
     """Run the supervisor (its model playing ``turns``) over ``workers``; ``limit`` is the
-    graph's ``recursion_limit`` (LangGraph's default, 25, without it)."""
+    graph's ``recursion_limit`` (LangGraph's default, 10007 in this version, without it)."""
     graph = create_supervisor(
         workers, model=model("supervisor", *turns), output_mode="full_history"
     ).compile(checkpointer=InMemorySaver(), name="supervisor_graph")
@@ -230,7 +230,7 @@ def loop_ok(recorder: Recorder) -> None:
     assert (circle, closures) == ("billing -> supervisor -> billing", 3)
     write(recorder, "loop_ok",
           "The supervisor hands to billing three times, under the default recursion_limit "
-          "(25), then answers.", messages, raised, truth, Loop("ok", circle, None, closures))  # fmt: skip
+          "(10007), then answers.", messages, raised, truth, Loop("ok", circle, None, closures))  # fmt: skip
 
 
 def main() -> None:

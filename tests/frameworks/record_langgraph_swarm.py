@@ -47,7 +47,7 @@ def handoff(target: str) -> Any:
 def run(agents: list[Any], text: str, limit: int | None = None) -> tuple[list[Any], str | None]:
     """Run a swarm of ``agents`` (the first speaks first); its messages, and what it raised.
 
-    ``limit`` is the graph's ``recursion_limit`` (LangGraph's default, 25, without it).
+    ``limit`` is the graph's ``recursion_limit`` (LangGraph's default, 10007 in this version, without it).
     """
     from langgraph_swarm import create_swarm
 
@@ -299,7 +299,7 @@ def loop_ok(recorder: Recorder) -> None:
     assert (circle, closures) == ("billing -> triage -> billing", 3)
     write(recorder, "loop_ok",
           "triage and billing hand off to each other three times each, under the default "
-          "recursion_limit (25); then triage answers.", messages, raised, truth,
+          "recursion_limit (10007); then triage answers.", messages, raised, truth,
           Loop("ok", circle, None, closures))  # fmt: skip
 
 

@@ -338,13 +338,17 @@ def asks(*workers: str, steps: int) -> list[Any]:
     return [[call(workers[n % len(workers)], task="Who handles this?")] for n in range(steps)]
 
 
-def max_steps_write(recorder: Recorder, scenario: str, workers: list[str], note: str) -> None:
+def max_steps_write(recorder: Recorder, scenario: str, workers: list[str], note: str,
+                    full: bool) -> None:  # fmt: skip
+    """Run until max_steps; ``full`` asks run() for its RunResult (whose state the root
+    span's output then shows) rather than the answer alone."""
     helpers = [agent(w, [answer(f"Ask {w} again later.")] * 10) for w in workers]
     manager = agent("triage", [*asks(*workers, steps=4), "I could not find out, sorry."],
                     managed=helpers, max_steps=4)  # fmt: skip
     recorder.start()
-    result = manager.run("Who handles my invoice?", return_full_result=True)
-    assert result.state == "max_steps_error", result.state
+    result = manager.run("Who handles my invoice?", return_full_result=full)
+    output = result.output if full else result
+    assert not full or result.state == "max_steps_error", result.state
     last = manager.memory.steps[-1]
     assert type(last.error).__name__ == "AgentMaxStepsError", last.error
     ran = activations(manager, set(workers))
@@ -364,7 +368,7 @@ def max_steps_write(recorder: Recorder, scenario: str, workers: list[str], note:
         scenario,
         note=f"{note} The sequence is the manager's memory: its action steps, each followed by "
         "the managed agent it called.",
-        result={"final_output": result.output, "last_agent": "triage", "raised": None},
+        result={"final_output": output, "last_agent": "triage", "raised": None},
         run_ok=True,
         truth=truth,
         loop=Loop("degraded", circle, "AgentMaxStepsError", closures),
@@ -377,15 +381,17 @@ def pingpong_silent(recorder: Recorder) -> None:
                          "every step; billing answers and control comes back, until max_steps: "
                          "smolagents asks triage's model for a final answer without tools and "
                          "returns it, recording AgentMaxStepsError in the last memory step "
-                         "(RunResult.state 'max_steps_error'); nothing is raised.")  # fmt: skip
+                         "(run(return_full_result=True) gives RunResult.state "
+                         "'max_steps_error'); nothing is raised.", full=True)  # fmt: skip
 
 
 def ring_silent(recorder: Recorder) -> None:
     max_steps_write(recorder, "ring_silent", ["billing", "refunds"],
                          "triage (max_steps=4) hands the task to billing, then refunds, then "
                          "billing, then refunds (its managed agents), until max_steps: the "
-                         "answer is asked for without tools, AgentMaxStepsError is only in "
-                         "memory (RunResult.state 'max_steps_error'); nothing is raised.")  # fmt: skip
+                         "answer is asked for without tools and run() returns it; "
+                         "AgentMaxStepsError is only in the last memory step; nothing is "
+                         "raised.", full=False)  # fmt: skip
 
 
 def loop_ok(recorder: Recorder) -> None:
