@@ -353,19 +353,28 @@ def _live(request: Request) -> Callable[[Store], Response]:
     from tracekit.dashboards.live import live_content
 
     def work(store: Store) -> Response:
-        version = _version(store)
+        waiting = _waiting_spans(request)
+        version = f"{_version(store)}+{waiting}"  # spans arriving change the page too
         if request.query_params.get("version") == version:
             return JSONResponse({"version": version, "unchanged": True})
         outcome = request.query_params.get("outcome") or None
 
         def build() -> bytes:
-            content = live_content(store, version=version, outcome=outcome, **_filters(request))
+            content = live_content(
+                store, version=version, outcome=outcome, waiting=waiting, **_filters(request)
+            )
             return json.dumps(content, allow_nan=False, default=str).encode()
 
         key = _page_key(request, version, "since", "service", "agent", "outcome")
         return Response(_page_cache(request).get(key, build), media_type="application/json")
 
     return work
+
+
+def _waiting_spans(request: Request) -> int:
+    """Spans the collector holds until their trace's root arrives (0 if it cannot say)."""
+    loader = getattr(request.app.state.collector, "loader", None)
+    return int(getattr(loader, "pending_spans", 0) or 0)
 
 
 def _run_page(request: Request) -> Callable[[Store], Response]:
