@@ -11,6 +11,7 @@ that received any line (accepted or rejected), is always kept.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import signal
@@ -118,9 +119,14 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
     """
     path = Path(db) if db is not None else default_path()
     created = not path.exists()
+    size = 0 if created else path.stat().st_size
     store = Store(path)
+    shrink = False
     try:
         yield store
+    except IngestInterrupted:  # nothing of it was kept: nor is the space it took
+        shrink = _grew_for_nothing(store, path, size)
+        raise
     finally:
         unused = created and _holds_nothing(store)
         store.close()
@@ -128,6 +134,23 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
             _remove(path)
             if sys.exc_info()[0] is None:
                 print(f"{path}: no store created, nothing was ingested", file=sys.stderr)
+        elif shrink:
+            _compact(path)
+
+
+def _grew_for_nothing(store: Store, path: Path, size: int) -> bool:
+    """The store file grew during an ingest that kept nothing, and is small enough to rewrite."""
+    from tracekit.store.compact import COMPACT_UP_TO
+
+    grew = path.exists() and path.stat().st_size > size
+    return grew and size <= COMPACT_UP_TO and not _holds_nothing(store)
+
+
+def _compact(path: Path) -> None:
+    from tracekit.store.compact import compact
+
+    with contextlib.suppress(duckdb.Error):  # the store is as it was, only larger
+        compact(path)
 
 
 def _holds_nothing(store: Store) -> bool:
