@@ -96,8 +96,10 @@ def _check_grpc() -> None:
     """OTLP/gRPC needs grpcio, the one part of the collector that is an extra."""
     import importlib.util
 
+    from tracekit._util.extras import install_line
+
     if importlib.util.find_spec("grpc") is None:
         raise TracekitError(
             "--grpc-port needs grpcio, which is not installed",
-            hint="pip install 'tracekit-agents[serve]' (OTLP/HTTP on --port needs nothing more).",
+            hint=f"{install_line('serve')} (OTLP/HTTP on --port needs nothing more).",
         )
