@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Final, NamedTuple
 
-__all__ = ["DISTRIBUTION", "EXTRAS", "Extra", "install_line", "missing_extras"]
+__all__ = ["DISTRIBUTION", "EXTRAS", "Extra", "install_line", "installed", "missing_extras"]
 
 #: The name tracekit is installed by (``pip install tracekit-agents``).
 DISTRIBUTION: Final = "tracekit-agents"
@@ -45,9 +45,17 @@ def install_line(extra: str) -> str:
     return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
+def installed(module: str) -> bool:
+    """Whether a top-level module can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # blocked in sys.modules (set to None)
+        return False
+
+
 def missing_extras() -> list[Extra]:
     """The optional features whose module is not installed here."""
-    return [e for e in EXTRAS if importlib.util.find_spec(e.module) is None]
+    return [e for e in EXTRAS if not installed(e.module)]
 
 
 if __name__ == "__main__":  # `make demo`: one line for each feature not installed

@@ -94,11 +94,9 @@ def _check_port(option: str, port: int) -> None:
 
 def _check_grpc() -> None:
     """OTLP/gRPC needs grpcio, the one part of the collector that is an extra."""
-    import importlib.util
+    from tracekit._util.extras import install_line, installed
 
-    from tracekit._util.extras import install_line
-
-    if importlib.util.find_spec("grpc") is None:
+    if not installed("grpc"):
         raise TracekitError(
             "--grpc-port needs grpcio, which is not installed",
             hint=f"{install_line('serve')} (OTLP/HTTP on --port needs nothing more).",
