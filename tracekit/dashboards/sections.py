@@ -129,8 +129,11 @@ def cards(report: FleetReport, *, waiting: int = 0) -> str:
 def _waiting_line(waiting: int) -> str:
     if not waiting:
         return ""
-    spans = f"{waiting:,} span{'s' * (waiting != 1)}"
-    return f'<div class="s">+ {spans} waiting for their trace\'s root</div>'
+    return f'<div class="s">+ {_waiting_spans(waiting)} for their trace\'s root</div>'
+
+
+def _waiting_spans(waiting: int) -> str:
+    return f"{waiting:,} span{' is' if waiting == 1 else 's are'} waiting"
 
 
 def circles_table(report: FleetReport, examples: dict[str, str], links: dict[str, str]) -> str:
@@ -216,7 +219,7 @@ def nothing_here(span: StoreSpan, *, waiting: int = 0) -> str:
             " Widen <code>--since</code> (or drop it, or the service and agent filters) to see them."
         )
     if waiting:
-        where += f" {waiting:,} span{'s' * (waiting != 1)} are waiting for their trace's root."
+        where += f" {_waiting_spans(waiting)} for their trace's root to arrive."
     return f'<section class="nothing"><h2>No run in this window</h2><p>{where}</p></section>'
 
 
