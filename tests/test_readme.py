@@ -215,3 +215,19 @@ def test_the_distribution_name_is_the_documented_one() -> None:
     assert installs and set(installs) == {DISTRIBUTION}, installs
     entry = importlib.metadata.distribution(DISTRIBUTION).entry_points
     assert [e.value for e in entry if e.name == "tracekit"] == ["tracekit.cli:main"]
+
+
+def test_jupyter_is_one_step() -> None:
+    """The notebook extra brings JupyterLab; ``make notebook`` installs it and opens it."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    notebook = extras["optional-dependencies"]["notebook"]
+    assert any(dep.startswith("jupyterlab") for dep in notebook), notebook
+    dry = subprocess.run(
+        ["make", "-n", "-B", "notebook"], capture_output=True, text=True, cwd=ROOT, timeout=30
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert ".venv/bin/python -m pip install -q -e '.[notebook]'" in dry.stdout
+    assert dry.stdout.rstrip().endswith(".venv/bin/jupyter lab notebooks/")
+    assert "make notebook" in README and "'tracekit-agents[notebook]'" in README
