@@ -195,7 +195,8 @@ def _records(request: Request) -> Callable[[Store], Response]:
 
 
 def _tree(request: Request) -> Callable[[Store], Response]:
-    """A run's tree as the JSON of ``tracekit tree --json``, or as its text (``?format=text``)."""
+    """A run's tree as the JSON of ``tracekit tree --json``, or as ``tracekit tree RUN --db``'s text."""
+    from tracekit.store.cause import describe_cause
     from tracekit.tree.build import build_forest
     from tracekit.tree.forest import forest_to_json
     from tracekit.tree.text import describe_forest
@@ -206,10 +207,10 @@ def _tree(request: Request) -> Callable[[Store], Response]:
         run = forest.run(run_id, source=f"{store.path}:{run_id}")
         if request.query_params.get("format") == "text":
             errors = request.query_params.get("errors") in ("1", "true", "yes")
-            return Response(
-                describe_forest(forest, run_id=run_id, errors_only=errors) + "\n",
-                media_type="text/plain; charset=utf-8",
-            )
+            cause = store.root_cause(run_id)  # then why, as tracekit tree RUN --db prints it
+            why = describe_cause(cause) if cause is not None else []
+            text = "\n".join([describe_forest(forest, run_id=run_id, errors_only=errors), *why])
+            return Response(text + "\n", media_type="text/plain; charset=utf-8")
         return Response(forest_to_json(forest, [run]), media_type="application/json")
 
     return work

@@ -6,7 +6,11 @@ DuckDB never gives a file's free blocks back to the disk. A copy of the
 store's live data is as small as the store was before.
 
 Example:
-    >>> compact(Path("fleet.duckdb"))  # once no process holds it  # doctest: +SKIP
+    >>> from tracekit.store import Store
+    >>> compact(Path("fleet.duckdb"))  # once no process holds it
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     len(store.runs()) > 0
+    True
 """
 
 from __future__ import annotations
