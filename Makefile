@@ -12,6 +12,8 @@ STAMP := $(VENV)/.installed
 
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@# a venv made before the distribution was named tracekit-agents holds it as `tracekit`
+	@$(BIN)/python -m pip uninstall -q -y tracekit 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e .
 	touch $(BASE_STAMP)
 
