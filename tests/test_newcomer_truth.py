@@ -93,7 +93,7 @@ def test_the_graph_spreads_its_groups_over_the_width() -> None:
     assert placed.width == pytest.approx(1000)
     left = min(b.x - b.w / 2 for b in placed.boxes.values())
     right = max(b.x + b.w / 2 for b in placed.boxes.values())
-    assert left > 0 and right - left > 0.75 * 1000  # before: packed from the left edge
+    assert left > 0 and right - left > 0.75 * 1000  # spread, not packed from the left edge
     assert left == pytest.approx(1000 - right, abs=1)  # the spare width on both sides
 
 
