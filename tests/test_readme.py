@@ -232,3 +232,22 @@ def test_jupyter_is_one_step() -> None:
     assert ".venv/bin/python -m pip install -q -e '.[notebook]'" in dry.stdout
     assert dry.stdout.rstrip().endswith(".venv/bin/jupyter lab notebooks/")
     assert "make notebook" in README and "'tracekit-agents[notebook]'" in README
+
+
+def test_make_demo_brings_what_tracekit_serve_needs() -> None:
+    """Every module the collector imports comes with tracekit itself, but gRPC (an extra)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    base = {re.split(r"[<>=\[ ]", dep)[0] for dep in project["dependencies"]}
+    served = set()
+    for path in (ROOT / "tracekit" / "server").glob("*.py"):
+        served |= set(re.findall(r"^\s*(?:import|from) (\w+)", path.read_text(), flags=re.M))
+    needed = {
+        "starlette": "starlette",
+        "uvicorn": "uvicorn",
+        "opentelemetry": "opentelemetry-proto",
+    }
+    assert {needed[m] for m in served & set(needed)} <= base, served
+    assert "protobuf" in base
+    assert project["optional-dependencies"]["serve"] == ["grpcio>=1.60"]
