@@ -26,8 +26,6 @@ install: $(STAMP)
 
 demo: $(BASE_STAMP) graphviz
 	@bash examples/demo.sh
-	@echo
-	@echo "tracekit is in .venv: run 'source .venv/bin/activate' in a new shell first."
 
 # JupyterLab on the notebooks/, from the venv (the `notebook` extra: JupyterLab and the kernel).
 NOTEBOOK_STAMP := $(VENV)/.installed-notebook

@@ -56,8 +56,7 @@ echo
 echo "Open dashboards/fleet-health.html in a browser (it works offline: plotly.js is inside)."
 
 # --- what is left to try ---------------------------------------------------------
-echo
-.venv/bin/python -m tracekit._util.extras  # a line for each optional feature not installed
+MISSING="$(.venv/bin/python -m tracekit._util.extras)"  # a line for each optional feature not installed
 # the simulated day's newest recursion (the seed fixes the run ids: README.md shows it too)
 RUN="$("$TK" sql "SELECT run_id FROM runs WHERE outcome = 'failed:recursion'
   ORDER BY start_at DESC, run_id LIMIT 1" --db demo.duckdb --format csv | sed -n 2p)"
@@ -67,3 +66,7 @@ echo "after 'source .venv/bin/activate', try:"
 echo "  tracekit tree $RUN --db demo.duckdb    # a recursion: the tree, and why"
 echo "  tracekit fleet --db demo.duckdb --since 24h       # the fleet's health"
 echo "  tracekit serve --db demo.duckdb                   # live: http://127.0.0.1:4318/"
+if [ -n "$MISSING" ]; then
+  echo
+  echo "$MISSING"
+fi
