@@ -219,8 +219,12 @@ def live_content(
     service: str | None = None,
     agent: str | None = None,
     outcome: str | None = None,
+    waiting: int = 0,
 ) -> dict[str, Any]:
     """The page's content for these filters, as the script draws it.
+
+    ``waiting``: spans the collector holds until their trace's root arrives
+    (counted on the incomplete card).
 
     Returns ``{"version", "window", "html", "figures"}``: the body with a
     placeholder for each figure, and the figures as plotly JSON.
@@ -231,7 +235,7 @@ def live_content(
     report = fleet_report(store, since=since, service=service, agent=agent)
     window = html.unescape(window_text(report))
     if not report.runs:
-        body = nothing_here(store_span(store))
+        body = nothing_here(store_span(store), waiting=waiting)
         return {"version": version, "window": window, "html": body, "figures": []}
     figures = [json.loads(fig.to_json()) for fig in fleet_figures(store, report)]
     examples = circle_examples(store, report.filter)
@@ -242,7 +246,7 @@ def live_content(
     degraded = report.degraded.head(_RECENT_RUNS)  # the page stays light on a big store
     links = _links([*worst["run_id"], *examples.values(), *degraded["run_id"]])
     links.update(_links(recent["run_id"]))
-    body = _live_body(report, examples, worst, recent, links, outcome)
+    body = _live_body(report, examples, worst, recent, links, outcome, waiting)
     return {"version": version, "window": window, "html": body, "figures": figures}
 
 
@@ -261,9 +265,10 @@ def _live_body(
     recent: pd.DataFrame,
     links: dict[str, str],
     outcome: str | None,
+    waiting: int = 0,
 ) -> str:
     which = f"outcome {cell_text(outcome)}" if outcome else "every outcome"
-    return f"""{cards(report)}
+    return f"""{cards(report, waiting=waiting)}
 <section>{_fig(0)}</section>
 <section><h2>Recursion circles</h2>
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
@@ -336,21 +341,6 @@ Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}})
 """
 
 
-# The message of a failed step that began a degraded run: the first of that
-# name to fail in its agent's run (the origin invocation's, or the root run's).
-_ROOT_CAUSE: Final = """
-SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
-    CASE WHEN r.origin_step IS NULL THEN i.error_message ELSE (
-        SELECT s.error_message FROM steps s
-        WHERE s.run_id = coalesce(i.run_id, r.run_id) AND s.name = r.origin_step AND NOT s.ok
-        ORDER BY s.ts_ms LIMIT 1
-    ) END,
-    r.service, r.agent
-FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
-WHERE r.run_id = ?
-"""
-
-
 # The circles this run's agents went round, costliest first.
 _RUN_LOOPS: Final = """
 SELECT circle, stopped, revisits, invocations, model_calls, input_tokens, output_tokens,
@@ -381,16 +371,22 @@ def _run_loops(store: Any, run_id: str) -> str:
 
 
 def _root_cause(store: Any, run_id: str) -> str:
-    row = store.con.execute(_ROOT_CAUSE, [run_id]).fetchone()
-    if row is None:  # a child run: its root tells the story
+    cause = store.root_cause(run_id)
+    if cause is None:  # a child run: its root tells the story
         return '<p class="note">A child run: its root run\'s page has the root cause.</p>'
-    outcome, circle, agent, code, step, message, service, entry = row
-    what = f"<p>Outcome <b>{cell_text(outcome)}</b> · service {cell_text(service)} · entry agent {cell_text(entry)}</p>"
-    if isinstance(circle, str):
-        return f'{what}<p>Recursion circle <span class="circle">{cell_text(circle)}</span>: wrong by construction, it will happen again.</p>'
-    said = f": {cell_text(message)}" if isinstance(message, str) and message else ""
-    if isinstance(step, str):
-        return f"{what}<p>The failure began in step <code>{cell_text(step)}</code> of agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}; the agent went on.</p>"
-    if isinstance(agent, str):
-        return f"{what}<p>The failure began in agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}.</p>"
+    what = f"<p>Outcome <b>{cell_text(cause.outcome)}</b> · service {cell_text(cause.service)} · entry agent {cell_text(cause.entry)}</p>"
+    said = f": {cell_text(cause.message)}" if cause.message else ""
+    agent, code = cell_text(cause.agent), cell_text(cause.code)
+    depth = f" at depth {cause.depth}" if cause.depth else ""
+    if cause.circle:
+        refused = (
+            f" Refused in agent <code>{agent}</code>{depth} ({code}){said}." if cause.agent else ""
+        )
+        return f'{what}<p>Recursion circle <span class="circle">{cell_text(cause.circle)}</span>: wrong by construction, it will happen again.{refused}</p>'
+    if cause.step:
+        return f"{what}<p>The failure began in step <code>{cell_text(cause.step)}</code> of agent <code>{agent}</code> ({code}){said}; the agent went on.</p>"
+    if cause.agent:
+        return (
+            f"{what}<p>The failure began in agent <code>{agent}</code>{depth} ({code}){said}.</p>"
+        )
     return f'{what}<p class="empty">No failure in this run.</p>'

@@ -100,9 +100,15 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def cards(report: FleetReport) -> str:
-    """One card for the runs (with the window's sessions), one for each outcome."""
+def cards(report: FleetReport, *, waiting: int = 0) -> str:
+    """One card for the runs (with the window's sessions), one for each outcome.
+
+    ``waiting``: spans a live collector holds for traces whose root has not
+    arrived; they are counted on the incomplete card (made for them if needed).
+    """
     shares = report.outcomes.set_index("outcome")
+    if waiting and "incomplete" not in shares.index:
+        shares.loc["incomplete", ["runs", "share"]] = [0, 0.0]
     out = [
         f'<div class="card" style="--c:#1f2328"><div class="l">runs</div>'
         f'<div class="n">{report.runs:,}</div>{sessions_line(report.sessions)}</div>'
@@ -111,7 +117,8 @@ def cards(report: FleetReport) -> str:
         runs, share = int(shares.loc[outcome, "runs"]), float(shares.loc[outcome, "share"])
         extra = ""
         if outcome == "incomplete":
-            extra = f'<div class="s">{report.incomplete["crashed"]:,} crashed, {report.incomplete["running"]:,} running</div>'
+            extra = f'<div class="s">{report.incomplete.get("crashed", 0):,} crashed, {report.incomplete.get("running", 0):,} running</div>'
+            extra += _waiting_line(waiting)
         elif outcome == "failed:recursion":
             extra = f'<div class="s">{len(report.circles):,} circle{"s" * (len(report.circles) != 1)}</div>'
         out.append(
@@ -119,6 +126,16 @@ def cards(report: FleetReport) -> str:
             f'<div class="n">{_pct(share)}</div><div class="s">{runs:,} run{"s" * (runs != 1)}</div>{extra}</div>'
         )
     return f'<div class="cards">{"".join(out)}</div>'
+
+
+def _waiting_line(waiting: int) -> str:
+    if not waiting:
+        return ""
+    return f'<div class="s">+ {_waiting_spans(waiting)} for their trace\'s root</div>'
+
+
+def _waiting_spans(waiting: int) -> str:
+    return f"{waiting:,} span{' is' if waiting == 1 else 's are'} waiting"
 
 
 def circles_table(report: FleetReport, examples: dict[str, str], links: dict[str, str]) -> str:
@@ -231,8 +248,8 @@ def window_text(report: FleetReport) -> str:
     return what
 
 
-def nothing_here(span: StoreSpan) -> str:
-    """An empty window: where the data is, instead of empty axes."""
+def nothing_here(span: StoreSpan, *, waiting: int = 0) -> str:
+    """An empty window: where the data is, instead of empty axes (and what is on its way)."""
     if not span.runs or span.first is None or span.last is None:
         where = "The store holds no run yet: <code>tracekit ingest FILE</code> adds some."
     else:
@@ -241,6 +258,8 @@ def nothing_here(span: StoreSpan) -> str:
             f" {span.first:%Y-%m-%d %H:%M} UTC, the last {span.last:%Y-%m-%d %H:%M} UTC."
             " Widen <code>--since</code> (or drop it, or the service and agent filters) to see them."
         )
+    if waiting:
+        where += f" {_waiting_spans(waiting)} for their trace's root to arrive."
     return f'<section class="nothing"><h2>No run in this window</h2><p>{where}</p></section>'
 
 

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import duckdb
 
+from tracekit._util.extras import install_line
 from tracekit.errors import LakeError
 from tracekit.lake.layout import LATER_COLUMNS, LATER_TABLES, TABLES
 
@@ -308,7 +309,7 @@ def _import_spark() -> Any:
         except ImportError as exc:
             raise LakeError(
                 f"the Spark engine needs pyspark with Spark Connect ({exc})",
-                hint="pip install 'pyspark[connect]>=4.0'",
+                hint=install_line("spark"),
             ) from None
     return SparkSession
 
