@@ -16,7 +16,8 @@ from typing import Any, Final
 import msgspec
 
 from tracekit.events import MAX_LINE_BYTES
-from tracekit.intake.otlp.decode_json import Span, check_span
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.limits import check_limits, raw_text
 from tracekit.server.spool import Entry
 
 __all__ = [
@@ -144,12 +145,11 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
     for span in spans:
         try:
             check_ids(span)
-            check_span(span)
+            reason = check_limits(span)
         except ValueError as exc:
-            text = msgspec.json.encode(
-                {"traceId": span.trace, "spanId": span.id, "name": span.name[:200]}
-            ).decode()
-            rejects.append((text, str(exc)))
+            reason = str(exc)
+        if reason is not None:
+            rejects.append((raw_text(span), reason))
             continue
         rows.append(_row(span))
     return Entry(source=source, spans=rows, rejects=rejects)

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -94,10 +95,19 @@ def _exit_with(parent: int) -> None:
 
 
 class DecodePool:
-    """One decoding process (two cores: the server, this, and the mapping share them)."""
+    """One decoding process (two cores: the server, this, and the mapping share them).
 
-    def __init__(self, workers: int = 1) -> None:
+    Args:
+        workers: processes.
+        deadline: seconds a request waits for its decoding; past it the
+            request gets 503, and a process that finished nothing meanwhile
+            (stopped, stuck) is killed and replaced.
+    """
+
+    def __init__(self, workers: int = 1, deadline: float = 20.0) -> None:
         self.workers = workers
+        self.deadline = deadline
+        self.done_at = time.monotonic()  # when a decoding last finished (or the pool started)
         self._pool = self._new()
 
     def _new(self) -> ProcessPoolExecutor:
@@ -119,17 +129,42 @@ class DecodePool:
             DecodeUnavailableError: the worker went away; the pool is replaced.
         """
         pool = self._pool
+        asked = time.monotonic()
         try:
-            return await asyncio.get_running_loop().run_in_executor(
+            work = asyncio.get_running_loop().run_in_executor(
                 pool, decode_spans_body, kind, body, encoding, limit
             )
+            decoded = await asyncio.wait_for(work, self.deadline)
+        except TimeoutError:
+            if self.done_at < asked:  # nothing finished since this request came: stuck
+                self._replace(pool, kill=True)
+            raise DecodeUnavailableError(
+                f"the body was not decoded within {self.deadline:g} s; retry in a moment"
+            ) from None
         except BrokenProcessPool:
-            if self._pool is pool:  # the first request to see it replaces it
-                pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new()
+            self._replace(pool, kill=False)
             raise DecodeUnavailableError(
                 "the decoding process went away; retry in a moment"
             ) from None
+        self.done_at = time.monotonic()
+        return decoded
+
+    def _replace(self, pool: ProcessPoolExecutor, *, kill: bool) -> None:
+        """A new pool for a broken or stuck one (the first request to see it replaces it)."""
+        if self._pool is not pool:
+            return
+        if kill:
+            for pid in self.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new()
+        self.done_at = time.monotonic()
+
+    def pids(self) -> list[int]:
+        """The decoding processes' ids."""
+        processes = getattr(self._pool, "_processes", None) or {}
+        return list(processes)
 
     def close(self) -> None:
         """Stop the worker once its requests are done."""

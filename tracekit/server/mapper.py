@@ -74,6 +74,7 @@ class Mapped:
     spans_fed: int  # spans fed since the process started
     skipped: int  # spans outside any agent run, among those mapped
     cpu: float  # this process's CPU seconds so far
+    refused_later: int = 0  # spans among ``refused`` that the mapping refused (not the request)
 
 
 class Mapping:
@@ -110,7 +111,8 @@ class Mapping:
         taken = {trace: self.assembler.last_position(trace) for trace in done}
         pairs = self.converter.take(done) if done else []
         records = [encode_event(event) for _, event in pairs]
-        refused += [(text, reason) for _, text, reason in self.converter.take_rejects()]
+        later = [(text, reason) for _, text, reason in self.converter.take_rejects()]
+        refused += later
         return Mapped(
             records=records,
             refused=refused,
@@ -120,6 +122,7 @@ class Mapping:
             spans_fed=self.spans_fed,
             skipped=self.converter.skipped,
             cpu=time.process_time(),
+            refused_later=len(later),
         )
 
     def _feed(self, entries: list[tuple[int, bytes, float]]) -> list[tuple[str, str]]:
@@ -204,6 +207,11 @@ class MapperProcess:
             raise MapperFailedError(f"the mapping failed: {answer}")
         self.cpu = answer.cpu
         return answer
+
+    @property
+    def pid(self) -> int | None:
+        """The process id (None before it started)."""
+        return self._process.pid
 
     def check(self) -> None:
         """Raise if the process is gone (killed, out of memory) while idle.
