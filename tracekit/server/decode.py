@@ -135,6 +135,7 @@ def _row(span: Span) -> tuple[Any, ...]:
         span.transfer,
         span.exception_message,
         span.exception_cause,
+        span.unreadable,
     )
 
 

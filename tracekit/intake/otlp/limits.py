@@ -10,6 +10,7 @@ OpenTelemetry SDK's attribute limits cut, but visibly).
 
 | what | limit | past it |
 | --- | --- | --- |
+| a value (JSON) | a time or ``intValue`` a whole number; a ``doubleValue`` a number | refused |
 | a time | 0 to :data:`~tracekit.validate.MAX_TS_NS` (1970 to 9999) | refused |
 | end before start | never | refused |
 | a duration | :data:`MAX_DURATION_NS` (31 days) | refused |
@@ -105,6 +106,10 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:kept]}… [{len(text) - kept} characters cut]"
 
 
+def _readable(span: Span) -> str | None:
+    return span.unreadable
+
+
 def _times(span: Span) -> str | None:
     for name, value in (("startTimeUnixNano", span.start), ("endTimeUnixNano", span.end)):
         if value is not None and not 0 <= value <= MAX_TS_NS:
@@ -141,7 +146,7 @@ def _counts(span: Span) -> str | None:
         if isinstance(value, float) and not math.isfinite(value):
             return f"span {span.id}: {key} is {value} (a count must be a finite number)"
         if not 0 <= value <= MAX_COUNT:
-            return f"span {span.id}: {key} {value:.40} is out of range (0 to {MAX_COUNT})"
+            return f"span {span.id}: {key} {str(value)[:40]} is out of range (0 to {MAX_COUNT})"
     return None
 
 
@@ -149,7 +154,8 @@ def _integers(span: Span) -> str | None:
     for key, value in span.attrs.items():
         bad = _big_int(value)
         if bad is not None:
-            return f"span {span.id}: attribute {key[:80]!r} holds {bad:.40} (past a 64-bit integer)"
+            shown = str(bad)[:40]
+            return f"span {span.id}: attribute {key[:80]!r} holds {shown} (past a 64-bit integer)"
     return None
 
 
@@ -164,7 +170,7 @@ def _big_int(value: Any) -> int | None:
 
 
 #: The rules, in order: the first that answers refuses the span with its words.
-RULES: Final[tuple[Rule, ...]] = (_times, _order, _duration, _counts, _integers)
+RULES: Final[tuple[Rule, ...]] = (_readable, _times, _order, _duration, _counts, _integers)
 
 
 def check_limits(span: Span) -> str | None:
