@@ -383,7 +383,7 @@ def test_a_time_out_of_range_refuses_only_its_span_naming_why(field: str) -> Non
         (7, f"span {T}: {field} {10**26} is out of range (0 to 253402300799999000000, the years 1970 to 9999)"),
         (7, f"span {DELEGATION[4]['spanId']}: {field} 'soon' is not a whole number"),
     ]  # fmt: skip
-    assert [type(e).__name__ for e in converter.finish()][0] == "RunStart"
+    assert type(converter.finish()[0]).__name__ == "RunStart"
 
 
 def test_a_bad_line_is_reported_and_the_rest_kept(tmp_path: Path) -> None:
