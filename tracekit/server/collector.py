@@ -97,6 +97,8 @@ class Collector:
     @property
     def unhealthy(self) -> str | None:
         """Why the server cannot take and store data now, or None (what ``/healthz`` says)."""
+        if not self.spool.dir.is_dir():
+            return f"the spool directory {self.spool.dir} is gone; restart the server"
         if self.loader.failed:
             return f"the store refused a write ({self.loader.failed})"
         if self.spool.failed:
