@@ -148,10 +148,9 @@ def test_a_name_of_megabytes_is_cut_with_a_marker_and_stored(tmp_path: Path) -> 
         status, reply, _ = server.post("/v1/traces", _body(span), JSON)
         assert status == 200, reply[:300]
         send_control(server, 1)
-        status, tree = server.get("/api/runs/long-name/tree")
-        assert status == 200
+        assert server.get("/api/runs/long-name/tree")[0] == 200
     finally:
         assert server.stop() == 0, server.err
     (agent,) = _stored(db, "SELECT agent FROM runs WHERE run_id = 'long-name'")[0]
-    assert len(agent) <= 1024 and agent.endswith(f"characters cut]"), agent[-40:]
+    assert len(agent) <= 1024 and agent.endswith("characters cut]"), agent[-40:]
     assert agent.startswith("nnnn")
