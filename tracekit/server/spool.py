@@ -213,7 +213,11 @@ class Spool:
 
     def _writable(self) -> io.BufferedWriter:
         """The segment to append to: the open one, a new one past the size, or one opened anew."""
-        if self._file is not None and self._file.tell() >= _SEGMENT_BYTES:
+        if self._file is not None and (
+            self._file.tell() >= _SEGMENT_BYTES
+            # Removed under us (the directory deleted): a write there would be lost.
+            or os.fstat(self._file.fileno()).st_nlink == 0
+        ):
             self._file.close()
             self._file = None
         return self._file or self._open_segment()
