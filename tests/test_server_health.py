@@ -69,8 +69,8 @@ def test_a_stopped_decoding_process_gets_503_within_the_deadline_and_is_replaced
             status, body, headers = server.post("/v1/traces", _batch(0), JSON)
             waited = time.monotonic() - began
             assert status == 503 and headers["retry-after"] == "1", body
-            assert "not decoded within 20 s" in json.loads(body)["message"]
-            assert waited < 50  # the deadline (20 s), never the client's own timeout (60 s)
+            assert "did no work for 10 s" in json.loads(body)["message"]
+            assert waited < 45  # the deadline (10 s), never the client's own timeout (60 s)
         finally:
             with contextlib.suppress(ProcessLookupError):  # killed and replaced already
                 os.kill(decoder, signal.SIGCONT)

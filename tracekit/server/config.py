@@ -59,8 +59,8 @@ class ServeConfig:
     body_timeout: float = 60.0
     #: Bytes of request bodies held in memory at once, over every request (429 past it).
     body_budget: int = 256 << 20
-    #: Seconds a request waits for its body to be decoded before it gets 503.
-    decode_deadline: float = 20.0
+    #: Seconds the decoding process may do no work while a request waits (then 503).
+    decode_deadline: float = 10.0
     #: Read requests (``/api/...``, pages) answered at once before more get 429.
     max_reads: int = 8
     #: Seconds a read request may run before it is interrupted.

@@ -35,6 +35,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Final
 
+from tracekit.server.health import cpu_ticks
+
 __all__ = ["DecodePool", "DecodeUnavailableError", "Decoded", "decode_spans_body"]
 
 _OTLP: Final = "serve:otlp"
@@ -99,12 +101,12 @@ class DecodePool:
 
     Args:
         workers: processes.
-        deadline: seconds a request waits for its decoding; past it the
-            request gets 503, and a process that finished nothing meanwhile
-            (stopped, stuck) is killed and replaced.
+        deadline: seconds the decoding process may do no work (use no CPU)
+            while a request waits for it; past it the process is killed and
+            replaced, and the request gets 503.
     """
 
-    def __init__(self, workers: int = 1, deadline: float = 20.0) -> None:
+    def __init__(self, workers: int = 1, deadline: float = 10.0) -> None:
         self.workers = workers
         self.deadline = deadline
         self.done_at = time.monotonic()  # when a decoding last finished (or the pool started)
@@ -129,25 +131,47 @@ class DecodePool:
             DecodeUnavailableError: the worker went away; the pool is replaced.
         """
         pool = self._pool
-        asked = time.monotonic()
         try:
             work = asyncio.get_running_loop().run_in_executor(
                 pool, decode_spans_body, kind, body, encoding, limit
             )
-            decoded = await asyncio.wait_for(work, self.deadline)
-        except TimeoutError:
-            if self.done_at < asked:  # nothing finished since this request came: stuck
-                self._replace(pool, kill=True)
-            raise DecodeUnavailableError(
-                f"the body was not decoded within {self.deadline:g} s; retry in a moment"
-            ) from None
+            decoded = await self._within_deadline(work, pool)
         except BrokenProcessPool:
             self._replace(pool, kill=False)
             raise DecodeUnavailableError(
                 "the decoding process went away; retry in a moment"
             ) from None
-        self.done_at = time.monotonic()
         return decoded
+
+    async def _within_deadline(
+        self, work: asyncio.Future[Decoded], pool: ProcessPoolExecutor
+    ) -> Decoded:
+        """The decoding's result, unless the process stops working for ``deadline`` seconds.
+
+        A big body may take long on a busy machine: the request waits while
+        the process uses CPU. A process that uses none while a request waits
+        for it (stopped, stuck) is killed and replaced, and the request gets
+        503 ``deadline`` seconds after the process last worked.
+        """
+        ticks, moved = self._ticks(), time.monotonic()
+        while True:
+            done, _ = await asyncio.wait({work}, timeout=min(self.deadline / 4, 1.0))
+            if done:
+                self.done_at = time.monotonic()
+                return work.result()
+            now_ticks = self._ticks()
+            if now_ticks != ticks or self.done_at > moved:
+                ticks, moved = now_ticks, time.monotonic()
+            elif time.monotonic() - moved > self.deadline:
+                work.cancel()
+                self._replace(pool, kill=True)
+                raise DecodeUnavailableError(
+                    f"the body was not decoded: the decoding process did no work for"
+                    f" {self.deadline:g} s (it is replaced); retry in a moment"
+                )
+
+    def _ticks(self) -> int:
+        return sum(cpu_ticks(pid) for pid in self.pids())
 
     def _replace(self, pool: ProcessPoolExecutor, *, kill: bool) -> None:
         """A new pool for a broken or stuck one (the first request to see it replaces it)."""

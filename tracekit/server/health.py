@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from typing import Final
 
-__all__ = ["STALL_SECONDS", "child_trouble", "process_state", "stalled_for"]
+__all__ = ["STALL_SECONDS", "child_trouble", "cpu_ticks", "process_state", "stalled_for"]
 
 #: Seconds a stage may go without progress while work waits before it is called stalled.
 STALL_SECONDS: Final = 15.0
@@ -40,6 +40,19 @@ def process_state(pid: int) -> str | None:
     with contextlib.suppress(IndexError):
         return text.rsplit(")", 1)[1].split()[0]  # the name may hold spaces and parentheses
     return "?"
+
+
+def cpu_ticks(pid: int) -> int:
+    """The CPU time a process has used, in clock ticks (0 if it cannot be read).
+
+    A process that works uses CPU: one whose ticks do not move is waiting or stuck.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().decode("ascii", "replace").rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime and stime
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def child_trouble(name: str, pid: int | None) -> str | None:
