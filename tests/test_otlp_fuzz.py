@@ -160,12 +160,14 @@ def _accounted(kind: str, body: bytes, spans: int) -> None:
     except (BadRequestError, TooLargeError):
         return  # refused whole: 400 or 413, nothing acknowledged
     assert decoded.kept + decoded.refused == spans
-    entry = decode_payload(decoded.payload)
-    assert len(entry.spans) == decoded.kept and len(entry.rejects) == decoded.refused
+    entries = [decode_payload(payload) for payload, _ in decoded.payloads]
+    assert sum(len(e.spans) for e in entries) == decoded.kept
+    assert sum(len(e.rejects) for e in entries) == decoded.refused
     mapping = Mapping(MappingSettings(settle=1.0, linger=300.0, max_pending=10_000, remember=8))
-    mapped = mapping.cycle(MapRequest(now=0.0, final=True, end=0, entries=[(0, decoded.payload, 0.0)]))
+    fed = [(i, payload, 0.0) for i, (payload, _) in enumerate(decoded.payloads)]
+    mapped = mapping.cycle(MapRequest(now=0.0, final=True, end=0, entries=fed))
     counts = mapping.converter.counts
-    distinct = len({(row[0], row[1]) for row in entry.spans})  # a span sent twice is one span
+    distinct = len({(row[0], row[1]) for e in entries for row in e.spans})  # sent twice: one span
     assert counts.read + mapped.pending == distinct, (counts, mapped.pending)
     assert len(mapped.refused) == decoded.refused + mapped.refused_later
 

@@ -245,8 +245,9 @@ class Collector:
         """
         with self._stats_lock:
             self._decode_cpu += decoded.cpu
-        future = self.spool.append_payload(decoded.payload, decoded.kept)
-        await asyncio.wrap_future(future)
+        futures = self.spool.append_payloads(decoded.payloads)
+        for future in futures:  # written in one go: acknowledged once the last is durable
+            await asyncio.wrap_future(future)
         return self._count(decoded.source, decoded.kept, decoded.refused, decoded.first_reason)
 
     async def submit(self, entry: Entry) -> Accepted:

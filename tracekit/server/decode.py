@@ -8,9 +8,11 @@ span that cannot be kept is refused alone and counted in the response's
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import msgspec
@@ -28,7 +30,9 @@ __all__ = [
     "decode_otlp_proto",
     "decode_records",
     "inflate",
+    "iter_otlp_proto",
     "span_of",
+    "spans_entries",
     "spans_entry",
 ]
 
@@ -139,6 +143,28 @@ def _row(span: Span) -> tuple[Any, ...]:
     )
 
 
+#: Spans in one spool entry at most: a big body is spooled as several entries, so
+#: that the decoding, the mapping and the load each hold a slice of it at a time.
+SLICE: Final = 10_000
+
+
+def spans_entries(spans: Iterable[Span], source: str, size: int = SLICE) -> Iterator[Entry]:
+    """:func:`spans_entry` of each slice of ``size`` spans (one entry for none).
+
+    Example:
+        >>> span = Span("ab" * 16, "cd" * 8, "", "x", 1, 2, {}, False, "", None)
+        >>> [len(e.spans) for e in spans_entries([span] * 5, "serve:otlp", size=2)]
+        [2, 2, 1]
+    """
+    it = iter(spans)
+    first = True
+    while piece := list(itertools.islice(it, size)):
+        first = False
+        yield spans_entry(piece, source)
+    if first:
+        yield spans_entry([], source)
+
+
 def spans_entry(spans: list[Span], source: str) -> Entry:
     """An entry of the spans that can be kept; each refused one a reject with its reason."""
     rows: list[tuple[Any, ...]] = []
@@ -237,10 +263,27 @@ def decode_otlp_proto(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_proto import decode_spans_proto
+    return list(iter_otlp_proto(body))
+
+
+def iter_otlp_proto(body: bytes) -> Iterator[Span]:
+    """:func:`decode_otlp_proto`, a span at a time (a slice of a big body is spooled at once).
+
+    Every span is checked for an id and a start before the first is given,
+    so a malformed body is refused whole, never half spooled.
+
+    Raises:
+        BadRequestError: not such a message, or a span is malformed.
+    """
+    from tracekit.intake.otlp.decode_proto import check_message, iter_spans_of_message, parse
 
     try:
-        return decode_spans_proto(body)
+        request = parse(body)
+        check_message(request)
+    except ValueError as exc:
+        raise BadRequestError(_short(exc)) from None
+    try:
+        yield from iter_spans_of_message(request)
     except ValueError as exc:
         raise BadRequestError(_short(exc)) from None
 

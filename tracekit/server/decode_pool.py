@@ -5,8 +5,8 @@ share of Python work per span. In a thread it holds the GIL the event loop
 and the loader need; here it runs in a process of its own (``spawn``, Ctrl-C
 ignored: the server stops it), with exactly the decoding of
 :mod:`tracekit.server.decode`, and hands back what the spool writes: the
-entry already encoded as its payload, and the counts the response needs. The
-server never builds a Python object per span.
+entries already encoded as their payloads (a slice of a big body each), and
+the counts the response needs. The server never builds a Python object per span.
 
 A worker that dies (killed, out of memory) fails the requests it had; the
 pool is replaced and those requests get 503 with ``Retry-After``: nothing
@@ -49,10 +49,12 @@ class DecodeUnavailableError(Exception):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A body decoded: the spool payload of its entry and what the response says."""
+    """A body decoded: the spool payloads of its entries and what the response says."""
 
     source: str
-    payload: bytes  # the entry as the spool holds it (:func:`tracekit.server.spool.decode_payload`)
+    #: Each entry as the spool holds it (:func:`tracekit.server.spool.decode_payload`),
+    #: with its spans: a big body comes as several, a slice of it each.
+    payloads: list[tuple[bytes, int]]
     kept: int
     refused: int
     first_reason: str  # why the first refused span was refused ("" if none)
@@ -62,21 +64,33 @@ class Decoded:
 def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Decoded:
     """Inflate and decode an OTLP body (``kind`` ``protobuf`` or ``json``) as the spool keeps it.
 
+    Spans are read and encoded a slice at a time (:data:`~tracekit.server.decode.SLICE`),
+    so the objects of a big body are never all alive at once.
+
     Raises:
         BadRequestError: the body cannot be read (400).
         TooLargeError: it inflates past ``limit`` (413).
     """
-    from tracekit.server.decode import decode_otlp_json, decode_otlp_proto, inflate, spans_entry
+    from tracekit.server.decode import (
+        decode_otlp_json,
+        inflate,
+        iter_otlp_proto,
+        spans_entries,
+    )
     from tracekit.server.spool import encode_payload
 
     clock = time.process_time()
-    decode = decode_otlp_proto if kind == "protobuf" else decode_otlp_json
-    entry = spans_entry(decode(inflate(body, encoding, limit)), _OTLP)
-    reason = entry.rejects[0][1] if entry.rejects else ""
-    payload = encode_payload(entry)
-    return Decoded(
-        _OTLP, payload, len(entry.spans), len(entry.rejects), reason, time.process_time() - clock
-    )
+    data = inflate(body, encoding, limit)
+    del body
+    spans = iter_otlp_proto(data) if kind == "protobuf" else decode_otlp_json(data)
+    payloads: list[tuple[bytes, int]] = []
+    kept = refused = 0
+    reason = ""
+    for entry in spans_entries(spans, _OTLP):
+        payloads.append((encode_payload(entry), len(entry.spans)))
+        kept, refused = kept + len(entry.spans), refused + len(entry.rejects)
+        reason = reason or (entry.rejects[0][1] if entry.rejects else "")
+    return Decoded(_OTLP, payloads, kept, refused, reason, time.process_time() - clock)
 
 
 def _start_worker(server: int) -> None:

@@ -175,9 +175,22 @@ class Spool:
         Raises:
             SpoolFullError: the backlog is over the limit (nothing was queued).
         """
-        header = frame_header(payload, items)
-        size = len(header) + len(payload)
-        future: Future[int] = Future()
+        return self._queue_all([(payload, items, entry)])[0]
+
+    def append_payloads(self, payloads: list[tuple[bytes, int]]) -> list[Future[int]]:
+        """:meth:`append_payload` of several entries (the slices of one body): all, or none.
+
+        Raises:
+            SpoolFullError: the backlog is over the limit (nothing was queued).
+        """
+        return self._queue_all([(payload, items, None) for payload, items in payloads])
+
+    def _queue_all(self, entries: list[tuple[bytes, int, Entry | None]]) -> list[Future[int]]:
+        pending = [
+            _Pending(frame_header(payload, items), payload, entry, items, Future())
+            for payload, items, entry in entries
+        ]
+        size = sum(p.size for p in pending)
         with self._cond:
             if self._stopping:
                 raise SpoolFullError("the server is stopping")
@@ -185,10 +198,10 @@ class Spool:
                 raise SpoolFullError(
                     f"the spool holds {self.backlog()} bytes not yet loaded (limit {self.limit})"
                 )
-            self._queue.append(_Pending(header, payload, entry, items, future))
+            self._queue.extend(pending)
             self._queued_bytes += size
             self._cond.notify()
-        return future
+        return [p.future for p in pending]
 
     def _run(self) -> None:
         while True:
