@@ -56,20 +56,22 @@ def body(offset: int, count: int = SPANS, limit: int = MAX_BODY) -> bytes:
     return data
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of a process and every process below it."""
-    total, todo = 0, [pid]
+def tree_rss(pid: int) -> dict[str, int]:
+    """Resident bytes of a process and of every process below it, by process name."""
+    found: dict[str, int] = {}
+    todo = [pid]
     while todo:
         current = todo.pop()
         try:
+            name = Path(f"/proc/{current}/comm").read_text().strip()
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+                    found[name] = found.get(name, 0) + int(line.split()[1]) * 1024
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError):
             continue
-    return total
+    return found
 
 
 def run(tracekit: str, bodies: list[tuple[bytes, int]], workdir: Path) -> dict[str, float]:
@@ -87,10 +89,14 @@ def run(tracekit: str, bodies: list[tuple[bytes, int]], workdir: Path) -> dict[s
             raise SystemExit(proc.communicate()[1])
     url = json.loads(sidecar.read_text())["url"]
     peak, stop = [0], threading.Event()
+    each: dict[str, int] = {}
 
     def sample() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            found = tree_rss(proc.pid)
+            peak[0] = max(peak[0], sum(found.values()))
+            for name, rss in found.items():
+                each[name] = max(each.get(name, 0), rss)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -107,13 +113,15 @@ def run(tracekit: str, bodies: list[tuple[bytes, int]], workdir: Path) -> dict[s
                 statuses.append(reply.status)
         except urllib.error.HTTPError as exc:
             statuses.append(exc.code)
+        except OSError:  # refused while still sending (429 with the connection closed)
+            statuses.append(0)
 
     senders = [threading.Thread(target=send, args=(data,)) for data, _ in bodies]
     for thread in senders:
         thread.start()
     for thread in senders:
         thread.join()
-    acked = sum(n for (_, n), status in zip(bodies, statuses, strict=True) if status == 200)
+    acked = sum(n for _, n in bodies[: statuses.count(200)])
     while True:
         with urllib.request.urlopen(url + "/api/ingest", timeout=60) as reply:
             status = json.loads(reply.read())
@@ -125,7 +133,13 @@ def run(tracekit: str, bodies: list[tuple[bytes, int]], workdir: Path) -> dict[s
     sampler.join()
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=300)
-    return {"peak_mib": peak[0] / 2**20, "acked": acked, "statuses": statuses, "seconds": took}  # type: ignore[dict-item]
+    return {  # type: ignore[dict-item]
+        "peak_mib": peak[0] / 2**20,
+        "acked": acked,
+        "statuses": statuses,
+        "seconds": took,
+        "each": ", ".join(f"{k} {v / 2**20:,.0f}" for k, v in sorted(each.items())),
+    }
 
 
 def main() -> None:
@@ -148,7 +162,8 @@ def main() -> None:
         print(
             f"{name}: peak {found['peak_mib']:,.0f} MiB (cap {CAP >> 20} MiB: {held}),"
             f" {found['acked']:,} spans acknowledged ({found['statuses']}),"
-            f" all loaded in {found['seconds']:.0f} s"
+            f" all loaded in {found['seconds']:.0f} s; each process's own peak (MiB):"
+            f" {found['each']}"
         )
 
 

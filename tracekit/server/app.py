@@ -232,16 +232,19 @@ async def _receive(
         return failure(400, "the client went away", media)
     except (TooLargeError, SlowBodyError, BudgetError) as exc:
         return _refused(exc, media, collector)
-    if gate.inflight >= gate.bound:
-        collector.busy_answers += 1
-        return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
-    gate.inflight += 1
     try:
-        accepted = await store(body, request.headers.get("content-encoding", ""))
-    except (TooLargeError, BadRequestError, SpoolFullError, DecodeUnavailableError) as exc:
-        return _refused(exc, media, collector)
+        if gate.inflight >= gate.bound:
+            collector.busy_answers += 1
+            return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
+        gate.inflight += 1
+        try:
+            accepted = await store(body, request.headers.get("content-encoding", ""))
+        except (TooLargeError, BadRequestError, SpoolFullError, DecodeUnavailableError) as exc:
+            return _refused(exc, media, collector)
+        finally:
+            gate.inflight -= 1
     finally:
-        gate.inflight -= 1
+        gate.budget.give(len(body))  # read_body took it; held until the request is answered
     return success(media, accepted.refused, accepted.message)
 
 

@@ -57,8 +57,9 @@ class ServeConfig:
     body_idle: float = 5.0
     #: Seconds a whole body may take to arrive (408 past it).
     body_timeout: float = 60.0
-    #: Bytes of request bodies held in memory at once, over every request (429 past it).
-    body_budget: int = 256 << 20
+    #: Bytes of request bodies held in memory at once (arriving, or waiting to be
+    #: decoded and spooled), over every request (429 past it): four bodies of 32 MiB.
+    body_budget: int = 128 << 20
     #: Seconds the decoding process may do no work while a request waits (then 503).
     decode_deadline: float = 10.0
     #: Read requests (``/api/...``, pages) answered at once before more get 429.
