@@ -6,9 +6,12 @@ trace is complete, and its records) runs in a process of its own
 what came in since the last load, this thread loads what it mapped before
 (:meth:`Store.ingest_records`: duplicates by event key, derive, classify).
 A load takes whatever is complete when it starts, so loads grow with the
-input, not with a count. After each load the checkpoint moves to the first
-spool entry that still has a span held, so a crash replays only what the
-store may not hold; at a graceful stop a trace without its root is not
+input, not with a count. A load the store refuses for its data is bisected
+down to the records at fault (:mod:`tracekit.server.quarantine`). Once the
+store's file holds a load (a ``CHECKPOINT``, at most every ``durable_every``
+seconds: DuckDB's log alone is not trusted), the spool's checkpoint moves to
+the first spool entry that still has a span held, so a crash replays only
+what the store's file may not hold; at a graceful stop a trace without its root is not
 mapped but kept (the checkpoint stays before it), so its spans join their
 run when the rest of the trace comes after the next start.
 """
