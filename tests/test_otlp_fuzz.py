@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tracekit.server.decode import BadRequestError, TooLargeError
 from tracekit.server.decode_pool import decode_spans_body
-from tracekit.server.mapper import MapRequest, Mapping, MappingSettings
+from tracekit.server.mapper import Mapping, MappingSettings, MapRequest
 from tracekit.server.spool import decode_payload
 
 EXAMPLES = int(os.environ.get("TRACEKIT_FUZZ_EXAMPLES", "120"))
@@ -71,9 +71,7 @@ def _value(depth: int = 0) -> st.SearchStrategy[dict[str, Any]]:
     )
     if depth >= 2:
         return leaves
-    nested = st.lists(_value(depth + 1), max_size=3).map(
-        lambda vs: {"arrayValue": {"values": vs}}
-    )
+    nested = st.lists(_value(depth + 1), max_size=3).map(lambda vs: {"arrayValue": {"values": vs}})
     return st.one_of(leaves, nested)
 
 

@@ -109,4 +109,7 @@ def test_a_span_the_mapping_fails_on_costs_only_its_own_rejection(
     assert [e.id for e in events if type(e).__name__ == "Node"] == ["step"]
     ((line, raw, reason),) = converter.take_rejects()
     assert line == 3 and '"spanId":"0303030303030303"' in raw
-    assert reason == "the mapping failed on it: OverflowError: cannot convert float infinity to integer"
+    assert (
+        reason
+        == "the mapping failed on it: OverflowError: cannot convert float infinity to integer"
+    )
