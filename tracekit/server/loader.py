@@ -361,6 +361,9 @@ class Loader:
 
     def _store_answers(self) -> bool:
         """Whether the store answers at all (a failed load blames its data only then)."""
+        # A load whose COMMIT failed may leave its transaction open and aborted.
+        with contextlib.suppress(Exception):
+            self.store.con.execute("ROLLBACK")
         try:
             self.store.con.execute("SELECT 1").fetchall()
         except Exception:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit._util.gcpause import gc_paused
+from tracekit._util.quarantine import reason_of
 
 __all__ = [
     "MapRequest",
@@ -131,9 +132,13 @@ class Mapping:
 
         refused: list[tuple[str, str]] = []
         for start, payload, arrived in entries:
-            entry = decode_payload(payload)
+            try:
+                entry = decode_payload(payload)
+                spans = [span_of(row) for row in entry.spans]
+            except Exception as exc:  # never retried forever: refused, named, the rest goes on
+                refused.append((f"spool entry at byte {start}", f"unreadable: {reason_of(exc)}"))
+                continue
             refused.extend(entry.rejects)
-            spans = [span_of(row) for row in entry.spans]
             if self.replay_taken:  # a replay: spans mapped before the crash are not mapped again
                 spans = [s for s in spans if self.replay_taken.get(s.trace, -1) < start]
             self.converter.feed_spans(spans, line=start, now=arrived)
