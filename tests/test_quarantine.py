@@ -118,7 +118,7 @@ def test_a_span_the_mapping_fails_on_costs_only_its_own_rejection(
 def test_a_spool_entry_the_mapping_cannot_read_is_refused_and_the_rest_mapped() -> None:
     from test_server_mapper import _payload
 
-    from tracekit.server.mapper import MapRequest, Mapping, MappingSettings
+    from tracekit.server.mapper import Mapping, MappingSettings, MapRequest
 
     mapping = Mapping(MappingSettings(settle=1.0, linger=300.0, max_pending=100, remember=4))
     entries = [(0, b"\xc1 not msgpack", 0.0), (50, _payload(0), 0.0)]
