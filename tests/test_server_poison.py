@@ -154,3 +154,28 @@ def test_a_name_of_megabytes_is_cut_with_a_marker_and_stored(tmp_path: Path) -> 
     (agent,) = _stored(db, "SELECT agent FROM runs WHERE run_id = 'long-name'")[0]
     assert len(agent) <= 1024 and agent.endswith("characters cut]"), agent[-40:]
     assert agent.startswith("nnnn")
+
+
+def test_tracekit_ingest_refuses_each_poison_alone_and_stores_the_rest(tmp_path: Path) -> None:
+    import subprocess
+
+    from _server_helpers import TRACEKIT, control_body
+
+    lines = [_body(span).decode() for _, span in ((w, s) for w, s, _ in POISONS)]
+    lines += [control_body(n).decode() for n in range(3)]
+    source = tmp_path / "poison.otlp.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "ingested.duckdb"
+    done = subprocess.run(
+        [TRACEKIT, "ingest", str(source), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    reasons = [r[0] for r in _stored(db, "SELECT reason FROM rejects ORDER BY line")]
+    assert len(reasons) == len(POISONS), reasons
+    for (what, _, words), reason in zip(POISONS, reasons, strict=True):
+        assert words in reason, (what, reason)
+    runs = _stored(db, "SELECT count(*) FROM runs WHERE run_id LIKE 'control-%'")[0][0]
+    assert runs == 3
