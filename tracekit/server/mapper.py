@@ -189,6 +189,7 @@ class MapperProcess:
         )
         self._process.start()
         child.close()
+        self._awaiting = False  # a cycle sent whose answer is not yet received
         self.cpu = 0.0  # the process's CPU seconds, as of its last answer
 
     def send(self, request: MapRequest) -> None:
@@ -197,6 +198,7 @@ class MapperProcess:
             self._conn.send(request)
         except (OSError, ValueError) as exc:
             raise MapperFailedError(f"the mapping process is gone ({exc})") from None
+        self._awaiting = True
 
     def receive(self) -> Mapped:
         """The cycle sent last, mapped.
@@ -206,6 +208,7 @@ class MapperProcess:
         """
         try:
             answer = self._conn.recv()
+            self._awaiting = False
         except (EOFError, OSError) as exc:
             raise MapperFailedError(f"the mapping process is gone ({exc!r})") from None
         if isinstance(answer, str):
@@ -228,7 +231,15 @@ class MapperProcess:
             raise MapperFailedError(f"the mapping process exited (status {self._process.exitcode})")
 
     def close(self) -> None:
-        """Stop the process (after its last cycle)."""
+        """Stop the process (after its last cycle); at once if an answer was never taken.
+
+        A load that failed between :meth:`send` and :meth:`receive` leaves the
+        process writing an answer nobody reads (it blocks once the pipe is
+        full): its state is dropped anyway (the spool is replayed), so it is
+        killed rather than waited for.
+        """
+        if self._awaiting:
+            self._process.kill()
         with contextlib.suppress(OSError, ValueError):
             self._conn.send(None)
         self._process.join(10)
