@@ -224,6 +224,11 @@ class Loader:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self.failed is not None:
+            # What was committed before the failure (a mapping process lost, not the
+            # disk) goes into the store's file now, so a reopen replays only the rest.
+            with contextlib.suppress(Exception), self._hold:
+                self._make_durable(force=True)
         self.mapper.close()
 
     def _run(self) -> None:
