@@ -209,3 +209,36 @@ def otlp_json(spans: list[tuple[str, dict[str, Any]]]) -> bytes:
         ]
     }
     return json.dumps(doc).encode()
+
+
+def control_body(n: int) -> bytes:
+    """One trace of one agent span whose run id is ``control-N``: sent after an attack."""
+    span = {
+        "traceId": f"c0{n:030x}",
+        "spanId": f"c0{n:014x}",
+        "name": "invoke_agent control",
+        "startTimeUnixNano": str(1700000000000000000 + n),
+        "endTimeUnixNano": str(1700000001000000000 + n),
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+            {"key": "gen_ai.agent.name", "value": {"stringValue": "control"}},
+            {"key": "tracekit.run_id", "value": {"stringValue": f"control-{n}"}},
+        ],
+    }
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+
+def send_control(server: Server, n: int, timeout: float = 60) -> None:
+    """Send the control trace ``n`` and wait (polling) until its run is in the store."""
+    status, body, _ = server.post(
+        "/v1/traces", control_body(n), {"Content-Type": "application/json"}
+    )
+    assert status == 200, (status, body)
+    deadline = time.monotonic() + timeout
+    got: tuple[int, bytes] = (0, b"")
+    while time.monotonic() < deadline:
+        got = server.get(f"/api/runs/control-{n}/tree")
+        if got[0] == 200:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"control trace {n} not stored within {timeout} s: {got}")

@@ -69,10 +69,40 @@ def test_a_body_decodes_to_the_entry_the_spool_keeps_with_refusals_counted() -> 
     spans["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["spanId"] = "00" * 8
     body = gzip.compress(json.dumps(spans).encode())
     decoded = decode_spans_body("json", body, "gzip", 1 << 20)
-    entry = decode_payload(decoded.payload)
+    ((payload, spans),) = decoded.payloads
+    entry = decode_payload(payload)
+    assert spans == 2
     assert (decoded.kept, decoded.refused) == (2, 1) == (len(entry.spans), len(entry.rejects))
     assert decoded.first_reason == "span id '0000000000000000' is all zero"
     assert decoded.source == entry.source == "serve:otlp"
+
+
+def test_a_big_body_is_spooled_a_slice_at_a_time_and_refused_whole_if_malformed() -> None:
+    body = _proto(25_000)
+    decoded = decode_spans_body("protobuf", body, "", 32 << 20)
+    assert [n for _, n in decoded.payloads] == [10_000, 10_000, 5_000] and decoded.kept == 25_000
+    assert [len(decode_payload(p).spans) for p, _ in decoded.payloads] == [10_000, 10_000, 5_000]
+    try:  # the last span has no start: nothing of the body is spooled
+        decode_spans_body("protobuf", _proto(25_000, last_start=0), "", 32 << 20)
+    except BadRequestError as exc:
+        assert "has no startTimeUnixNano" in str(exc)
+    else:
+        raise AssertionError("a body with a span without start was taken")
+
+
+def _proto(count: int, last_start: int = 5) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for n in range(count):
+        span = scope.spans.add()
+        span.trace_id, span.span_id = (n + 1).to_bytes(16, "big"), (n + 1).to_bytes(8, "big")
+        span.start_time_unix_nano = 5 if n < count - 1 else last_start
+        span.name = "s"
+    return request.SerializeToString()
 
 
 def test_a_body_that_cannot_be_read_is_refused_as_in_a_thread() -> None:

@@ -7,6 +7,7 @@ restart, and every span it acknowledged is in the store once it stops.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -57,9 +58,23 @@ def _batch(i: int, size: int = BATCH) -> bytes:
 
 
 def _fill(disk: Path, leave: int) -> None:
-    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
-    with open(disk / "filler", "wb") as out:
-        out.write(b"\0" * max(free - leave, 0))
+    """Fill the disk up to ``leave`` bytes free, a piece at a time.
+
+    The server writes meanwhile: the filler stops where the disk does
+    (ENOSPC is the goal, not a failure), and what it wrote is synced.
+    """
+    piece = b"\0" * (1 << 20)
+    with open(disk / "filler", "wb", buffering=0) as out:
+        while True:
+            free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - leave
+            if free <= 0:
+                break
+            try:
+                out.write(piece[: min(len(piece), free)])
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                break
 
 
 def _wait(server: Server, path: str, status: int, seconds: float) -> None:

@@ -41,6 +41,7 @@ from tracekit.server.decode import (
 )
 from tracekit.server.decode_pool import DecodePool, DecodeUnavailableError
 from tracekit.server.guard import HostGuard, allowed_hosts
+from tracekit.server.health import child_trouble
 from tracekit.server.memory import MemoryGuard
 from tracekit.server.responses import JSON, PROTOBUF, failure, success
 from tracekit.server.spool import Entry, SpoolFullError
@@ -85,7 +86,7 @@ def create_app(
         app.state.gate = gate
         app.state.memory = MemoryGuard(config.memory_cap)
         opened.start()
-        app.state.decoder = DecodePool()
+        app.state.decoder = DecodePool(deadline=config.decode_deadline)
         await asyncio.get_running_loop().run_in_executor(None, _warm)
         if on_ready is not None:
             on_ready(opened)
@@ -138,9 +139,11 @@ def create_app(
         # Names the server and its store, so a client trusts a sidecar only when
         # the process on that port is this server (not whatever took the port).
         me = {"service": "tracekit", "store_id": store_id(collector.store.path)}
-        if collector.failed:
-            return JSONResponse({"ok": False, "error": collector.failed, **me}, 503)
-        return JSONResponse({"ok": True, **me})
+        backlog = collector.backlog()
+        trouble = collector.unhealthy or _decoder_trouble(request)
+        if trouble:
+            return JSONResponse({"ok": False, "error": trouble, **me, "backlog": backlog}, 503)
+        return JSONResponse({"ok": True, **me, "backlog": backlog})
 
     routes: list[BaseRoute] = [
         Route("/v1/traces", traces, methods=["POST"]),
@@ -177,6 +180,15 @@ async def _status_lines(collector: Collector) -> None:
         if line != last:  # something arrived, was loaded or refused since the last line
             print(f"tracekit serve: {line}", file=sys.stderr, flush=True)
             last = line
+
+
+def _decoder_trouble(request: Request) -> str | None:
+    decoder: DecodePool | None = getattr(request.app.state, "decoder", None)
+    for pid in decoder.pids() if decoder is not None else ():
+        trouble = child_trouble("decoding", pid)
+        if trouble:
+            return trouble
+    return None
 
 
 def _collector(request: Request) -> Collector:
@@ -220,16 +232,19 @@ async def _receive(
         return failure(400, "the client went away", media)
     except (TooLargeError, SlowBodyError, BudgetError) as exc:
         return _refused(exc, media, collector)
-    if gate.inflight >= gate.bound:
-        collector.busy_answers += 1
-        return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
-    gate.inflight += 1
     try:
-        accepted = await store(body, request.headers.get("content-encoding", ""))
-    except (TooLargeError, BadRequestError, SpoolFullError, DecodeUnavailableError) as exc:
-        return _refused(exc, media, collector)
+        if gate.inflight >= gate.bound:
+            collector.busy_answers += 1
+            return failure(429, "too many requests in flight", media, _RETRY_SECONDS)
+        gate.inflight += 1
+        try:
+            accepted = await store(body, request.headers.get("content-encoding", ""))
+        except (TooLargeError, BadRequestError, SpoolFullError, DecodeUnavailableError) as exc:
+            return _refused(exc, media, collector)
+        finally:
+            gate.inflight -= 1
     finally:
-        gate.inflight -= 1
+        gate.budget.give(len(body))  # read_body took it; held until the request is answered
     return success(media, accepted.refused, accepted.message)
 
 
@@ -258,12 +273,17 @@ class _TokenMiddleware:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] not in _OPEN:
             given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            # The scheme is case-insensitive (RFC 7235); the token is compared exactly.
+            scheme, _, credentials = given.strip().partition(b" ")
+            good = scheme.lower() == b"bearer" and hmac.compare_digest(
+                credentials.strip(), self.expected
+            )
+            if not good:
                 response = failure(401, "missing or wrong bearer token")
                 response.headers["WWW-Authenticate"] = "Bearer"
                 await response(scope, receive, send)

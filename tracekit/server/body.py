@@ -3,8 +3,10 @@
 A client that sends its headers and then drips the body must not hold
 anything others need: the body is read before a request takes an ingest
 slot, each piece must come within ``idle`` seconds and the whole within
-``total``, and the bytes held by bodies still arriving are capped over every
-request together (a slow client costs what it has sent, not a slot). A
+``total``, and the bytes held by bodies, from their first byte until their
+request is answered, are capped over every request together (a slow client
+costs what it has sent, not a slot; bodies waiting for the decoding process
+count too, so several big requests at once stay within the memory cap). A
 ``Content-Length`` far over the limit is refused before a byte is read.
 
 Example:
@@ -81,6 +83,10 @@ class BudgetError(Exception):
 async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) -> bytes:
     """The body, at most ``limits.size`` bytes, each piece within ``idle`` s, all within ``total``.
 
+    The body's bytes stay taken from ``budget`` once it is read: the caller
+    gives them back (``budget.give(len(body))``) once the request is answered,
+    so that bodies waiting to be decoded count as much as those arriving.
+
     Raises:
         TooLargeError: the declared or actual length is over the limit (413).
         SlowBodyError: a piece or the whole came too late (408).
@@ -94,6 +100,7 @@ async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) ->
         raise TooLargeError(f"the body is over {limits.size} bytes (Content-Length {declared})")
     parts: list[bytes] = []
     size = 0
+    kept = False
     try:
         async with asyncio.timeout(limits.total):
             async for piece in _pieces(request, limits.idle):
@@ -108,9 +115,12 @@ async def read_body(request: Request, limits: BodyLimits, budget: BodyBudget) ->
         raise SlowBodyError(f"the body did not arrive within {limits.total:g} s") from None
     except ClientDisconnect:
         raise ClientGoneError("the client closed the connection mid-body") from None
+    else:
+        kept = size <= limits.size
     finally:
-        budget.give(sum(len(p) for p in parts))
-    if size > limits.size:
+        if not kept:
+            budget.give(sum(len(p) for p in parts))
+    if not kept:
         raise TooLargeError(f"the body is over {limits.size} bytes")
     return b"".join(parts)
 

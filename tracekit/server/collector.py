@@ -9,12 +9,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from tracekit.errors import StoreError
-from tracekit.server.config import ServeConfig, spool_dir
+from tracekit.server.config import ServeConfig, ServeError, spool_dir
 from tracekit.server.decode_pool import Decoded
 from tracekit.server.loader import Loader, SourceStats
 from tracekit.server.recovery import Recovery
@@ -47,10 +48,20 @@ class Collector:
 
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
+        self._log_left = _log_size(config.db)  # before DuckDB reads (and ends) it
         self.store = _served(Store(config.db, wait=config.wait), config)
-        self.spool = Spool(
-            spool_dir(self.store.path), limit=config.spool_limit, deliver=self._deliver
-        )
+        try:
+            self.spool = Spool(
+                spool_dir(self.store.path), limit=config.spool_limit, deliver=self._deliver
+            )
+        except OSError as exc:
+            self.store.close()
+            raise ServeError(
+                f"cannot use the spool directory {spool_dir(self.store.path)}"
+                f" ({exc.strerror or exc})",
+                hint="Make it a directory this user can write (the server keeps every"
+                " acknowledged batch there until the store holds it).",
+            ) from None
         self.loader = Loader(self.store, self.spool, settle=config.settle)
         # Cursors come from a connection no thread executes on: the loader's
         # connection is busy writing, and a DuckDB connection is not shared.
@@ -82,6 +93,17 @@ class Collector:
     def failed(self) -> str | None:
         """Why the store takes no writes now (a full disk), or None."""
         return self.loader.failed
+
+    @property
+    def unhealthy(self) -> str | None:
+        """Why the server cannot take and store data now, or None (what ``/healthz`` says)."""
+        if not self.spool.dir.is_dir():
+            return f"the spool directory {self.spool.dir} is gone; restart the server"
+        if self.loader.failed:
+            return f"the store refused a write ({self.loader.failed})"
+        if self.spool.failed:
+            return self.spool.failed
+        return self.loader.stalled()
 
     def reopen(self) -> None:
         """Open the store anew and replay the spool into it (after a failed load)."""
@@ -140,8 +162,22 @@ class Collector:
         import tracekit.store.ingest  # noqa: F401 - pyarrow
 
         replayed = self.loader.replay()
+        if self._log_left is not None:
+            log.warning(
+                "the store was not closed cleanly: its log (%s.wal, %d bytes) is read only"
+                " as far as it is whole",
+                self.store.path.name,
+                self._log_left,
+            )
         if replayed:
-            log.warning("replaying %d spooled batches not yet in the store", replayed)
+            log.warning(
+                "reloading spool bytes %d to %d (%d spans and lines in %d batches) that the"
+                " store's file may lack; what it holds already is dropped as duplicates",
+                self.loader.checkpoint_position,
+                self.loader.replayed_to,
+                self.loader.replayed_items,
+                replayed,
+            )
         self.spool.start()
         self.loader.start()
         self.recovery.start()
@@ -210,8 +246,9 @@ class Collector:
         """
         with self._stats_lock:
             self._decode_cpu += decoded.cpu
-        future = self.spool.append_payload(decoded.payload, decoded.kept)
-        await asyncio.wrap_future(future)
+        futures = self.spool.append_payloads(decoded.payloads)
+        for future in futures:  # written in one go: acknowledged once the last is durable
+            await asyncio.wrap_future(future)
         return self._count(decoded.source, decoded.kept, decoded.refused, decoded.first_reason)
 
     async def submit(self, entry: Entry) -> Accepted:
@@ -233,6 +270,33 @@ class Collector:
         """What each source has received since the server started (a copy)."""
         with self._stats_lock:
             return {k: replace(v) for k, v in self.sources.items()}
+
+    def backlog(self) -> dict[str, int]:
+        """What waits to be stored: spool bytes, batches queued, spans held or loading."""
+        return {
+            "spool_backlog_bytes": self.spool.backlog(),
+            "queued_batches": self.loader.queued,
+            "loading": self.loader.loading,
+            "pending_spans": self.loader.pending_spans,
+        }
+
+    def totals(self) -> tuple[int, int, int, int]:
+        """``(acknowledged, stored, pending, rejected)`` since the start: the stop message.
+
+        Spans and v1 lines alike. Rejected: refused at the request, by the
+        mapping, or by the store's load (kept in ``rejects``). Pending:
+        acknowledged and not stored (a trace still waiting for its root, or
+        everything queued while the store refused writes): the spool keeps
+        it for the next start. Stored: the rest.
+        """
+        with self._stats_lock:
+            received = sum(s.received for s in self.sources.values())
+            refused = sum(s.refused for s in self.sources.values())
+        loader = self.loader
+        rejected = refused + loader.rejected_later
+        queued = sum(item[3] for item in list(loader.queue_items()))
+        pending = loader.pending_spans + queued + loader.loading
+        return received, max(received - rejected - pending, 0), pending, rejected
 
     def ingest_status(self) -> dict[str, Any]:
         """The live reconciliation, per source (what ``GET /api/ingest`` answers)."""
@@ -277,6 +341,14 @@ class Collector:
             "loader_failed": self.loader.failed,
             "stage_cpu_s": self.stage_cpu(),
         }
+
+
+def _log_size(db: Path) -> int | None:
+    """The size of the store's DuckDB log if one is left (the last process did not close it)."""
+    try:
+        return db.with_name(db.name + ".wal").stat().st_size
+    except OSError:
+        return None
 
 
 def _served(store: Store, config: ServeConfig) -> Store:

@@ -57,8 +57,11 @@ class ServeConfig:
     body_idle: float = 5.0
     #: Seconds a whole body may take to arrive (408 past it).
     body_timeout: float = 60.0
-    #: Bytes of request bodies held in memory at once, over every request (429 past it).
-    body_budget: int = 256 << 20
+    #: Bytes of request bodies held in memory at once (arriving, or waiting to be
+    #: decoded and spooled), over every request (429 past it): four bodies of 32 MiB.
+    body_budget: int = 128 << 20
+    #: Seconds the decoding process may do no work while a request waits (then 503).
+    decode_deadline: float = 10.0
     #: Read requests (``/api/...``, pages) answered at once before more get 429.
     max_reads: int = 8
     #: Seconds a read request may run before it is interrupted.
@@ -74,10 +77,10 @@ class ServeConfig:
     db_memory: str = "400MB"
 
     def check(self) -> None:
-        """Refuse an address other than loopback without a token.
+        """Refuse an empty token, and an address other than loopback without a token.
 
         Raises:
-            ServeError: a non-loopback host and no token.
+            ServeError: a non-loopback host and no token, or an empty token.
 
         Example:
             >>> ServeConfig(Path("x.duckdb"), host="0.0.0.0").check()
@@ -85,6 +88,14 @@ class ServeConfig:
             ...
             tracekit.server.config.ServeError: refusing to listen on 0.0.0.0 without --token
         """
+        if self.token is not None and (
+            not self.token or not self.token.isprintable() or any(c.isspace() for c in self.token)
+        ):
+            raise ServeError(
+                "refusing an empty token (or one with spaces or control characters)",
+                hint="Set TRACEKIT_SERVE_TOKEN to a long random string (ps shows --token's value);"
+                " leave it unset for no token.",
+            )
         if not is_loopback(self.host) and not self.token:
             raise ServeError(
                 f"refusing to listen on {self.host} without --token",

@@ -8,15 +8,18 @@ span that cannot be kept is refused alone and counted in the response's
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import msgspec
 
 from tracekit.events import MAX_LINE_BYTES
-from tracekit.intake.otlp.decode_json import Span, check_span
+from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.limits import check_limits, raw_text
 from tracekit.server.spool import Entry
 
 __all__ = [
@@ -27,7 +30,9 @@ __all__ = [
     "decode_otlp_proto",
     "decode_records",
     "inflate",
+    "iter_otlp_proto",
     "span_of",
+    "spans_entries",
     "spans_entry",
 ]
 
@@ -134,7 +139,30 @@ def _row(span: Span) -> tuple[Any, ...]:
         span.transfer,
         span.exception_message,
         span.exception_cause,
+        span.unreadable,
     )
+
+
+#: Spans in one spool entry at most: a big body is spooled as several entries, so
+#: that the decoding, the mapping and the load each hold a slice of it at a time.
+SLICE: Final = 10_000
+
+
+def spans_entries(spans: Iterable[Span], source: str, size: int = SLICE) -> Iterator[Entry]:
+    """:func:`spans_entry` of each slice of ``size`` spans (one entry for none).
+
+    Example:
+        >>> span = Span("ab" * 16, "cd" * 8, "", "x", 1, 2, {}, False, "", None)
+        >>> [len(e.spans) for e in spans_entries([span] * 5, "serve:otlp", size=2)]
+        [2, 2, 1]
+    """
+    it = iter(spans)
+    first = True
+    while piece := list(itertools.islice(it, size)):
+        first = False
+        yield spans_entry(piece, source)
+    if first:
+        yield spans_entry([], source)
 
 
 def spans_entry(spans: list[Span], source: str) -> Entry:
@@ -144,12 +172,11 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
     for span in spans:
         try:
             check_ids(span)
-            check_span(span)
+            reason = check_limits(span)
         except ValueError as exc:
-            text = msgspec.json.encode(
-                {"traceId": span.trace, "spanId": span.id, "name": span.name[:200]}
-            ).decode()
-            rejects.append((text, str(exc)))
+            reason = str(exc)
+        if reason is not None:
+            rejects.append((raw_text(span), reason))
             continue
         rows.append(_row(span))
     return Entry(source=source, spans=rows, rejects=rejects)
@@ -236,10 +263,27 @@ def decode_otlp_proto(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_proto import decode_spans_proto
+    return list(iter_otlp_proto(body))
+
+
+def iter_otlp_proto(body: bytes) -> Iterator[Span]:
+    """:func:`decode_otlp_proto`, a span at a time (a slice of a big body is spooled at once).
+
+    Every span is checked for an id and a start before the first is given,
+    so a malformed body is refused whole, never half spooled.
+
+    Raises:
+        BadRequestError: not such a message, or a span is malformed.
+    """
+    from tracekit.intake.otlp.decode_proto import check_message, iter_spans_of_message, parse
 
     try:
-        return decode_spans_proto(body)
+        request = parse(body)
+        check_message(request)
+    except ValueError as exc:
+        raise BadRequestError(_short(exc)) from None
+    try:
+        yield from iter_spans_of_message(request)
     except ValueError as exc:
         raise BadRequestError(_short(exc)) from None
 

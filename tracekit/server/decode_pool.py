@@ -5,8 +5,8 @@ share of Python work per span. In a thread it holds the GIL the event loop
 and the loader need; here it runs in a process of its own (``spawn``, Ctrl-C
 ignored: the server stops it), with exactly the decoding of
 :mod:`tracekit.server.decode`, and hands back what the spool writes: the
-entry already encoded as its payload, and the counts the response needs. The
-server never builds a Python object per span.
+entries already encoded as their payloads (a slice of a big body each), and
+the counts the response needs. The server never builds a Python object per span.
 
 A worker that dies (killed, out of memory) fails the requests it had; the
 pool is replaced and those requests get 503 with ``Retry-After``: nothing
@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -33,6 +34,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Final
+
+from tracekit.server.health import cpu_ticks
 
 __all__ = ["DecodePool", "DecodeUnavailableError", "Decoded", "decode_spans_body"]
 
@@ -46,10 +49,12 @@ class DecodeUnavailableError(Exception):
 
 @dataclass(frozen=True)
 class Decoded:
-    """A body decoded: the spool payload of its entry and what the response says."""
+    """A body decoded: the spool payloads of its entries and what the response says."""
 
     source: str
-    payload: bytes  # the entry as the spool holds it (:func:`tracekit.server.spool.decode_payload`)
+    #: Each entry as the spool holds it (:func:`tracekit.server.spool.decode_payload`),
+    #: with its spans: a big body comes as several, a slice of it each.
+    payloads: list[tuple[bytes, int]]
     kept: int
     refused: int
     first_reason: str  # why the first refused span was refused ("" if none)
@@ -59,21 +64,33 @@ class Decoded:
 def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Decoded:
     """Inflate and decode an OTLP body (``kind`` ``protobuf`` or ``json``) as the spool keeps it.
 
+    Spans are read and encoded a slice at a time (:data:`~tracekit.server.decode.SLICE`),
+    so the objects of a big body are never all alive at once.
+
     Raises:
         BadRequestError: the body cannot be read (400).
         TooLargeError: it inflates past ``limit`` (413).
     """
-    from tracekit.server.decode import decode_otlp_json, decode_otlp_proto, inflate, spans_entry
+    from tracekit.server.decode import (
+        decode_otlp_json,
+        inflate,
+        iter_otlp_proto,
+        spans_entries,
+    )
     from tracekit.server.spool import encode_payload
 
     clock = time.process_time()
-    decode = decode_otlp_proto if kind == "protobuf" else decode_otlp_json
-    entry = spans_entry(decode(inflate(body, encoding, limit)), _OTLP)
-    reason = entry.rejects[0][1] if entry.rejects else ""
-    payload = encode_payload(entry)
-    return Decoded(
-        _OTLP, payload, len(entry.spans), len(entry.rejects), reason, time.process_time() - clock
-    )
+    data = inflate(body, encoding, limit)
+    del body
+    spans = iter_otlp_proto(data) if kind == "protobuf" else decode_otlp_json(data)
+    payloads: list[tuple[bytes, int]] = []
+    kept = refused = 0
+    reason = ""
+    for entry in spans_entries(spans, _OTLP):
+        payloads.append((encode_payload(entry), len(entry.spans)))
+        kept, refused = kept + len(entry.spans), refused + len(entry.rejects)
+        reason = reason or (entry.rejects[0][1] if entry.rejects else "")
+    return Decoded(_OTLP, payloads, kept, refused, reason, time.process_time() - clock)
 
 
 def _start_worker(server: int) -> None:
@@ -94,10 +111,19 @@ def _exit_with(parent: int) -> None:
 
 
 class DecodePool:
-    """One decoding process (two cores: the server, this, and the mapping share them)."""
+    """One decoding process (two cores: the server, this, and the mapping share them).
 
-    def __init__(self, workers: int = 1) -> None:
+    Args:
+        workers: processes.
+        deadline: seconds the decoding process may do no work (use no CPU)
+            while a request waits for it; past it the process is killed and
+            replaced, and the request gets 503.
+    """
+
+    def __init__(self, workers: int = 1, deadline: float = 10.0) -> None:
         self.workers = workers
+        self.deadline = deadline
+        self.done_at = time.monotonic()  # when a decoding last finished (or the pool started)
         self._pool = self._new()
 
     def _new(self) -> ProcessPoolExecutor:
@@ -120,16 +146,63 @@ class DecodePool:
         """
         pool = self._pool
         try:
-            return await asyncio.get_running_loop().run_in_executor(
+            work = asyncio.get_running_loop().run_in_executor(
                 pool, decode_spans_body, kind, body, encoding, limit
             )
+            decoded = await self._within_deadline(work, pool)
         except BrokenProcessPool:
-            if self._pool is pool:  # the first request to see it replaces it
-                pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new()
+            self._replace(pool, kill=False)
             raise DecodeUnavailableError(
                 "the decoding process went away; retry in a moment"
             ) from None
+        return decoded
+
+    async def _within_deadline(
+        self, work: asyncio.Future[Decoded], pool: ProcessPoolExecutor
+    ) -> Decoded:
+        """The decoding's result, unless the process stops working for ``deadline`` seconds.
+
+        A big body may take long on a busy machine: the request waits while
+        the process uses CPU. A process that uses none while a request waits
+        for it (stopped, stuck) is killed and replaced, and the request gets
+        503 ``deadline`` seconds after the process last worked.
+        """
+        ticks, moved = self._ticks(), time.monotonic()
+        while True:
+            done, _ = await asyncio.wait({work}, timeout=min(self.deadline / 4, 1.0))
+            if done:
+                self.done_at = time.monotonic()
+                return work.result()
+            now_ticks = self._ticks()
+            if now_ticks != ticks or self.done_at > moved:
+                ticks, moved = now_ticks, time.monotonic()
+            elif time.monotonic() - moved > self.deadline:
+                work.cancel()
+                self._replace(pool, kill=True)
+                raise DecodeUnavailableError(
+                    f"the body was not decoded: the decoding process did no work for"
+                    f" {self.deadline:g} s (it is replaced); retry in a moment"
+                )
+
+    def _ticks(self) -> int:
+        return sum(cpu_ticks(pid) for pid in self.pids())
+
+    def _replace(self, pool: ProcessPoolExecutor, *, kill: bool) -> None:
+        """A new pool for a broken or stuck one (the first request to see it replaces it)."""
+        if self._pool is not pool:
+            return
+        if kill:
+            for pid in self.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new()
+        self.done_at = time.monotonic()
+
+    def pids(self) -> list[int]:
+        """The decoding processes' ids."""
+        processes = getattr(self._pool, "_processes", None) or {}
+        return list(processes)
 
     def close(self) -> None:
         """Stop the worker once its requests are done."""

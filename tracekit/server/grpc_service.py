@@ -27,12 +27,15 @@ __all__ = ["start_grpc"]
 class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
     def __init__(self, collector: Collector, token: str | None) -> None:
         self.collector = collector
-        self.expected = f"Bearer {token}" if token else None
+        self.expected = token
 
     def Export(self, request: Any, context: Any) -> Any:
         if self.expected is not None:
-            given = dict(context.invocation_metadata()).get("authorization", "")
-            if not hmac.compare_digest(str(given).encode(), self.expected.encode()):
+            given = str(dict(context.invocation_metadata()).get("authorization", ""))
+            scheme, _, credentials = given.strip().partition(" ")  # the scheme: any case
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                credentials.strip().encode(), self.expected.encode()
+            ):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
             entry = spans_entry(spans_of_message(request), "serve:otlp")

@@ -6,9 +6,12 @@ trace is complete, and its records) runs in a process of its own
 what came in since the last load, this thread loads what it mapped before
 (:meth:`Store.ingest_records`: duplicates by event key, derive, classify).
 A load takes whatever is complete when it starts, so loads grow with the
-input, not with a count. After each load the checkpoint moves to the first
-spool entry that still has a span held, so a crash replays only what the
-store may not hold; at a graceful stop a trace without its root is not
+input, not with a count. A load the store refuses for its data is bisected
+down to the records at fault (:mod:`tracekit.server.quarantine`). Once the
+store's file holds a load (a ``CHECKPOINT``, at most every ``durable_every``
+seconds: DuckDB's log alone is not trusted), the spool's checkpoint moves to
+the first spool entry that still has a span held, so a crash replays only
+what the store's file may not hold; at a graceful stop a trace without its root is not
 mapped but kept (the checkpoint stays before it), so its spans join their
 run when the rest of the trace comes after the next start.
 """
@@ -16,6 +19,7 @@ run when the rest of the trace comes after the next start.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -23,11 +27,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from tracekit.server.health import STALL_SECONDS, child_trouble, stalled_for
 from tracekit.server.mapper import Mapped, MapperProcess, MappingSettings, MapRequest
+from tracekit.server.quarantine import load_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from tracekit.store import Store
 
@@ -76,6 +82,8 @@ class Loader:
         max_pending: spans held at most; past it the oldest traces are mapped.
         most: spans (or lines) one load takes from the queue at most, so
             that a loader behind its input holds a bounded share of it.
+        durable_every: seconds at most between store checkpoints (after
+            which the spool lets go of what the store's file holds).
     """
 
     def __init__(
@@ -90,6 +98,7 @@ class Loader:
         delay: float = 1.0,
         max_pending: int = 100_000,
         most: int = 40_000,
+        durable_every: float = 2.0,
     ) -> None:
         self.store = store
         self.spool = spool
@@ -109,15 +118,24 @@ class Loader:
         self._taken = dict(checkpoint.taken)
         self._replaying = bool(checkpoint.taken)
         self._checkpoint = checkpoint.position
+        self._position = checkpoint.position  # where the checkpoint goes once durable
+        self._taken_changed = False
+        self.durable_every = durable_every
+        self._last_durable = time.monotonic()
+        self.progress_at = time.monotonic()  # the end of the last load step
+        self.stall_after = STALL_SECONDS
         self.spool.loaded = checkpoint.position
         self._fed = checkpoint.position  # end offset of the last entry handed to the mapping
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
+        self.replayed_items = 0  # spans and lines replay() queued
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
         self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
         self.pending_spans = 0  # spans held by the mapping, waiting for the rest of their trace
         self.skipped = 0
+        self.quarantined = 0  # records the store refused one by one (kept in rejects)
+        self.rejected_later = 0  # spans and lines refused by the mapping or the store's load
         self.cpu = {"load": 0.0}  # this thread's CPU seconds (DuckDB's own threads not counted)
         self._held: _Cycle | None = None  # mapped, not yet loaded
         self._hold = threading.Lock()  # held by a load, or by paused()
@@ -160,7 +178,32 @@ class Loader:
             self._enqueue(start, end, entry, payload, items, now)
             count += 1
             self.replayed_to = end
+            self.replayed_items += items
         return count
+
+    @property
+    def checkpoint_position(self) -> int:
+        """The spool offset up to which the store's file holds everything."""
+        return self._checkpoint
+
+    def stalled(self) -> str | None:
+        """Why loading is stuck (the mapping process stopped, no progress with work queued), or None."""
+        trouble = child_trouble("mapping", self.mapper.pid)
+        if trouble is not None:
+            return trouble
+        found = stalled_for(
+            waiting=len(self._queue) + self.loading,
+            since=self.progress_at,
+            now=time.monotonic(),
+            after=self.stall_after,
+        )
+        if found is None:
+            return None
+        return f"loading has made {found} with {len(self._queue)} batches queued"
+
+    def queue_items(self) -> list[tuple[int, int, Entry | bytes, int, float]]:
+        """A copy of the queue: ``(start, end, entry or payload, items, arrived)``."""
+        return list(self._queue)
 
     @property
     def queued(self) -> int:
@@ -182,6 +225,11 @@ class Loader:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self.failed is not None:
+            # What was committed before the failure (a mapping process lost, not the
+            # disk) goes into the store's file now, so a reopen replays only the rest.
+            with contextlib.suppress(Exception), self._hold:
+                self._make_durable(force=True)
         self.mapper.close()
 
     def _run(self) -> None:
@@ -192,6 +240,13 @@ class Loader:
         self._step(final=True)
         while (self._queue or self._held) and self.failed is None:  # a load takes a bounded share
             self._step(final=True)
+        if self.failed is None:
+            try:
+                with self._hold:
+                    self._make_durable(force=True)
+            except Exception as exc:  # the store or the spool refused: the spool keeps it all
+                self.failed = f"{type(exc).__name__}: {exc}"
+                log.error("the last checkpoint failed, the spool is kept: %s", self.failed)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -206,6 +261,8 @@ class Loader:
             with self._hold:
                 self.mapper.check()  # a mapping process gone fails at once: recovery replaces it
                 self.load_once(final=final)
+                self._make_durable(force=False)  # also while idle, after the last load
+            self.progress_at = time.monotonic()
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
@@ -269,6 +326,7 @@ class Loader:
         if mapped.records:
             lines.setdefault(OTLP_SOURCE, []).extend(mapped.records)
         stored = self._ingest(lines, refused)
+        self.rejected_later += mapped.refused_later
         self.pending_spans = mapped.pending
         self.skipped = mapped.skipped
         self.spans_loaded = mapped.spans_fed - mapped.pending
@@ -281,20 +339,42 @@ class Loader:
     ) -> int:
         stored = 0
         for source in sorted(set(lines) | set(refused)):
-            records = lines.get(source, [])
-            refused_pairs = refused.get(source, [])
-            first = self._first_line(source)
-            numbered = [
-                (first + len(records) + i, text, reason)
-                for i, (text, reason) in enumerate(refused_pairs)
-            ]
-            report = self.store.ingest_records(
-                records, source=source, first_line=first, refused=numbered
+            load = functools.partial(self._load, source)
+            done, aside = load_quarantined(
+                lines.get(source, []), refused.get(source, []), load, healthy=self._store_answers
             )
-            self._next_line[source] = first + len(records) + len(numbered)
-            stored += report.totals.accepted
-            self.loads += 1
+            stored += done
+            self.quarantined += aside
         return stored
+
+    def _load(
+        self, source: str, records: Sequence[bytes], refused_pairs: Sequence[tuple[str, str]]
+    ) -> int:
+        """One load of records (and refused lines) of one source; records stored."""
+        first = self._first_line(source)
+        numbered = [
+            (first + len(records) + i, text, reason)
+            for i, (text, reason) in enumerate(refused_pairs)
+        ]
+        report = self.store.ingest_records(
+            list(records), source=source, first_line=first, refused=numbered
+        )
+        self._next_line[source] = first + len(records) + len(numbered)
+        if source != OTLP_SOURCE:  # v1 lines the load refused (records of spans: by the mapping)
+            self.rejected_later += report.totals.rejected - len(numbered)
+        self.loads += 1
+        return report.totals.accepted
+
+    def _store_answers(self) -> bool:
+        """Whether the store answers at all (a failed load blames its data only then)."""
+        # A load whose COMMIT failed may leave its transaction open and aborted.
+        with contextlib.suppress(Exception):
+            self.store.con.execute("ROLLBACK")
+        try:
+            self.store.con.execute("SELECT 1").fetchall()
+        except Exception:
+            return False
+        return True
 
     def _first_line(self, source: str) -> int:
         found = self._next_line.get(source)
@@ -308,12 +388,30 @@ class Loader:
     def _advance(self, cycle: _Cycle, mapped: Mapped) -> None:
         """Move the checkpoint to the first entry that still has a span held."""
         self._taken.update(mapped.taken)
+        self._taken_changed = self._taken_changed or bool(mapped.taken)
         if self._replaying and not self._queue:
             self._replaying = False
-        position = mapped.first_held
-        self._taken = {t: last for t, last in self._taken.items() if last >= position}
-        if position != self._checkpoint or cycle.end != self.spool.loaded:
-            self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))
-            self._checkpoint = position
-            self.spool.trim(position)
+        self._position = mapped.first_held
         self.spool.loaded = cycle.end
+        self._make_durable(force=False)
+
+    def _make_durable(self, *, force: bool) -> None:
+        """Move the spool's checkpoint, once the store's file (not only its log) holds the rows.
+
+        DuckDB's log (the ``.wal``) is not to be trusted alone: a torn or
+        damaged log is read only as far as it is whole, silently. So the
+        spool keeps everything until a ``CHECKPOINT`` has written the rows into
+        the database file, at most every ``durable_every`` seconds.
+        """
+        position = self._position
+        if position == self._checkpoint and not self._taken_changed:
+            return
+        if not force and time.monotonic() - self._last_durable < self.durable_every:
+            return
+        self.store.con.execute("CHECKPOINT")
+        self._last_durable = time.monotonic()
+        self._taken = {t: last for t, last in self._taken.items() if last >= position}
+        self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))
+        self._checkpoint = position
+        self._taken_changed = False
+        self.spool.trim(position)

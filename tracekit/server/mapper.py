@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit._util.gcpause import gc_paused
+from tracekit._util.quarantine import reason_of
 
 __all__ = [
     "MapRequest",
@@ -74,6 +75,7 @@ class Mapped:
     spans_fed: int  # spans fed since the process started
     skipped: int  # spans outside any agent run, among those mapped
     cpu: float  # this process's CPU seconds so far
+    refused_later: int = 0  # spans among ``refused`` that the mapping refused (not the request)
 
 
 class Mapping:
@@ -110,7 +112,8 @@ class Mapping:
         taken = {trace: self.assembler.last_position(trace) for trace in done}
         pairs = self.converter.take(done) if done else []
         records = [encode_event(event) for _, event in pairs]
-        refused += [(text, reason) for _, text, reason in self.converter.take_rejects()]
+        later = [(text, reason) for _, text, reason in self.converter.take_rejects()]
+        refused += later
         return Mapped(
             records=records,
             refused=refused,
@@ -120,6 +123,7 @@ class Mapping:
             spans_fed=self.spans_fed,
             skipped=self.converter.skipped,
             cpu=time.process_time(),
+            refused_later=len(later),
         )
 
     def _feed(self, entries: list[tuple[int, bytes, float]]) -> list[tuple[str, str]]:
@@ -128,9 +132,13 @@ class Mapping:
 
         refused: list[tuple[str, str]] = []
         for start, payload, arrived in entries:
-            entry = decode_payload(payload)
+            try:
+                entry = decode_payload(payload)
+                spans = [span_of(row) for row in entry.spans]
+            except Exception as exc:  # never retried forever: refused, named, the rest goes on
+                refused.append((f"spool entry at byte {start}", f"unreadable: {reason_of(exc)}"))
+                continue
             refused.extend(entry.rejects)
-            spans = [span_of(row) for row in entry.spans]
             if self.replay_taken:  # a replay: spans mapped before the crash are not mapped again
                 spans = [s for s in spans if self.replay_taken.get(s.trace, -1) < start]
             self.converter.feed_spans(spans, line=start, now=arrived)
@@ -181,6 +189,7 @@ class MapperProcess:
         )
         self._process.start()
         child.close()
+        self._awaiting = False  # a cycle sent whose answer is not yet received
         self.cpu = 0.0  # the process's CPU seconds, as of its last answer
 
     def send(self, request: MapRequest) -> None:
@@ -189,6 +198,7 @@ class MapperProcess:
             self._conn.send(request)
         except (OSError, ValueError) as exc:
             raise MapperFailedError(f"the mapping process is gone ({exc})") from None
+        self._awaiting = True
 
     def receive(self) -> Mapped:
         """The cycle sent last, mapped.
@@ -198,12 +208,18 @@ class MapperProcess:
         """
         try:
             answer = self._conn.recv()
+            self._awaiting = False
         except (EOFError, OSError) as exc:
             raise MapperFailedError(f"the mapping process is gone ({exc!r})") from None
         if isinstance(answer, str):
             raise MapperFailedError(f"the mapping failed: {answer}")
         self.cpu = answer.cpu
         return answer
+
+    @property
+    def pid(self) -> int | None:
+        """The process id (None before it started)."""
+        return self._process.pid
 
     def check(self) -> None:
         """Raise if the process is gone (killed, out of memory) while idle.
@@ -215,7 +231,15 @@ class MapperProcess:
             raise MapperFailedError(f"the mapping process exited (status {self._process.exitcode})")
 
     def close(self) -> None:
-        """Stop the process (after its last cycle)."""
+        """Stop the process (after its last cycle); at once if an answer was never taken.
+
+        A load that failed between :meth:`send` and :meth:`receive` leaves the
+        process writing an answer nobody reads (it blocks once the pipe is
+        full): its state is dropped anyway (the spool is replayed), so it is
+        killed rather than waited for.
+        """
+        if self._awaiting:
+            self._process.kill()
         with contextlib.suppress(OSError, ValueError):
             self._conn.send(None)
         self._process.join(10)

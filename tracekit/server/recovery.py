@@ -2,7 +2,7 @@
 
 When a load fails DuckDB invalidates the database: nothing more can be read
 or written through it. Everything acknowledged is still in the spool, so the
-server keeps refusing writes (503) and reads (503), and every second checks
+server keeps refusing writes (503) and reads (503), and twice a second checks
 whether the disk takes a write again; once it does, the store is opened
 anew and a fresh loader replays the spool from the checkpoint, as a restart
 would.
@@ -57,7 +57,7 @@ class Recovery:
         every: seconds between checks.
     """
 
-    def __init__(self, collector: Collector, every: float = 1.0) -> None:
+    def __init__(self, collector: Collector, every: float = 0.5) -> None:
         self.collector = collector
         self.every = every
         self.recoveries = 0
@@ -77,7 +77,9 @@ class Recovery:
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             failed = self.collector.loader.failed
-            if failed is None or not disk_takes_writes(self.collector.store.path.parent):
+            if failed is None or not self.collector.spool.dir.is_dir():
+                continue  # nothing to recover; or the spool is gone: a restart must say so
+            if not disk_takes_writes(self.collector.store.path.parent):
                 continue
             try:
                 self.collector.reopen()

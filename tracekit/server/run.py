@@ -86,7 +86,21 @@ def serve(config: ServeConfig, *, lake: LakeOptions | None = None) -> None:
         collector.stop()
         sidecar_path(collector.store.path).unlink(missing_ok=True)
         sock.close()
-    print("tracekit serve: stopped, everything acknowledged is in the store", file=sys.stderr)
+    print(f"tracekit serve: stopped; {_accounts(collector)}", file=sys.stderr)
+
+
+def _accounts(collector: Collector) -> str:
+    """Where what was acknowledged went: stored, rejected, pending (the spool keeps it)."""
+    acknowledged, stored, pending, rejected = collector.totals()
+    line = (
+        f"of {acknowledged} spans and lines acknowledged: {stored} stored,"
+        f" {rejected} rejected (tracekit rejects), {pending} pending"
+    )
+    if collector.failed:
+        return line + f" (the store refused a write: {collector.failed}); the spool keeps them"
+    if pending:
+        return line + " (traces without their root: the spool keeps them for the next start)"
+    return line
 
 
 def _server_class() -> type:

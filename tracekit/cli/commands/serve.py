@@ -25,7 +25,8 @@ def serve_command(
         typer.Option(
             "--token",
             envvar="TRACEKIT_SERVE_TOKEN",
-            help="Require 'Authorization: Bearer TOKEN' on every request.",
+            help="Require 'Authorization: Bearer TOKEN' on every request"
+            " (prefer TRACEKIT_SERVE_TOKEN: ps shows options).",
         ),
     ] = None,
     max_body: Annotated[
@@ -62,6 +63,7 @@ def serve_command(
     Every batch acknowledged is on disk first; a restart after a crash loads what was not
     yet stored. tracekit's own records go to POST /v1/records (application/x-ndjson).
     """
+    import os
     from pathlib import Path
 
     _check_port("--port", port)
@@ -72,6 +74,8 @@ def serve_command(
     from tracekit.store.db import default_path
 
     path = Path(db) if db is not None else default_path()
+    if token is None and os.environ.get("TRACEKIT_SERVE_TOKEN") == "":
+        token = ""  # set but empty: refused below, never an open server by mistake
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
     config.allow_hosts = list(allow_host or [])

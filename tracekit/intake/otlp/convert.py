@@ -29,19 +29,22 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
+from tracekit._util.quarantine import leave_out, quarantine
 from tracekit.events import Enter, Event, Exit, Node
 from tracekit.intake.assemble import TraceAssembler
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.decode_json import Span, check_span, decode_spans
+from tracekit.intake.otlp.decode_json import Span, decode_spans
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+from tracekit.intake.otlp.limits import check_limits, raw_text
 from tracekit.intake.otlp.mapping import Reject, map_traces
-from tracekit.intake.otlp.records import REFUSALS, event_sort_key, failure_of
+from tracekit.intake.otlp.records import REFUSALS, event_sort_key, failure_of, pair_sort_key
 from tracekit.intake.otlp.spans import Key
-from tracekit.validate import MAX_TS_NS, VALUE_DEPTH_REASON
+from tracekit.validate import VALUE_DEPTH_REASON
 
 # REFUSALS, event_sort_key and failure_of live in .records; named here for their callers.
 __all__ = ["REFUSALS", "OtlpConverter", "Reject", "event_sort_key", "failure_of", "otlp_to_events"]
@@ -165,9 +168,21 @@ class OtlpConverter:
         return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
 
     def _keep(self, spans: list[Span], line: int, now: float | None = None) -> None:
-        _check_times(spans)  # all checked before any is kept: a bad line is refused whole
+        spans = self._within_limits(spans, line)
         self._docs += 1
         self.assembler.add(spans, position=line, now=self._docs if now is None else now)
+
+    def _within_limits(self, spans: list[Span], line: int) -> list[Span]:
+        """The spans that meet :mod:`~tracekit.intake.otlp.limits`; each other one a reject."""
+        kept = []
+        for span in spans:
+            reason = check_limits(span)
+            if reason is None:
+                kept.append(span)
+            else:
+                self.rejects.append((span.line or line, raw_text(span), reason))
+                self.counts.refused += 1
+        return kept
 
     def take_complete(self, idle: int = 64) -> list[tuple[int, Event]]:
         """Map and let go of the traces that look complete; for reading big files.
@@ -206,11 +221,54 @@ class OtlpConverter:
             return []
         late = self.assembler.take_late(traces)
         spans = self.assembler.take(traces)
+        pairs = self._map_quarantined(spans)
+        return self._without_given(pairs, late) if late else pairs
+
+    def _map_quarantined(self, spans: dict[Key, Span]) -> list[tuple[int, Event]]:
+        """:func:`map_traces`; a trace it cannot map is bisected down to the spans at fault.
+
+        Those spans are refused with the mapping's error; the rest of their
+        trace is mapped without them, and every other trace as usual.
+        """
+        by_trace: dict[str, dict[Key, Span]] = {}
+        for key, span in spans.items():
+            by_trace.setdefault(key[0], {})[key] = span
+        done = quarantine(list(by_trace.values()), self._map_part)
+        pairs = [pair for part in done.results for pair in part]
+        for trace, reason in done.rejected:
+            pairs += self._map_without_poison(trace, reason)
+        if done.rejected:
+            pairs.sort(key=pair_sort_key)
+        return pairs
+
+    def _map_part(self, traces: Sequence[dict[Key, Span]]) -> list[tuple[int, Event]]:
+        """Map whole traces; counts and rejects are kept only if the mapping succeeds."""
+        spans = {key: span for trace in traces for key, span in trace.items()}
         counts = SpanCounts()
-        pairs = map_traces(spans, self.rejects, counts, len(traces))
+        rejects: list[Reject] = []
+        pairs = map_traces(spans, rejects, counts, len(traces))
         self.counts.add(counts)
         self.skipped += counts.outside
-        return self._without_given(pairs, late) if late else pairs
+        self.rejects += rejects
+        return pairs
+
+    def _map_without_poison(self, trace: dict[Key, Span], reason: str) -> list[tuple[int, Event]]:
+        """One trace the mapping fails on: its spans at fault refused, the rest mapped."""
+
+        def works(part: list[Span]) -> bool:
+            try:
+                map_traces({(s.trace, s.id): s for s in part}, [], SpanCounts(), 1)
+            except Exception:
+                return False
+            return True
+
+        poison = leave_out(list(trace.values()), works)
+        for span in poison:
+            self.rejects.append((span.line, raw_text(span), f"the mapping failed on it: {reason}"))
+            self.counts.refused += 1
+        out = {id(span) for span in poison}
+        left = {key: span for key, span in trace.items() if id(span) not in out}
+        return self._map_part([left]) if left else []
 
     def _without_given(
         self, pairs: list[tuple[int, Event]], late: dict[Key, Span]
@@ -228,18 +286,6 @@ class OtlpConverter:
         self.counts.add(before, -1)
         self.skipped -= before.outside
         return [(line, event) for line, event in pairs if _event_key(event) not in given]
-
-
-def _check_times(spans: list[Span]) -> None:
-    """Refuse spans whose times no record can hold, as :func:`check_span` words it.
-
-    The bounds of a batch are tested at once; only a batch out of them is
-    walked span by span, for the first bad span's words.
-    """
-    times = [t for span in spans for t in (span.start, span.end) if t is not None]
-    if times and (min(times) < 0 or max(times) > MAX_TS_NS):
-        for span in spans:
-            check_span(span)
 
 
 def _event_key(event: Event) -> tuple[Any, ...]:

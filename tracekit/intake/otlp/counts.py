@@ -31,7 +31,7 @@ class SpanCounts:
     steps: int = 0
     wrappers: int = 0
     outside: int = 0  # under no agent run: rejected, named in the integrity report
-    refused: int = 0  # in a loop of parent links: rejected as bad lines
+    refused: int = 0  # refused one by one (a parent loop, a limit, the mapping): bad lines
 
     @property
     def read(self) -> int:
@@ -61,5 +61,5 @@ class SpanCounts:
     def _why(self) -> list[tuple[int, str]]:
         return [
             (self.outside, "outside any agent run"),
-            (self.refused, "in a loop of parent links"),
+            (self.refused, "refused one by one"),
         ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 from typing import Any, Final
 
 import msgspec
@@ -27,6 +28,7 @@ __all__ = [
     "ERROR_CODES",
     "SPAN_KEYS",
     "Span",
+    "UnreadableValueError",
     "chained_causes",
     "check_span",
     "decode_spans",
@@ -118,6 +120,13 @@ class Span(msgspec.Struct):
     #: What its ``exception.stacktrace`` says the exception was raised from
     #: (the text before the last "direct cause" or "during handling" line).
     exception_cause: str | None = None
+    #: Why a value of it could not be read (a time that is not a whole number,
+    #: an integer past 64 bits): the span is refused alone, for that reason.
+    unreadable: str | None = None
+
+
+class UnreadableValueError(ValueError):
+    """A value of one span cannot be read: that span is refused, not its batch."""
 
 
 def _get(obj: dict[str, Any], camel: str, snake: str) -> Any:
@@ -165,11 +174,14 @@ def any_value(value: Any, depth: int = 1) -> Any:
     if key in ("stringValue", "string_value", "bytesValue", "bytes_value"):
         return inner
     if key in ("intValue", "int_value"):
-        return int(inner)
+        return _whole(inner, "an intValue")
     if key in ("boolValue", "bool_value"):
         return bool(inner)
     if key in ("doubleValue", "double_value"):
-        return float(inner)
+        try:
+            return float(inner)
+        except (TypeError, ValueError):
+            raise UnreadableValueError(f"a doubleValue {inner!r:.40} is not a number") from None
     if key in ("arrayValue", "array_value"):
         return [any_value(v, depth + 1) for v in (inner or {}).get("values") or ()]
     if key in ("kvlistValue", "kvlist_value"):
@@ -205,10 +217,21 @@ def check_span(span: Span) -> None:
 def _nanos(value: Any, field: str) -> int | None:
     if value is None or value in ("", "0", 0):
         return None
+    return _whole(value, field)
+
+
+def _whole(value: Any, what: str) -> int:
+    """A whole number from JSON (a number or a string of digits); NaN, infinities and fractions refused.
+
+    Raises:
+        UnreadableValueError: not a whole number.
+    """
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise UnreadableValueError(f"{what} {value!r:.40} is not a whole number")
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{field} {value!r:.40} is not a number of nanoseconds") from None
+    except (TypeError, ValueError, OverflowError):
+        raise UnreadableValueError(f"{what} {value!r:.40} is not a whole number") from None
 
 
 def _scope_lists(resource_spans: dict[str, Any]) -> list[Any]:
@@ -240,15 +263,39 @@ def decode_spans(doc: dict[str, Any]) -> list[Span]:
         service = attributes(resource.get("attributes")).get("service.name")
         for scope in _scope_lists(resource_spans):
             for raw in scope.get("spans") or ():
-                out.append(_span(raw, service))
+                out.append(_span_or_unreadable(raw, service))
     return out
+
+
+def _span_or_unreadable(raw: dict[str, Any], service: Any) -> Span:
+    """The span; one a value of which cannot be read comes back marked, to be refused alone."""
+    try:
+        return _span(raw, service)
+    except UnreadableValueError as exc:
+        span_id = hex_id(_get(raw, "spanId", "span_id"))
+        return Span(
+            trace=hex_id(_get(raw, "traceId", "trace_id")),
+            id=span_id,
+            parent="",
+            name=str(raw.get("name") or "")[:1024],
+            start=0,
+            end=None,
+            attrs={},
+            error=False,
+            message="",
+            service=None,
+            unreadable=f"span {span_id}: {exc}",
+        )
 
 
 def _span(raw: dict[str, Any], service: Any) -> Span:
     span_id = hex_id(_get(raw, "spanId", "span_id"))
     if not span_id:
         raise ValueError(f"span {raw.get('name', '?')!r:.60} has no spanId")
-    start = _nanos(_get(raw, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano")
+    given = _get(raw, "startTimeUnixNano", "start_time_unix_nano")
+    if given in (None, "", "0", 0):
+        raise ValueError(f"span {span_id} has no startTimeUnixNano")
+    start = _nanos(given, "startTimeUnixNano")
     if start is None:
         raise ValueError(f"span {span_id} has no startTimeUnixNano")
     status = raw.get("status") or {}

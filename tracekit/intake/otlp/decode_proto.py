@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from typing import Any
 
 from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes, names_transfer
@@ -27,7 +28,13 @@ from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
-__all__ = ["decode_spans_proto"]
+__all__ = [
+    "check_message",
+    "decode_spans_proto",
+    "iter_spans_of_message",
+    "parse",
+    "spans_of_message",
+]
 
 _ERROR = 2  # STATUS_CODE_ERROR
 
@@ -41,6 +48,15 @@ def decode_spans_proto(data: bytes) -> list[Span]:
         ValueError: the bytes are not such a message (truncated, not protobuf),
             or a span has no id or no start time.
     """
+    return spans_of_message(parse(data))
+
+
+def parse(data: bytes) -> Any:
+    """A serialized ``ExportTraceServiceRequest`` (or ``TracesData``), parsed.
+
+    Raises:
+        ValueError: the bytes are not such a message.
+    """
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
@@ -51,7 +67,7 @@ def decode_spans_proto(data: bytes) -> list[Span]:
         request.ParseFromString(data)
     except (DecodeError, RecursionError) as exc:
         raise ValueError(f"not an OTLP protobuf message ({exc})") from None
-    return spans_of_message(request)
+    return request
 
 
 def spans_of_message(request: Any) -> list[Span]:
@@ -60,7 +76,31 @@ def spans_of_message(request: Any) -> list[Span]:
     Raises:
         ValueError: a span has no id or no start time, or a value nests too deep.
     """
-    out: list[Span] = []
+    check_message(request)
+    return list(iter_spans_of_message(request))
+
+
+def check_message(request: Any) -> None:
+    """Refuse a message a span of which has no id or no start time (before any is read).
+
+    Raises:
+        ValueError: the first such span, named.
+    """
+    for resource_spans in request.resource_spans:
+        for scope in resource_spans.scope_spans:
+            for raw in scope.spans:
+                if not raw.span_id:
+                    raise ValueError(f"span {raw.name!r:.60} has no spanId")
+                if not raw.start_time_unix_nano:
+                    raise ValueError(f"span {raw.span_id.hex()} has no startTimeUnixNano")
+
+
+def iter_spans_of_message(request: Any) -> Iterator[Span]:
+    """The spans of a decoded message, one at a time (:func:`spans_of_message`).
+
+    Raises:
+        ValueError: a value nests too deep.
+    """
     for resource_spans in request.resource_spans:
         service: Any = None
         for kv in resource_spans.resource.attributes:
@@ -68,8 +108,8 @@ def spans_of_message(request: Any) -> list[Span]:
                 service = _plain(kv.value)
         service = service if isinstance(service, str) else None
         for scope in resource_spans.scope_spans:
-            out.extend(_span(raw, service) for raw in scope.spans)
-    return out
+            for raw in scope.spans:
+                yield _span(raw, service)
 
 
 def _plain(value: Any, depth: int = 1) -> Any:

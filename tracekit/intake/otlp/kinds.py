@@ -237,7 +237,7 @@ def langgraph_shapes(spans: dict[Any, Span]) -> tuple[set[Any], set[Any]]:
 def _int(value: Any) -> int | None:
     try:
         number = int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not a number, NaN, infinite
         return None
     return number if number >= 0 else None
 

@@ -30,6 +30,7 @@ import duckdb
 import pyarrow as pa
 
 from tracekit.intake.otlp.decode_json import ARGUMENT_KEYS, SPAN_KEYS
+from tracekit.intake.otlp.limits import MAX_COUNT, MAX_DURATION_NS, MAX_NAME_CHARS
 from tracekit.validate import MAX_TS_NS
 
 __all__ = ["READ_KEYS", "SPAN_COLUMNS", "decode_lines"]
@@ -146,6 +147,28 @@ _NANOS = (
     " OR json_type(_{0}) = 'VARCHAR' AND regexp_full_match(json_extract_string(_{0}, '$'), '[0-9]*'))"
 )
 
+# The door's limits (tracekit.intake.otlp.limits): a span past one goes the per-span way,
+# where it is refused or its strings cut, exactly as the collector does.
+_WITHIN_LIMITS = f"""(
+    (end_h IS NULL OR end_h = 0 OR end_h BETWEEN start_h AND start_h + {MAX_DURATION_NS})
+    AND length(coalesce(name, '')) <= {MAX_NAME_CHARS}
+    AND length(coalesce(svc.stringValue, '')) <= {MAX_NAME_CHARS}
+    AND length(coalesce({_STR.format("_message")}, '')) <= {MAX_NAME_CHARS}
+    AND {
+    " AND ".join(
+        f"length(coalesce(_{c}.stringValue, '')) <= {MAX_NAME_CHARS}"
+        for c in READ_KEYS
+        if not c.startswith("tokens")
+    )
+}
+    AND coalesce(TRY_CAST(json_extract_string(_tokens_in.intValue, '$') AS BIGINT), 0) <= {
+    MAX_COUNT
+}
+    AND coalesce(TRY_CAST(json_extract_string(_tokens_out.intValue, '$') AS BIGINT), 0) <= {
+    MAX_COUNT
+}
+)"""
+
 _SPANS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _otlp_spans AS
 {_RAW}, _otlp_typed AS (
@@ -182,6 +205,7 @@ SELECT line, ri, pos, raw::VARCHAR AS raw,
      AND (svc IS NULL OR svc.stringValue IS NOT NULL)
      AND (_message IS NULL OR json_type(_message) = 'VARCHAR')
      AND coalesce(list_bool_and([t IS NOT NULL AND regexp_full_match(t, '[0-9a-f]{{32}}') FOR t IN link_traces]), true)
+     AND {_WITHIN_LIMITS}
     ) AS exact
 FROM _otlp_typed
 """

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from tracekit.intake.otlp.columns.decode import READ_KEYS, SPAN_COLUMNS
 from tracekit.intake.otlp.decode_json import ARGUMENT_KEYS, SPAN_KEYS
+from tracekit.intake.otlp.limits import MAX_DURATION_NS
 from tracekit.validate import MAX_TS_NS
 
 __all__ = ["proto_spans"]
@@ -111,6 +112,7 @@ def _add(
         and len(span.parent_span_id) in (0, 8)
         and 0 < start <= MAX_TS_NS
         and end <= MAX_TS_NS
+        and (not end or start <= end <= start + MAX_DURATION_NS)  # the door's limits
         and all(len(t) == 32 for t in links)
     )
     if not exact:  # the caller reads this batch the per-span way; keep the table valid
