@@ -152,6 +152,7 @@ def tree_view(
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
     if result.spans is not None:  # OTLP: where every span read went
         notes.append(result.spans.line())
+        notes.extend(result.spans.notes())
     return TreeView(view.stdout, notes)
 
 

@@ -79,6 +79,8 @@ def ingest_command(
         )
         if source.spans is not None:  # OTLP: where every span read went
             print(f"  {source.spans.line()}")
+            for note in source.spans.notes():
+                print(f"  {note}")
     if report.totals.rejected:
         bad = plural(report.totals.rejected, "bad line")
         print(f"{bad} kept in the rejects table: tracekit rejects")

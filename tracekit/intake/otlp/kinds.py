@@ -25,9 +25,9 @@ from typing import Any, Final
 from tracekit.events import Usage
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import KIND
 
 __all__ = [
-    "CONTROL_FLOW",
     "is_container",
     "is_llm",
     "is_tool",
@@ -55,10 +55,6 @@ _MERGED: Final = "(merged tools)"
 #: A graph's entry and exit nodes only route (langgraph-swarm's ``__start__`` runs
 #: ``route_to_active_agent``): they do not make the graph an agent of its own.
 _GRAPH_ENDS: Final = frozenset({"__start__", "__end__"})
-#: Exceptions that are control flow, not failures (LangGraph's Command.PARENT, interrupts).
-CONTROL_FLOW: Final = frozenset(
-    {"ParentCommand", "GraphInterrupt", "GraphBubbleUp", "NodeInterrupt"}
-)
 _OPENINFERENCE_TOOL: Final = "TOOL"
 _OPENINFERENCE_LLM: Final = frozenset({"LLM", "EMBEDDING"})
 
@@ -73,6 +69,8 @@ def is_workflow(span: Span) -> bool:
     """
     attrs = span.attrs
     operation = attrs.get("gen_ai.operation.name")
+    if KIND in attrs:  # a dialect's verdict (:mod:`.dialects`) comes first
+        return attrs[KIND] == "workflow"
     if operation is not None:  # the common case: one look
         return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
@@ -100,13 +98,17 @@ def tool_name(span: Span) -> str | None:
         'handoff to billing'
     """
     attrs = span.attrs
+    declared = attrs.get(KIND)
+    if declared is not None and declared != "tool":
+        return None  # a dialect said what it is, and it is no tool call
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
     if name == _MERGED:
         return None  # ADK's span after parallel tools: not a call of its own
     if name:
         return str(name)
     if (
-        attrs.get("gen_ai.operation.name") == "execute_tool"
+        declared == "tool"
+        or attrs.get("gen_ai.operation.name") == "execute_tool"
         or attrs.get("openinference.span.kind") == _OPENINFERENCE_TOOL
         or "to_agent" in attrs
     ):
@@ -122,6 +124,8 @@ def is_tool(span: Span) -> bool:
 def is_llm(span: Span) -> bool:
     """A model call: a GenAI chat/completion operation, or an OpenInference ``LLM`` span."""
     attrs = span.attrs
+    if KIND in attrs:
+        return attrs[KIND] == "model"
     operation = attrs.get("gen_ai.operation.name")
     if operation in _LLM_OPERATIONS:
         return True
@@ -137,6 +141,9 @@ def is_container(span: Span) -> bool:
     """
     if "tracekit.step" in span.attrs:
         return False
+    declared = span.attrs.get(KIND)
+    if declared is not None:
+        return declared == "wrapper"
     kind = span.attrs.get("openinference.span.kind")
     if kind is not None and kind not in (_OPENINFERENCE_TOOL, *_OPENINFERENCE_LLM):
         return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: OpenInference's wrappers

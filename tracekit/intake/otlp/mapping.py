@@ -30,6 +30,9 @@ import msgspec
 from tracekit.events import Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import apply, apply_dialect
+from tracekit.intake.otlp.evidence import infer
+from tracekit.intake.otlp.loops import loop_agents
 from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
@@ -53,8 +56,9 @@ def map_traces(
     ``traces`` is how many traces ``spans`` holds.
     """
     counts.refused += _refuse_loops(spans, rejects)
+    apply(spans)
     index = SpanIndex(spans)
-    if len({key[0] for key in index.agent_set}) < traces and _plain_roots(spans, index):
+    if len({key[0] for key in index.agent_set}) < traces and _no_agent(spans, index, counts):
         index = SpanIndex(spans)
     steps = Steps(index)
     pairs: _Pairs = []
@@ -127,27 +131,48 @@ def _surface_errors(
             )
 
 
-def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
-    """Make the top span of each trace without an agent span a root run; whether any was.
+def _no_agent(spans: dict[Key, Span], index: SpanIndex, counts: SpanCounts) -> bool:
+    """Read the traces with no agent span by evidence, in order; whether any span changed.
+
+    First what their attributes show in any namespace (:func:`.evidence.infer`),
+    then the loop rule (:func:`.loops.loop_agents`); a trace still without an
+    agent is a run of plain steps (:func:`_plain_roots`), counted so that the
+    report says so. A message runtime's own traces (no agent, but linked to
+    traces that have one) are the plumbing of those runs, not runs.
+    """
+    with_agents = {key[0] for key in index.agent_set}
+    linked = _linked_traces(spans) if with_agents else set()
+    missing = {key[0] for key in spans} - with_agents - linked
+    if not missing:
+        return False
+    found = infer(span for key, span in spans.items() if key[0] in missing)
+    if found is not None:
+        apply_dialect(spans, found.dialect, missing)
+        agents = SpanIndex({k: s for k, s in spans.items() if k[0] in missing}).agent_set
+        read = {key[0] for key in agents}
+        if read:
+            counts.inferred[found.line()] = counts.inferred.get(found.line(), 0) + len(read)
+        missing -= read
+    missing -= loop_agents(spans, missing)
+    counts.plain += len(missing)
+    _plain_roots(spans, missing)
+    return True
+
+
+def _plain_roots(spans: dict[Key, Span], traces: set[str]) -> None:
+    """Make the top span of each of ``traces`` a root run.
 
     Such a trace (a framework tracekit has no shape for, plain OpenTelemetry)
     is still a run, named after its top span's service and name, with its
     spans as steps: nothing read is dropped for want of an agent.
     """
-    with_agents = {key[0] for key in index.agent_set}
-    # A message runtime's own traces (AutoGen's publish/process) carry no agent but
-    # are linked to those that do: they are the plumbing of those runs, not runs.
-    linked = _linked_traces(spans) if with_agents else set()
-    found = False
     for key, span in spans.items():
-        if key[0] in with_agents or key[0] in linked:
+        if key[0] not in traces:
             continue
         if span.parent and (key[0], span.parent) in spans:
             continue
         name = f"{span.service} {span.name}" if span.service else span.name
         span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
-        found = True
-    return found
 
 
 def _linked_traces(spans: dict[Key, Span]) -> set[str]:

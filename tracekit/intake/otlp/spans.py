@@ -13,6 +13,7 @@ from typing import Final
 
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import KIND
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
 from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
@@ -47,6 +48,9 @@ def is_agent(span: Span) -> bool:
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
+    declared = attrs.get(KIND)
+    if declared is not None:  # a dialect's verdict (:mod:`.dialects`)
+        return declared == "agent"
     # A framework's shape overrules the generic rules below; most spans' names and
     # attributes are no shape's, and a name is looked up once (shapes.may_decide).
     if shapes.DECIDER_NAMES[span.name] or not shapes.DECIDER_KEYS.isdisjoint(attrs):
@@ -65,6 +69,17 @@ def is_agent(span: Span) -> bool:
         "gen_ai.agent.name" in attrs
         and operation in _OLD_OPERATIONS
         and not (is_llm(span) or is_tool(span) or is_container(span))
+    )
+
+
+def _declared(attrs: dict[str, object]) -> bool:
+    """An agent by a declaration or a name, not only by a span kind: it stays one when idle."""
+    return (
+        KIND in attrs
+        or not shapes.NAME_KEYS.isdisjoint(attrs)
+        or attrs.get("gen_ai.operation.name") == "invoke_agent"
+        or "tracekit.invocation_id" in attrs
+        or "tracekit.root" in attrs
     )
 
 
@@ -144,6 +159,7 @@ class SpanIndex:
                 self.agent_set.add(key)
             elif may_mark(span):
                 marks.append(key)
+        self._idle_agents()
         self.agent_set |= self.workflows
         if turns:  # LlamaIndex: agents with no span, only turns
             heads = llamaindex.invocations(spans, turns)
@@ -188,6 +204,33 @@ class SpanIndex:
         self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
     # -- building ------------------------------------------------------------
+    def _idle_agents(self) -> None:
+        """An agent span that does no agent work is a step: a tool call, an event, an answer.
+
+        A span kind may mark the tool call that ends an agent's turn (a final
+        answer) as an agent: with no child (no model call, no tool), no
+        failure and no agent name, under another agent of its trace, it is
+        that agent's tool step. A span declared an agent (a dialect, the
+        GenAI ``invoke_agent``, tracekit's own) or named as one stays one.
+        """
+        leaves = [
+            key
+            for key in self.agent_set
+            if key not in self.has_children and key not in self.graph_agents
+        ]
+        if not leaves:
+            return
+        for key in leaves:
+            span = self.spans[key]
+            attrs = span.attrs
+            if _declared(attrs) or span.error or span.exception is not None or not span.parent:
+                continue
+            if not self._inside_agent(key):
+                continue
+            self.agent_set.discard(key)
+            name = attrs.get("tool.name") or attrs.get("gen_ai.tool.name") or span.name
+            span.attrs = {**attrs, KIND: "tool", "gen_ai.tool.name": str(name)}
+
     def _spanless_agents(self, marks: list[Key]) -> None:
         """Delegation tool spans that stand for an agent with no span of its own.
 

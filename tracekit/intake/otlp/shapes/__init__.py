@@ -32,6 +32,7 @@ from tracekit.intake.otlp.shapes import genai, llamaindex, openinference, smolag
 from tracekit.intake.otlp.shapes.base import Shape
 
 __all__ = [
+    "NAME_KEYS",
     "DECIDER_KEYS",
     "DECIDER_NAMES",
     "DECIDES",
@@ -50,6 +51,8 @@ SHAPES: Final[tuple[Shape, ...]] = (
     openinference.SHAPE,
     genai.SHAPE,
 )
+#: Attributes that name an agent, in any shape.
+NAME_KEYS: Final = frozenset((*genai.NAME_KEYS, *openinference.NAME_KEYS))
 _NAMERS: Final = tuple(s for s in SHAPES if s.agent_name is not None)
 _VERDICTS: Final = tuple(s for s in SHAPES if s.is_agent is not None)
 _WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)
