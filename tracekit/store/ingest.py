@@ -53,6 +53,7 @@ from tracekit.store.ingest_log import (
     undo_unread,
 )
 from tracekit.store.load import Counts, load_batch
+from tracekit.intake.otlp.dialects import user_dialects
 from tracekit.store.otlp_columns import column_batches, columns_enabled
 from tracekit.store.otlp_source import JoinedOtlp, Refused, Tables
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
@@ -151,7 +152,9 @@ def ingest_paths(
     report = IngestReport()
     # A trace split over several sources is joined span by span: the set-based
     # path maps one source at a time, so it reads an ingest of one source.
-    otlp = _Otlp(con if len(sources) == 1 and columns_enabled() else None)
+    # A user's dialect is read by the per-span rules only: the columns know the common shapes.
+    by_columns = len(sources) == 1 and columns_enabled() and not user_dialects()
+    otlp = _Otlp(con if by_columns else None)
     try:
         since = first_underived(con)
         with _failures(con, since, asked):

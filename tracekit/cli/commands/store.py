@@ -9,6 +9,7 @@ import typer
 from tracekit._util.text import plural
 from tracekit.cli.commands.options import (
     DbOption,
+    DialectOption,
     FormatOption,
     IngestFormat,
     ServerOption,
@@ -51,6 +52,7 @@ def ingest_command(
     format: Annotated[
         IngestFormat, typer.Option("--format", help="auto (by content), tracekit (v1) or otlp.")
     ] = IngestFormat.auto,
+    dialect: DialectOption = None,
 ) -> None:
     """Load traces into the store; every line is accounted for on the last line printed.
 
@@ -66,7 +68,10 @@ def ingest_command(
     if url is not None:  # tracekit serve holds the store: it loads what it is sent
         _forward(paths, url)
         return
-    report = ingest_into(db, paths, format.value, progress_bar())
+    from tracekit.intake.otlp.dialect import find_dialects
+
+    dialects = find_dialects(dialect or ())
+    report = ingest_into(db, paths, format.value, progress_bar(), dialects)
     for source in report.sources if len(report.sources) <= 20 else []:
         c = source.counts
         if source.skipped:

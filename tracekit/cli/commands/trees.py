@@ -8,6 +8,7 @@ import typer
 
 from tracekit.cli.commands.options import (
     ColorMode,
+    DialectOption,
     ServerOption,
     ShownStep,
     TreeFormat,
@@ -81,6 +82,7 @@ def tree_command(
         ),
     ] = None,
     server: ServerOption = None,
+    dialect: DialectOption = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -111,7 +113,17 @@ def tree_command(
     from tracekit.cli.tree import print_tree
 
     print_tree(
-        file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or []
+        file,
+        run,
+        format.value,
+        color.value,
+        max_depth,
+        errors,
+        strict,
+        shown,
+        fold,
+        expand or [],
+        dialect=tuple(dialect or ()),
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any, Final
 import msgspec
 
 # The handoff words live in one module; re-exported here for the decoders' callers.
+from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
@@ -188,6 +189,14 @@ def attributes(items: Any, keys: frozenset[str] | None = None, *, depth: int = 1
     return {kv["key"]: any_value(kv.get("value"), depth) for kv in items if kv["key"] in keys}
 
 
+def _items(items: Any) -> list[Any]:
+    if not items:
+        return []
+    if not isinstance(items, list):
+        raise ValueError("attributes must be a list of key/value objects")
+    return items
+
+
 def check_span(span: Span) -> None:
     """Refuse a span whose times no record can hold (see :mod:`tracekit.validate`).
 
@@ -255,7 +264,12 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     events = raw.get("events") or ()
     name = str(raw.get("name") or "")
     exception, exception_message, exception_cause = _exception(events)
-    attrs = attributes(raw.get("attributes"), SPAN_KEYS)
+    kept = kept_keys(SPAN_KEYS)
+    attrs = {
+        kv["key"]: any_value(kv.get("value"), 1)
+        for kv in _items(raw.get("attributes"))
+        if kept[kv["key"]]
+    }
     if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
         agent = current_agent(name, attributes(raw.get("attributes"), _INPUT_KEYS).get(INPUT))
         if agent:

@@ -39,9 +39,14 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
-from tracekit.intake.otlp.decode_json import Span
+from typing import TYPE_CHECKING
+
 from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
+from tracekit.intake.otlp.evidence import is_evidence_key
 from tracekit.intake.otlp.names import NameMemo
+
+if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
+    from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
     "CONTROL_FLOW_KEY",
@@ -52,7 +57,9 @@ __all__ = [
     "apply_dialect",
     "builtin",
     "is_control_flow",
+    "kept_keys",
     "tables",
+    "user_dialects",
     "using",
 ]
 
@@ -73,6 +80,11 @@ def builtin() -> tuple[Dialect, ...]:
     return tuple(load_dialect(path) for path in sorted(_SHAPES.glob("*.toml")))
 
 
+def user_dialects() -> tuple[Dialect, ...]:
+    """The user's dialects in force (none unless inside :func:`using`)."""
+    return _ACTIVE.get()
+
+
 def active() -> tuple[Dialect, ...]:
     """The user's dialects in force (first), then the built-in ones."""
     return (*_ACTIVE.get(), *builtin())
@@ -80,7 +92,13 @@ def active() -> tuple[Dialect, ...]:
 
 @contextmanager
 def using(dialects: Sequence[Dialect]) -> Iterator[None]:
-    """Put a user's dialects in force for what runs inside (a read, an ingest)."""
+    """Put a user's dialects in force for what runs inside (a read, an ingest).
+
+    None given, the dialects already in force stay (a caller's).
+    """
+    if not dialects:
+        yield
+        return
     token = _ACTIVE.set(tuple(dialects))
     try:
         yield
@@ -107,6 +125,8 @@ class Tables:
     code_from: tuple[str, ...]
     keys: frozenset[str]
     names: NameMemo[bool]
+    #: Per set of base keys, whether the decoders keep an attribute (:func:`kept_keys`).
+    kept: dict[frozenset[str], NameMemo[bool]]
 
     def goto(self, span: Span) -> str | None:
         """The agent a goto span sends control to, if the span is one."""
@@ -151,12 +171,41 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         code_from=joined("code_from"),
         keys=frozenset(keys),
         names=NameMemo(lambda name: probe.matches(name, {})),
+        kept={},
     )
+
+
+_LAST: list[tuple[tuple[Dialect, ...], Tables]] = []
 
 
 def tables() -> Tables:
     """The joined tables of the dialects in force (remembered per set of dialects)."""
-    return _tables(active(), _ACTIVE.get())
+    user = _ACTIVE.get()
+    if _LAST and _LAST[0][0] is user:  # asked per span: the same dialects as last time
+        return _LAST[0][1]
+    found = _tables((*user, *builtin()), user)
+    _LAST[:] = [(user, found)]
+    return found
+
+
+def kept_keys(base: frozenset[str]) -> NameMemo[bool]:
+    """Whether a span attribute is kept by the decoders: ``base``, a dialect's, or evidence.
+
+    The decoders keep only what some rule reads (a big file holds millions of
+    spans until their traces are complete); a dialect's keys and the keys the
+    evidence reader looks for (:func:`.evidence.is_evidence_key`) are read.
+
+    Example:
+        >>> kept = kept_keys(frozenset({"gen_ai.agent.name"}))
+        >>> kept["gen_ai.agent.name"], kept["app.agent"], kept["http.route"]
+        (True, True, False)
+    """
+    found = tables()
+    memo = found.kept.get(base)
+    if memo is None:
+        keys = found.keys | base
+        memo = found.kept[base] = NameMemo(lambda key: key in keys or is_evidence_key(key))
+    return memo
 
 
 def is_control_flow(kind: str | None) -> bool:

@@ -28,10 +28,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tracekit.intake.otlp.decode_json import Span
+from typing import TYPE_CHECKING
+
 from tracekit.intake.otlp.dialect import Dialect, Edges, Errors, Match
 
-__all__ = ["Inferred", "infer"]
+if TYPE_CHECKING:  # the decoders keep the keys read here (through .dialects)
+    from tracekit.intake.otlp.decode_json import Span
+
+__all__ = ["Inferred", "infer", "is_evidence_key"]
 
 #: Attribute keys that say what kind a span is, in any namespace.
 _KIND_KEY: Final = re.compile(
@@ -75,6 +79,18 @@ class Inferred:
             'x (sure: low)'
         """
         return f"{'; '.join(self.said)} (sure: {self.sure})"
+
+
+def is_evidence_key(key: str) -> bool:
+    """Whether an attribute key may be agent evidence in some namespace (kept when decoded).
+
+    Example:
+        >>> is_evidence_key("app.agent"), is_evidence_key("mlflow.spanType"), is_evidence_key("http.url")
+        (True, True, False)
+    """
+    return _unknown(key) and any(
+        p.search(key) for p in (_KIND_KEY, _AGENT_KEY, _TOOL_KEY, _TARGET_KEY, _ERROR_KEY)
+    )
 
 
 def _text(value: Any) -> str:

@@ -209,8 +209,9 @@ class SpanIndex:
 
         A span kind may mark the tool call that ends an agent's turn (a final
         answer) as an agent: with no child (no model call, no tool), no
-        failure and no agent name, under another agent of its trace, it is
-        that agent's tool step. A span declared an agent (a dialect, the
+        failure and no agent name, right under another agent (no tool call
+        between them: an agent used as a tool is one), it is that agent's
+        tool step. A span declared an agent (a dialect, the
         GenAI ``invoke_agent``, tracekit's own) or named as one stays one.
         """
         leaves = [
@@ -225,7 +226,7 @@ class SpanIndex:
             attrs = span.attrs
             if _declared(attrs) or span.error or span.exception is not None or not span.parent:
                 continue
-            if not self._inside_agent(key):
+            if not self._right_under_agent(key):
                 continue
             self.agent_set.discard(key)
             name = attrs.get("tool.name") or attrs.get("gen_ai.tool.name") or span.name
@@ -266,6 +267,17 @@ class SpanIndex:
                 found.add(cur)
                 cur = self.parent_of(cur)
         return found
+
+    def _right_under_agent(self, key: Key) -> bool:
+        """Whether an agent is above the span with no tool call between them."""
+        cur = self.parent_of(key)
+        for _ in range(100_000):
+            if cur is None or is_tool(self.spans[cur]):
+                return False
+            if cur in self.agent_set and cur not in self.workflows:
+                return True
+            cur = self.parent_of(cur)
+        return False
 
     def _inside_agent(self, key: Key) -> bool:
         cur = self.parent_of(key)
