@@ -249,6 +249,8 @@ def parse_dialect(text: str, origin: str, table: dict[str, Any] | None = None) -
         except tomllib.TOMLDecodeError as exc:
             found = re.search(r"line (\d+)", str(exc))
             line = int(found.group(1)) if found else 0
+            if not found and "end of document" in str(exc):
+                line = max(1, len(text.splitlines()))
             raise DialectError(origin, line, f"not TOML: {exc}") from None
     reader = _Reader(text, origin)
     reader.known(table, _TOP, "")

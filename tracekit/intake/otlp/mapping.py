@@ -32,6 +32,7 @@ from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.dialects import apply, apply_dialect
 from tracekit.intake.otlp.evidence import infer
+from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.loops import loop_agents
 from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
@@ -113,7 +114,9 @@ def _surface_errors(
 
     The step keeps its own error if it has one; otherwise it takes the first
     failure folded into it (a tool call that raised inside a delegation tool,
-    a query that failed inside a plain step).
+    a query that failed inside a plain step). A plain step takes the error's
+    code only from a tool call: the innermost failed span is the step that
+    failed, and its type is the origin code.
     """
     for key in hidden:
         error = own_error(index.spans[key])
@@ -124,7 +127,9 @@ def _surface_errors(
             continue
         line, node = pairs[made[above]]
         if isinstance(node, Node) and node.ok is not False:
-            failed = node.call is not None  # a plain step carries no error of its own
+            # The innermost failed span is where it failed: a plain step carries the
+            # error of a tool call that raised inside it (its code is the origin's).
+            failed = node.call is not None or tool_name(index.spans[key]) is not None
             pairs[made[above]] = (
                 line,
                 msgspec.structs.replace(node, ok=False, error=error if failed else None),
