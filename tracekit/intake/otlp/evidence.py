@@ -48,7 +48,7 @@ _TARGET_KEY: Final = re.compile(
 )
 _TOOL_KEY: Final = re.compile(r"(?:^|[._])tool(?:[._]?name)?$", re.IGNORECASE)
 #: Span names that say what a span is before a separator (``agent:billing``, ``tool/lookup``).
-_NAMED: Final = re.compile(r"^(agent|tool|function)([:/ .])(.+)$", re.IGNORECASE)
+_NAMED: Final = re.compile(r"^(agent|tool|function)([:/])(.+)$", re.IGNORECASE)
 _ERROR_KEY: Final = re.compile(
     r"(?:^|[._])(?:error[._]?(?:type|code|kind)|exception[._]?type)$", re.IGNORECASE
 )
@@ -60,7 +60,29 @@ _VALUES: Final = {
     "models": frozenset({"llm", "chat", "chat_model", "generation", "completion", "embedding"}),
 }
 #: Keys of the conventions tracekit already reads: no evidence of an unknown dialect.
-_KNOWN: Final = ("gen_ai.", "tracekit.", "error.type", "exception.", "otel.", "span.kind")
+#: The OpenTelemetry conventions of other domains (a message's destination is no handoff).
+_KNOWN: Final = (
+    "gen_ai.",
+    "tracekit.",
+    "error.type",
+    "exception.",
+    "otel.",
+    "span.kind",
+    "messaging.",
+    "http.",
+    "rpc.",
+    "db.",
+    "net.",
+    "network.",
+    "server.",
+    "client.",
+    "url.",
+    "code.",
+    "thread.",
+    "process.",
+    "service.",
+    "telemetry.",
+)
 
 
 @dataclass(frozen=True, slots=True)

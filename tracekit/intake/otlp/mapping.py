@@ -126,14 +126,16 @@ def _surface_errors(
         if error is None or above is None:
             continue
         line, node = pairs[made[above]]
-        if isinstance(node, Node) and node.ok is not False:
-            # The innermost failed span is where it failed: a plain step carries the
-            # error of a tool call that raised inside it (its code is the origin's).
-            failed = node.call is not None or tool_name(index.spans[key]) is not None
-            pairs[made[above]] = (
-                line,
-                msgspec.structs.replace(node, ok=False, error=error if failed else None),
-            )
+        if not isinstance(node, Node) or node.error is not None:
+            continue
+        # The innermost failed span is where it failed: a step (even a plain one that
+        # failed with no code of its own) carries the error of a tool call that raised
+        # inside it, whose type is the origin's code.
+        span = index.spans[key]
+        typed = tool_name(span) is not None and (span.exception or span.attrs.get("error.type"))
+        if node.ok is not False or (typed and node.call is None):
+            carried = error if node.call is not None or typed else None
+            pairs[made[above]] = (line, msgspec.structs.replace(node, ok=False, error=carried))
 
 
 def _no_agent(spans: dict[Key, Span], index: SpanIndex, counts: SpanCounts) -> bool:

@@ -159,12 +159,12 @@ class SpanIndex:
                 self.agent_set.add(key)
             elif may_mark(span):
                 marks.append(key)
-        self._idle_agents()
         self.agent_set |= self.workflows
         if turns:  # LlamaIndex: agents with no span, only turns
             heads = llamaindex.invocations(spans, turns)
             self.agent_set.update(heads)
             self.has_children.update(heads)
+        self._idle_agents()
         self._spanless_agents(marks)
         # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
@@ -274,7 +274,7 @@ class SpanIndex:
         for _ in range(100_000):
             if cur is None or is_tool(self.spans[cur]):
                 return False
-            if cur in self.agent_set and cur not in self.workflows:
+            if cur in self.agent_set:
                 return True
             cur = self.parent_of(cur)
         return False
