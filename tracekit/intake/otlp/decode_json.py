@@ -20,6 +20,7 @@ import msgspec
 # The handoff words live in one module; re-exported here for the decoders' callers.
 from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
+from tracekit.intake.otlp.shapes.words import KEPT_KEYS
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
@@ -40,15 +41,13 @@ __all__ = [
 ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 #: The span attributes the mapping reads; the rest are not kept (a big file
 #: holds millions of spans until their traces are complete).
-SPAN_KEYS: Final = frozenset(
+SPAN_KEYS: Final = KEPT_KEYS | frozenset(
     {
         "gen_ai.operation.name",
         "gen_ai.agent.name",
         "gen_ai.tool.name",
         "agent.name",
         "tool.name",
-        "openinference.span.kind",
-        "traceloop.span.kind",
         "error.type",
         "tracekit.run_id",
         "tracekit.parent_run_id",
@@ -73,7 +72,6 @@ SPAN_KEYS: Final = frozenset(
         "graph.node.parent_id",
         "metadata",
         # What tells a framework's shape (tracekit.intake.otlp.shapes):
-        "smolagents.max_steps",
         "messaging.operation",
         # Model usage and sessions:
         "gen_ai.usage.input_tokens",
@@ -270,7 +268,7 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
         for kv in _items(raw.get("attributes"))
         if kept[kv["key"]]
     }
-    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+    if is_turn(name):  # agents with no span: the agent is only in the turn's input
         agent = current_agent(name, attributes(raw.get("attributes"), _INPUT_KEYS).get(INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

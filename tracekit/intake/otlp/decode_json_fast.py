@@ -179,7 +179,7 @@ class _Ids(dict[str, str]):
         return found
 
 
-#: Per span name: whether it reads as a transfer, whether it is a LlamaIndex turn.
+#: Per span name: whether it reads as a transfer, whether it starts an agent's turn.
 _NAME_FLAGS: Final = NameMemo(lambda name: (is_transfer_name(name), is_turn(name)))
 _NO_EXCEPTION: Final = (None, None, None)
 
@@ -195,7 +195,7 @@ def _span(raw: _Span, service: str | None, ids: _Ids) -> Span:
     transfer, turn = _NAME_FLAGS[raw.name]
     exception, message, cause = _exception(raw.events) if raw.events else _NO_EXCEPTION
     attrs = _kept(raw.attributes, kept_keys(SPAN_KEYS)) if raw.attributes else {}
-    if turn:  # LlamaIndex: the agent is only in the turn's input
+    if turn:  # agents with no span: the agent is only in the turn's input
         agent = current_agent(raw.name, _attrs(raw.attributes, _INPUT_KEYS).get(INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

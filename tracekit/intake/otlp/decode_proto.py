@@ -97,7 +97,7 @@ def _span(raw: Any, service: str | None) -> Span:
     kept = kept_keys(SPAN_KEYS)
     attrs = {kv.key: _plain(kv.value) for kv in raw.attributes if kept[kv.key]}
     name = raw.name
-    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+    if is_turn(name):  # agents with no span: the agent is only in the turn's input
         agent = current_agent(name, _attribute(raw.attributes, INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

@@ -62,7 +62,7 @@ class Match:
     Attributes:
         names: span-name globs (``agent:*``); a ``*`` may carry the name.
         attributes: attribute keys; a span with any of them matches.
-        where: attribute values (``{"traceloop.span.kind": "agent"}``, or a list of
+        where: attribute values (``{"app.span.kind": "agent"}``, or a list of
             values), any one matching.
         name_from: attributes that name the agent, tool or target, first found wins.
     """
@@ -293,6 +293,8 @@ class _Reader:
                 continue
             if key and current == section and re.match(rf"{re.escape(key)}\s*=", stripped):
                 return number
+        if not header_line and "." in section:  # a key of an inline table: its table's line
+            return self.line_of(section)
         return header_line
 
     def error(self, dotted: str, message: str) -> DialectError:

@@ -212,7 +212,7 @@ def is_control_flow(kind: str | None) -> bool:
     """Whether an exception type is control flow in a dialect in force.
 
     Example:
-        >>> is_control_flow("langgraph.errors.ParentCommand"), is_control_flow("ValueError")
+        >>> is_control_flow("errors.ParentCommand"), is_control_flow("ValueError")
         (True, False)
     """
     return kind is not None and _short(kind) in tables().control_flow

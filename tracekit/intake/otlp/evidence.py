@@ -107,7 +107,7 @@ def is_evidence_key(key: str) -> bool:
     """Whether an attribute key may be agent evidence in some namespace (kept when decoded).
 
     Example:
-        >>> is_evidence_key("app.agent"), is_evidence_key("mlflow.spanType"), is_evidence_key("http.url")
+        >>> is_evidence_key("app.agent"), is_evidence_key("x.spanType"), is_evidence_key("http.url")
         (True, True, False)
     """
     return _unknown(key) and any(

@@ -22,13 +22,10 @@ from tracekit.intake.otlp.kinds import (
     is_llm,
     is_tool,
     is_workflow,
-    langgraph_meta,
-    langgraph_shapes,
-    namespace,
     tool_name,
 )
 from tracekit.intake.otlp.markers import marker_target, may_mark
-from tracekit.intake.otlp.shapes import llamaindex
+from tracekit.intake.otlp.shapes.words import AGENT_KIND, AGENT_KIND_VALUES, SPAN_KIND
 
 __all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
@@ -42,8 +39,9 @@ _MODEL_OPERATIONS: Final = frozenset(
 def is_agent(span: Span) -> bool:
     """Whether the span is an agent invocation (or tracekit's own root run).
 
-    A LangGraph span is decided per trace instead (:func:`langgraph_shapes`):
-    OpenInference names its kinds after run names there.
+    A graph framework's node span is decided per trace instead
+    (:func:`tracekit.intake.otlp.shapes.graph_shapes`): span kinds follow run
+    names there.
     """
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
@@ -60,9 +58,9 @@ def is_agent(span: Span) -> bool:
     operation = attrs.get("gen_ai.operation.name")
     if operation == "invoke_agent":
         return True
-    if attrs.get("openinference.span.kind") == "AGENT":
-        return "metadata" not in attrs or langgraph_meta(span) is None
-    if attrs.get("traceloop.span.kind") == "agent":
+    if attrs.get(SPAN_KIND) == AGENT_KIND:
+        return shapes.graph_meta(span) is None
+    if any(attrs.get(key) == value for key, value in AGENT_KIND_VALUES):
         return True
     # The shape before invoke_agent: an agent name on a span that is no model call.
     return (
@@ -139,7 +137,7 @@ class SpanIndex:
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
-        self.graph_agents, graph_workflows = langgraph_shapes(spans)
+        self.graph_agents, graph_workflows = shapes.graph_shapes(spans)
         self.workflows = graph_workflows
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
@@ -160,13 +158,13 @@ class SpanIndex:
             elif may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
-        if turns:  # LlamaIndex: agents with no span, only turns
-            heads = llamaindex.invocations(spans, turns)
+        if turns:  # agents with no span, only turns
+            heads = shapes.turn_invocations(spans, turns)
             self.agent_set.update(heads)
             self.has_children.update(heads)
         self._idle_agents()
         self._spanless_agents(marks)
-        # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
+        # A workflow inside an agent (an agent used as a tool may run one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
         self.agent_set -= nested
@@ -235,8 +233,8 @@ class SpanIndex:
     def _spanless_agents(self, marks: list[Key]) -> None:
         """Delegation tool spans that stand for an agent with no span of its own.
 
-        A coworker of a CrewAI crew may exist only as the manager's
-        ``Delegate work to coworker`` span, whose input names it, with the
+        A coworker of a crew may exist only as the manager's delegation
+        span (``Delegate work to coworker``), whose input names it, with the
         coworker's own tool spans as its children: that span is then the
         coworker's invocation (named by the tool's target), its children its
         steps. A delegation span with an agent span under it is only a node.
@@ -441,7 +439,7 @@ class SpanIndex:
         return found
 
     def namespace_agent(self, key: Key, ns: str) -> Key | None:
-        """The agent whose LangGraph namespace is ``ns``; the workflow above for ``""``."""
+        """The agent whose graph checkpoint namespace is ``ns``; the workflow above for ``""``."""
         if not ns:
             cur = self.otel.get(key)
             while cur is not None and cur not in self.workflows:
@@ -450,8 +448,8 @@ class SpanIndex:
         for other in self.graph_agents:
             if other[0] != key[0] or other == key:
                 continue
-            meta = langgraph_meta(self.spans[other])
-            if meta is not None and namespace(meta) == ns:
+            meta = shapes.graph_meta(self.spans[other])
+            if meta is not None and shapes.namespace(meta) == ns:
                 return other
         return None
 

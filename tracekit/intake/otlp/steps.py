@@ -1,8 +1,8 @@
 """The steps of an agent's run: its tool calls, its model turns, its own spans.
 
-Frameworks wrap an agent's tool calls in model turns (OpenAI Agents' ``turn``
-spans), loop cycles (Strands' ``execute_event_loop_cycle``) or chains
-(LangGraph's ``agent``/``tools`` nodes). Those wrappers are neither steps nor
+Frameworks wrap an agent's tool calls in model turns (``turn`` spans), loop
+cycles (``execute_event_loop_cycle``) or chains (a graph's ``agent``/``tools``
+nodes). Those wrappers are neither steps nor
 nodes (:func:`~tracekit.intake.otlp.kinds.is_container`): the tool calls
 and model calls inside them belong to the agent, so a tool that raised is
 seen. A tool call becomes ``Node(call="tool")`` named by the tool, with its
