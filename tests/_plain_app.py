@@ -7,6 +7,7 @@ raised inside its own span. The truth is noted from the code as it runs.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,9 @@ class PlainApp:
     def tool(self, name: str) -> None:
         owner = self.invocations[self._stack[-1]]
         owner["tools"].append({"name": name, "ok": True})
-        with self.tracer.start_as_current_span(f"tool:{name}", attributes={"app.agent": owner["agent"]}):
+        with self.tracer.start_as_current_span(
+            f"tool:{name}", attributes={"app.agent": owner["agent"]}
+        ):
             pass
 
     def write(self, path: Path) -> Path:
@@ -98,10 +101,8 @@ def loop_run(path: Path) -> tuple[Path, PlainApp]:
         app.tool("lookup_customer")
         app.agent("billing", billing)
 
-    try:
+    with contextlib.suppress(LoopRefused):  # nobody catches it: the run fails
         app.agent("triage", triage)
-    except LoopRefused:
-        pass
     return app.write(path), app
 
 

@@ -93,7 +93,9 @@ def test_a_childless_agent_span_under_an_agent_is_a_tool_step(data: st.DataObjec
     decoded = {(s.trace, s.id): s for doc in copy.deepcopy(docs) for s in decode_spans(doc)}
     index = SpanIndex(decoded)
     agents = {key[1] for key in index.agent_set if not index.is_root(key)}
-    owner = data.draw(st.sampled_from([s for s in spans if hex_id(s["spanId"]) in agents]), label="agent")
+    owner = data.draw(
+        st.sampled_from([s for s in spans if hex_id(s["spanId"]) in agents]), label="agent"
+    )
     ends = int(owner["endTimeUnixNano"])
     spans.append(
         {
@@ -190,7 +192,9 @@ def test_a_tool_that_raised_inside_a_plain_step_gives_the_origin_code(tmp_path: 
          "events": [{"name": "exception", "attributes": [string("exception.type", "CardDeclined")]}]},
     ]  # fmt: skip
     for n, span in enumerate(spans):
-        span.update(traceId="cd" * 16, startTimeUnixNano=str(1000 + n), endTimeUnixNano=str(9000 - n))
+        span.update(
+            traceId="cd" * 16, startTimeUnixNano=str(1000 + n), endTimeUnixNano=str(9000 - n)
+        )
         span["spanId"] = span["spanId"].rjust(16, "0")
         span["parentSpanId"] = span["parentSpanId"].rjust(16, "0") if span["parentSpanId"] else ""
     path = tmp_path / "run.otlp.json"
@@ -215,7 +219,9 @@ def swarm(goto: bool) -> list[dict[str, Any]]:
         if error:
             span["status"] = {"code": 2, "message": error}
             span["attributes"].append(string("error.type", error))
-            span["events"] = [{"name": "exception", "attributes": [string("exception.type", error)]}]
+            span["events"] = [
+                {"name": "exception", "attributes": [string("exception.type", error)]}
+            ]
         spans.append(span)
 
     add("1", "", "LangGraph.workflow", 0, 100, {"traceloop.span.kind": "workflow"})
@@ -232,7 +238,15 @@ def swarm(goto: bool) -> list[dict[str, Any]]:
             continue
         attrs = {"traceloop.span.kind": "tool", "traceloop.entity.name": f"transfer_to_{nxt}",
                  "traceloop.association.properties.__handoff_destination": nxt}  # fmt: skip
-        add(f"{n + 2}2", me, f"execute_tool transfer_to_{nxt}", base + 10, base + 20, attrs, "ParentCommand")
+        add(
+            f"{n + 2}2",
+            me,
+            f"execute_tool transfer_to_{nxt}",
+            base + 10,
+            base + 20,
+            attrs,
+            "ParentCommand",
+        )
         if goto:
             add(f"{n + 2}3", f"{n + 2}2", f"goto {nxt}", base + 12, base + 13,
                 {"gen_ai.operation.name": "goto", "langgraph.command.goto_node": nxt})  # fmt: skip

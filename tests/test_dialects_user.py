@@ -33,13 +33,17 @@ def rows_of(tree: dict[str, Any]) -> list[tuple[str, str | None, bool, tuple[str
     stack: list[tuple[dict[str, Any], str | None]] = [(run, None) for run in tree["runs"]]
     while stack:
         step, caller = stack.pop()
-        tools = tuple(s["id"] for s in step["steps"] if s["type"] == "node" and s.get("call") == "tool")
+        tools = tuple(
+            s["id"] for s in step["steps"] if s["type"] == "node" and s.get("call") == "tool"
+        )
         out.append((step.get("startTs") or 0.0, (step["agent"], caller, step["ok"], tools)))
         stack.extend((s, step["agent"]) for s in step["steps"] if s["type"] == "agent")
     return [row for _, row in sorted(out, key=lambda pair: pair[0])]
 
 
-def truth_rows(invocations: list[dict[str, Any]]) -> list[tuple[str, str | None, bool, tuple[str, ...]]]:
+def truth_rows(
+    invocations: list[dict[str, Any]],
+) -> list[tuple[str, str | None, bool, tuple[str, ...]]]:
     return [
         (
             i["agent"],
@@ -67,7 +71,9 @@ def test_the_loop_refusal_is_a_recursion_in_the_store(tmp_path: Path) -> None:
     chain, _ = chain_run(tmp_path / "chain.otlp.json")
     (tmp_path / "app.toml").write_text(DIALECT)
     db = str(tmp_path / "s.duckdb")
-    done = tracekit("ingest", str(loop), str(chain), "--dialect", str(tmp_path / "app.toml"), "--db", db)
+    done = tracekit(
+        "ingest", str(loop), str(chain), "--dialect", str(tmp_path / "app.toml"), "--db", db
+    )
     assert done.returncode == 0, done.stderr
     query = "SELECT agent, outcome, invocations, circle FROM runs ORDER BY outcome"
     out = tracekit("sql", query, "--db", db, "--format", "json").stdout

@@ -24,9 +24,9 @@ from typing import IO, Literal
 from tracekit.errors import TraceFileError, TraceReadError
 from tracekit.intake import formats
 from tracekit.intake.jsonl import ReadResult
+from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
 from tracekit.intake.otlp.dialect import Dialect
 from tracekit.intake.otlp.dialects import using
-from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
 from tracekit.intake.sources import open_path
 
 __all__ = ["ReadResult", "read_trace"]

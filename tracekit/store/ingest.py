@@ -37,6 +37,7 @@ from tracekit.errors import (
 )
 from tracekit.intake import formats
 from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.otlp.dialects import user_dialects
 from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.classify import classify_store
 from tracekit.store.derive import derive
@@ -53,7 +54,6 @@ from tracekit.store.ingest_log import (
     undo_unread,
 )
 from tracekit.store.load import Counts, load_batch
-from tracekit.intake.otlp.dialects import user_dialects
 from tracekit.store.otlp_columns import column_batches, columns_enabled
 from tracekit.store.otlp_source import JoinedOtlp, Refused, Tables
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table

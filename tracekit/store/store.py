@@ -27,10 +27,10 @@ from tracekit.store.db import connect, default_path
 from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
-    from tracekit.intake.otlp.dialect import Dialect
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
     from tracekit.tree import AgentTree

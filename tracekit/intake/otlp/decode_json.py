@@ -20,8 +20,8 @@ import msgspec
 # The handoff words live in one module; re-exported here for the decoders' callers.
 from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
-from tracekit.intake.otlp.shapes.words import KEPT_KEYS
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
+from tracekit.intake.otlp.shapes.words import KEPT_KEYS
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
 __all__ = [

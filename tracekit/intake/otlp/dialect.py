@@ -305,7 +305,9 @@ class _Reader:
             if key not in keys:
                 dotted = f"{where}.{key}" if where else key
                 allowed = ", ".join(sorted(keys))
-                raise self.error(dotted, f"unknown {'key' if where else 'section'} (known: {allowed})")
+                raise self.error(
+                    dotted, f"unknown {'key' if where else 'section'} (known: {allowed})"
+                )
 
     def table(self, table: dict[str, Any], key: str) -> dict[str, Any]:
         found = table.get(key, {})
@@ -348,6 +350,8 @@ class _Reader:
         self.known(table, _ERROR_KEYS, "errors")
         flag = table.get("unhandled_error_ends_team")
         if flag is not None and not isinstance(flag, bool):
-            raise self.error("errors.unhandled_error_ends_team", f"expected true or false, got {flag!r}")
+            raise self.error(
+                "errors.unhandled_error_ends_team", f"expected true or false, got {flag!r}"
+            )
         lists = {key: self.strings(table, key, "errors") for key in _ERROR_LISTS}
         return Errors(unhandled_error_ends_team=flag, **lists)

@@ -37,9 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Final
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
@@ -323,9 +321,7 @@ def _errors(spans: dict[Key, Span], span: Span, found: Tables) -> None:
     if not kind or not isinstance(kind, str):
         return
     short = _short(kind)
-    if short in found.control_flow or (
-        short in found.cancellation and _on_purpose(spans, span)
-    ):
+    if short in found.control_flow or (short in found.cancellation and _on_purpose(spans, span)):
         span.attrs = {**attrs, CONTROL_FLOW_KEY: short}
     elif short in found.loop_refusal and "tracekit.error" not in attrs:
         message = span.message or span.exception_message or short

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from tracekit.events import Kind
+from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
-from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.links import linked_caller
 from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
@@ -44,11 +44,11 @@ __all__ = [
     "EdgeRule",
     "gen_ai_caller",
     "gen_ai_transfer",
+    "graph_namespace",
     "graph_node_parent",
+    "graph_step",
     "handoff_span",
     "kind_of_node",
-    "graph_namespace",
-    "graph_step",
     "otel_parent",
     "span_link",
 ]

@@ -26,9 +26,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Edges, Errors, Match
 
@@ -186,9 +184,11 @@ def infer(spans: Iterable[Span]) -> Inferred | None:
     dialect = Dialect(
         name="inferred",
         agents=agents or Match(),
+        workflows=sections.get("workflows", Match()),
+        tools=sections.get("tools", Match()),
+        models=sections.get("models", Match()),
         edges=edges,
         errors=errors,
-        **sections,
     )
     return Inferred(dialect, sure, tuple(said))
 

@@ -31,10 +31,10 @@ from tracekit.events import Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.dialects import apply, apply_dialect
+from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.evidence import infer
 from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.loops import loop_agents
-from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps, own_error

@@ -64,9 +64,9 @@ def own_error(span: Span) -> ErrorInfo | None:
     if status is not None:
         if status == "ok":
             return None
-    elif CONTROL_FLOW_KEY in span.attrs:
-        return None
-    elif not span.error and (span.exception is None or is_control_flow(span.exception)):
+    elif CONTROL_FLOW_KEY in span.attrs or (
+        not span.error and (span.exception is None or is_control_flow(span.exception))
+    ):
         return None
     code = _code(span)
     short = short_code(code)

@@ -48,7 +48,9 @@ def suggest_dialect(path: str | Path) -> str:
     head = [f"# A starting dialect for {Path(path).name}, read from the evidence of its spans."]
     if found is None:
         head.append("# No agent evidence found: name your agents' spans below.")
-        dialect = Dialect("my app", agents=Match(names=("agent:*",)), tools=Match(names=("tool:*",)))
+        dialect = Dialect(
+            "my app", agents=Match(names=("agent:*",)), tools=Match(names=("tool:*",))
+        )
     else:
         head.append(f"# Inferred: {found.line()}.")
         dialect = Dialect("my app", **{k: getattr(found.dialect, k) for k in _SECTIONS},
@@ -57,7 +59,9 @@ def suggest_dialect(path: str | Path) -> str:
     if errors:
         seen = ", ".join(kind for kind, _ in errors.most_common(8))
         head.append(f"# Exception types seen: {seen}. Under [errors], list those that are")
-        head.append("# control flow (control_flow = [...]) or refuse a loop (loop_refusal = [...]).")
+        head.append(
+            "# control flow (control_flow = [...]) or refuse a loop (loop_refusal = [...])."
+        )
     return "\n".join(head) + "\n" + declaration(dialect)
 
 
@@ -131,5 +135,7 @@ def _spans(path: Path) -> list[Span]:
             except (ValueError, TypeError):
                 continue
     if not spans:
-        raise TraceFileError(str(path), "no OTLP spans in it", hint="tracekit dialect suggest reads OTLP JSON.")
+        raise TraceFileError(
+            str(path), "no OTLP spans in it", hint="tracekit dialect suggest reads OTLP JSON."
+        )
     return spans

@@ -24,7 +24,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tracekit.intake.otlp.names import NameMemo
 from tracekit.intake.otlp.shapes import genai, langgraph, llamaindex, openinference, smolagents
@@ -34,21 +34,21 @@ if TYPE_CHECKING:  # the decoders read the shapes' tables
     from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
-    "NAME_KEYS",
-    "graph_meta",
-    "graph_node",
-    "graph_shapes",
-    "graph_step",
-    "namespace",
-    "turn_invocations",
     "DECIDER_KEYS",
     "DECIDER_NAMES",
     "DECIDES",
+    "NAME_KEYS",
     "SHAPES",
     "Shape",
     "agent_name",
     "agent_verdict",
+    "graph_meta",
+    "graph_node",
+    "graph_shapes",
+    "graph_step",
     "may_decide",
+    "namespace",
+    "turn_invocations",
     "workflow_verdict",
 ]
 

@@ -29,7 +29,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Final, TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.shapes.base import Shape
