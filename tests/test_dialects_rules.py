@@ -258,8 +258,13 @@ def test_a_swarm_handoff_written_as_an_error_with_a_goto_is_a_handoff() -> None:
         run = root_of(swarm(goto))
         assert run.ok
         assert agents_of(run) == [
-            ("billing", "triage", True), ("refunds", "billing", True), ("triage", None, True)]  # fmt: skip
-        [billing] = [s for s in run.steps if isinstance(s, AgentStep)]
+            ("LangGraph.workflow", None, True),
+            ("billing", "triage", True),
+            ("refunds", "billing", True),
+            ("triage", "LangGraph.workflow", True),
+        ]
+        [triage] = [s for s in run.steps if isinstance(s, AgentStep)]
+        [billing] = [s for s in triage.steps if isinstance(s, AgentStep)]
         assert (billing.kind, billing.node) == ("handoff", "transfer_to_billing")
-        tools = [s.id for s in run.steps if isinstance(s, NodeStep) and s.call == "tool"]
+        tools = [s.id for s in triage.steps if isinstance(s, NodeStep) and s.call == "tool"]
         assert tools == ["lookup_customer"]

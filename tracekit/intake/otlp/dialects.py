@@ -238,7 +238,30 @@ def apply(spans: dict[Key, Span]) -> dict[str, str]:
             _kind(spans, span, dialect)
         _errors(spans, span, found)
         _target(spans, span, found)
+    _prefer_tool_markers(spans)
     return {trace: d.name for trace, d in recognised.items()}
+
+
+def _prefer_tool_markers(spans: dict[Key, Span]) -> None:
+    """A bare goto beside the tool call that made the same handoff is no marker of its own.
+
+    A graph may record the jump twice: under the transfer tool, and again
+    under the node that ran it. The tool call names the handoff (the node).
+    """
+    tools: set[tuple[str, str]] = set()
+    bare: list[Span] = []
+    for span in spans.values():
+        target = span.attrs.get(_TARGET)
+        if target is None:
+            continue
+        if _is_tool_call(span):
+            tools.add((span.trace, str(target)))
+        elif span.attrs.get(KIND) is None:
+            bare.append(span)
+    for span in bare:
+        if (span.trace, str(span.attrs[_TARGET])) in tools:
+            attrs = {k: v for k, v in span.attrs.items() if k not in (_TARGET, _MODE)}
+            span.attrs = {**attrs, KIND: "wrapper"}
 
 
 def _recognised(spans: dict[Key, Span], found: Tables) -> dict[str, Dialect]:

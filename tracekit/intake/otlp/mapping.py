@@ -30,7 +30,7 @@ import msgspec
 from tracekit.events import Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.dialects import apply, apply_dialect
+from tracekit.intake.otlp.dialects import apply_dialect
 from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.evidence import infer
 from tracekit.intake.otlp.kinds import tool_name
@@ -57,7 +57,6 @@ def map_traces(
     ``traces`` is how many traces ``spans`` holds.
     """
     counts.refused += _refuse_loops(spans, rejects)
-    apply(spans)
     index = SpanIndex(spans)
     if len({key[0] for key in index.agent_set}) < traces and _no_agent(spans, index, counts):
         index = SpanIndex(spans)

@@ -13,7 +13,7 @@ from typing import Final
 
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.dialects import KIND
+from tracekit.intake.otlp.dialects import KIND, apply
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
 from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
@@ -137,6 +137,7 @@ class SpanIndex:
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
+        apply(spans)  # the dialects' verdicts first (run again, it changes nothing)
         self.graph_agents, graph_workflows = shapes.graph_shapes(spans)
         self.workflows = graph_workflows
         self.agent_set = set(self.graph_agents)
@@ -164,6 +165,7 @@ class SpanIndex:
             self.has_children.update(heads)
         self._idle_agents()
         self._spanless_agents(marks)
+        self._named_workflows()
         # A workflow inside an agent (an agent used as a tool may run one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
@@ -219,9 +221,19 @@ class SpanIndex:
         ]
         if not leaves:
             return
+        siblings = self._named_siblings(leaves)
         for key in leaves:
             span = self.spans[key]
             attrs = span.attrs
+            beside = siblings.get(key)
+            if beside is not None:  # the agent's work is in a same-named span beside it
+                self.agent_set.discard(key)
+                self.agent_set.add(beside)
+                name = self.agent_name(span)
+                self.spans[beside].attrs = {**self.spans[beside].attrs, KIND: "agent",
+                                            "gen_ai.agent.name": name}  # fmt: skip
+                span.attrs = {**attrs, KIND: "wrapper"}
+                continue
             if _declared(attrs) or span.error or span.exception is not None or not span.parent:
                 continue
             if not self._right_under_agent(key):
@@ -264,6 +276,48 @@ class SpanIndex:
             while cur is not None and cur not in found:
                 found.add(cur)
                 cur = self.parent_of(cur)
+        return found
+
+    def _named_workflows(self) -> None:
+        """An agent span whose child is a workflow of the same name is that workflow.
+
+        An instrumentation may open the run twice (an ``invoke_agent swarm``
+        around its ``swarm.workflow``): the outer span is the run, the inner
+        one its wrapper.
+        """
+        for key in list(self.workflows):
+            above = self.parent_of(key)
+            if above is None or above not in self.agent_set or above in self.workflows:
+                continue
+            if self.agent_name(self.spans[above]) == self.agent_name(self.spans[key]):
+                self.workflows.discard(key)
+                self.agent_set.discard(key)
+                self.workflows.add(above)
+                self.spans[key].attrs = {**self.spans[key].attrs, KIND: "wrapper"}
+
+    def _named_siblings(self, leaves: list[Key]) -> dict[Key, Key]:
+        """Each childless agent span's sibling of the same agent name that holds the work.
+
+        An instrumentation may write the agent's invocation as a childless
+        span beside the node span that runs it (an ``invoke_agent X`` marker
+        next to ``execute_task X``): that node span is the agent's.
+        """
+        wanted: dict[tuple[str, str], list[Key]] = {}
+        for key in leaves:
+            span = self.spans[key]
+            if span.parent and KIND not in span.attrs:
+                wanted.setdefault((key[0], span.parent), []).append(key)
+        if not wanted:
+            return {}
+        found: dict[Key, Key] = {}
+        for key, span in self.spans.items():
+            group = wanted.get((key[0], span.parent)) if span.parent else None
+            if not group or key not in self.has_children or key in self.agent_set:
+                continue
+            words = {span.name.rpartition(" ")[2], *map(str, span.attrs.values())}
+            for leaf in group:
+                if leaf not in found and self.agent_name(self.spans[leaf]) in words:
+                    found[leaf] = key
         return found
 
     def _right_under_agent(self, key: Key) -> bool:
