@@ -89,8 +89,8 @@ EdgeRule: TypeAlias = Callable[["SpanIndex", "Key"], "Edge | None"]
 def kind_of_node(span: Span | None) -> Kind:
     """The kind a delegating tool span means.
 
-    ``gen_ai.transfer.mode = pass_control``, a handoff span (``to_agent``)
-    or a handoff tool name (``transfer_to_*``, ``handoff*``) is a handoff; a
+    ``gen_ai.transfer.mode = pass_control``, a handoff span (``to_agent``,
+    a ``handoff`` operation) or a handoff tool name (``transfer_to_*``, ``handoff*``) is a handoff; a
     ``spawn*`` tool starts a subagent; anything else (``return_to_caller``,
     an agent used as a tool) is a delegation.
 
@@ -103,7 +103,7 @@ def kind_of_node(span: Span | None) -> Kind:
     mode = span.attrs.get("gen_ai.transfer.mode")
     if mode is not None:
         return "handoff" if mode == "pass_control" else "delegate"
-    if "to_agent" in span.attrs:
+    if "to_agent" in span.attrs or span.attrs.get("gen_ai.operation.name") == "handoff":
         return "handoff"
     return kind_of_name(tool_name(span) or span.name)
 
