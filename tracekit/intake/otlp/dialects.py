@@ -123,6 +123,14 @@ class Tables:
     code_from: tuple[str, ...]
     keys: frozenset[str]
     names: NameMemo[bool]
+    #: What may make a span a handoff marker or carry an error code (tested per span).
+    mark_keys: frozenset[str]
+    goto_names: NameMemo[bool]
+    goto_pairs: tuple[tuple[str, str], ...]
+    code_keys: frozenset[str]
+    #: The keys and span names by which a built-in dialect recognises a trace.
+    recognise_keys: frozenset[str]
+    recognise_names: NameMemo[bool]
     #: Per set of base keys, whether the decoders keep an attribute (:func:`kept_keys`).
     kept: dict[frozenset[str], NameMemo[bool]]
 
@@ -151,6 +159,8 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         keys |= set(d.errors.code_from)
         globs.extend((*d.models.names, *d.edges.goto.names))
     probe = Match(names=tuple(dict.fromkeys(globs)))
+    known = Match(names=tuple(g for d in dialects for g in d.recognise.names))
+    goto_globs = Match(names=tuple(g for d in dialects for g in d.edges.goto.names))
 
     def joined(attr: str) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for d in dialects for v in getattr(d.errors, attr)))
@@ -169,6 +179,14 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         code_from=joined("code_from"),
         keys=frozenset(keys),
         names=NameMemo(lambda name: probe.matches(name, {})),
+        mark_keys=frozenset(
+            k for d in dialects for k in (*d.edges.target_attributes, *d.edges.goto.attributes)
+        ),
+        goto_names=NameMemo(lambda name: goto_globs.matches(name, {})),
+        goto_pairs=tuple(p for d in dialects for p in d.edges.goto.where),
+        code_keys=frozenset(k for d in dialects for k in d.errors.code_from),
+        recognise_keys=frozenset(k for d in dialects for k in _keys(d.recognise)),
+        recognise_names=NameMemo(lambda name: known.matches(name, {})),
         kept={},
     )
 
@@ -224,20 +242,21 @@ def apply(spans: dict[Key, Span]) -> dict[str, str]:
     """
     found = tables()
     recognised = _recognised(spans, found)
+    marks, gotos = found.mark_keys, found.goto_pairs
     for key, span in spans.items():
         attrs = span.attrs
-        if not (
-            found.names[span.name]
-            or not found.keys.isdisjoint(attrs)
-            or span.error
-            or span.exception is not None
+        if recognised:
+            dialect = recognised.get(key[0])
+            if dialect is not None:
+                _kind(spans, span, dialect)
+        if span.error or span.exception is not None or not found.code_keys.isdisjoint(attrs):
+            _errors(spans, span, found)
+        if (
+            not marks.isdisjoint(attrs)
+            or found.goto_names[span.name]
+            or any(attrs.get(k) == v for k, v in gotos)
         ):
-            continue
-        dialect = recognised.get(key[0])
-        if dialect is not None:
-            _kind(spans, span, dialect)
-        _errors(spans, span, found)
-        _target(spans, span, found)
+            _target(spans, span, found)
     _prefer_tool_markers(spans)
     return {trace: d.name for trace, d in recognised.items()}
 
@@ -272,9 +291,10 @@ def _recognised(spans: dict[Key, Span], found: Tables) -> dict[str, Dialect]:
     """
     out: dict[str, Dialect] = {}
     generic = next((d for d in found.user if not d.recognise), None)
+    keys, names = found.recognise_keys, found.recognise_names
     for key, span in spans.items():
-        if key[0] in out:
-            continue
+        if key[0] in out or (keys.isdisjoint(span.attrs) and not names[span.name]):
+            continue  # most spans: no dialect's mark (one set test, one lookup)
         for dialect in found.dialects:
             if dialect.recognise and dialect.recognise.matches(span.name, span.attrs):
                 out[key[0]] = dialect

@@ -222,21 +222,20 @@ class SpanIndex:
         if not leaves:
             return
         siblings = self._named_siblings(leaves)
+        for key, beside in siblings.items():  # the agent's work is in a same-named span beside it
+            span = self.spans[key]
+            self.agent_set.discard(key)
+            self.agent_set.add(beside)
+            name = self.agent_name(span)
+            self.spans[beside].attrs = {**self.spans[beside].attrs, KIND: "agent",
+                                        "gen_ai.agent.name": name}  # fmt: skip
+            span.attrs = {**span.attrs, KIND: "wrapper"}
         for key in leaves:
             span = self.spans[key]
             attrs = span.attrs
-            beside = siblings.get(key)
-            if beside is not None:  # the agent's work is in a same-named span beside it
-                self.agent_set.discard(key)
-                self.agent_set.add(beside)
-                name = self.agent_name(span)
-                self.spans[beside].attrs = {**self.spans[beside].attrs, KIND: "agent",
-                                            "gen_ai.agent.name": name}  # fmt: skip
-                span.attrs = {**attrs, KIND: "wrapper"}
+            if key in siblings or _declared(attrs) or span.error or span.exception is not None:
                 continue
-            if _declared(attrs) or span.error or span.exception is not None or not span.parent:
-                continue
-            if not self._right_under_agent(key):
+            if not span.parent or not self._right_under_agent(key):
                 continue
             self.agent_set.discard(key)
             name = attrs.get("tool.name") or attrs.get("gen_ai.tool.name") or span.name
