@@ -59,11 +59,11 @@ def test_the_declaration_format_holds_the_limits_and_the_team_flag() -> None:
 name = "team"
 [errors]
 limits = ["MaxTurnsExceeded"]
-unhandled_error_ends_team = true
+turn_error_ends_run = true
 """
     dialect = parse_dialect(text, "team.toml")
     assert dialect.errors.limits == ("MaxTurnsExceeded",)
-    assert dialect.errors.unhandled_error_ends_team is True
+    assert dialect.errors.turn_error_ends_run is True
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ unhandled_error_ends_team = true
         ("[dialect]\nname = 3\n", 2, "dialect.name"),
         ("[agnets]\nnames = []\n", 1, "agnets: unknown section"),
         ("[tools]\nwhere = { k = 1 }\n", 2, "tools.where.k: expected a list of strings"),
-        ("[errors]\nunhandled_error_ends_team = 'yes'\n", 2, "expected true or false"),
+        ("[errors]\nturn_error_ends_run = 'yes'\n", 2, "expected true or false"),
         ("[edges.goto]\nnames = ['goto *']\nnmae_from = []\n", 3, "edges.goto.nmae_from"),
     ],
 )

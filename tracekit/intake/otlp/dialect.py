@@ -153,8 +153,11 @@ class Errors:
         cancellation: signals that end a branch cancelled on purpose: no
             failure when the span above them did not fail.
         code_from: attributes holding the error code, first found wins.
-        unhandled_error_ends_team: an unhandled error in an agent's turn ends the
+        turn_error_ends_run: an unhandled error in an agent's turn ends the
             team's run (None: the dialect does not say).
+        step_budget: how an agent's step limit shows when it stops without
+            raising: (the agent span's attribute holding the limit, its step
+            spans' name prefix, the tool that gives a final answer).
     """
 
     control_flow: tuple[str, ...] = ()
@@ -162,7 +165,8 @@ class Errors:
     limits: tuple[str, ...] = ()
     cancellation: tuple[str, ...] = ()
     code_from: tuple[str, ...] = ()
-    unhandled_error_ends_team: bool | None = None
+    turn_error_ends_run: bool | None = None
+    step_budget: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +190,7 @@ _MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from"})
 _SECTIONS: Final = ("recognise", "agents", "workflows", "routers", "wrappers", "tools", "models")
 _EDGE_KEYS: Final = frozenset({"handoff_tools", "target_keys", "target_attributes", "goto"})
 _ERROR_LISTS: Final = ("control_flow", "loop_refusal", "limits", "cancellation", "code_from")
-_ERROR_KEYS: Final = frozenset({*_ERROR_LISTS, "unhandled_error_ends_team"})
+_ERROR_KEYS: Final = frozenset({*_ERROR_LISTS, "turn_error_ends_run", "step_budget"})
 _TOP: Final = frozenset({"dialect", *_SECTIONS, "edges", "errors"})
 
 
@@ -348,10 +352,13 @@ class _Reader:
 
     def errors(self, table: dict[str, Any]) -> Errors:
         self.known(table, _ERROR_KEYS, "errors")
-        flag = table.get("unhandled_error_ends_team")
+        flag = table.get("turn_error_ends_run")
         if flag is not None and not isinstance(flag, bool):
-            raise self.error(
-                "errors.unhandled_error_ends_team", f"expected true or false, got {flag!r}"
-            )
+            raise self.error("errors.turn_error_ends_run", f"expected true or false, got {flag!r}")
         lists = {key: self.strings(table, key, "errors") for key in _ERROR_LISTS}
-        return Errors(unhandled_error_ends_team=flag, **lists)
+        budget = self.strings(table, "step_budget", "errors") or None
+        if budget is not None and len(budget) != 3:
+            raise self.error(
+                "errors.step_budget", "expected [attribute, step name prefix, final tool]"
+            )
+        return Errors(turn_error_ends_run=flag, step_budget=budget, **lists)
