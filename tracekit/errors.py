@@ -16,6 +16,7 @@ __all__ = [
     "AgentNotRegisteredError",
     "AgentPendingError",
     "AgentRecursionError",
+    "DialectError",
     "IngestInterrupted",
     "InvalidRecordError",
     "LakeError",
@@ -44,6 +45,21 @@ class TracekitError(Exception):
         super().__init__(message)
         if hint:
             self.hint = hint
+
+
+class DialectError(TracekitError):
+    """A dialect file (``--dialect``, ``tracekit.toml``) cannot be read as one.
+
+    Attributes:
+        path: the file; line: its line (0 when the mistake has no one line).
+    """
+
+    hint = "See docs/otel-apps.md for a dialect's sections and keys."
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(f"{path}:{line}: {reason}" if line else f"{path}: {reason}")
 
 
 class LakeError(TracekitError):

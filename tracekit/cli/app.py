@@ -17,6 +17,7 @@ import typer
 
 from tracekit._version import __version__
 from tracekit.cli.commands import health, serve, simulate, store, trees
+from tracekit.cli.commands.dialect import dialect_app
 from tracekit.cli.commands.options import (
     ColorMode,
     FleetFormat,
@@ -87,6 +88,7 @@ _COMMANDS = (
 )
 for _name, _command in _COMMANDS:
     app.command(_name, cls=PlainCommand)(_command)
+app.add_typer(dialect_app, name="dialect")
 
 
 def run_app() -> None:

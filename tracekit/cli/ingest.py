@@ -30,6 +30,7 @@ from tracekit.store import Store
 from tracekit.store.db import default_path
 
 if TYPE_CHECKING:
+    from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory
 
 __all__ = ["ingest_into", "refuse_what_is_no_trace", "store_to_ingest_into"]
@@ -39,7 +40,11 @@ _LOOKED_AT = 5  # its first non-blank lines
 
 
 def ingest_into(
-    db: str | None, paths: Sequence[str], format: Format, progress: ProgressFactory | None
+    db: str | None,
+    paths: Sequence[str],
+    format: Format,
+    progress: ProgressFactory | None,
+    dialects: Sequence[Dialect] = (),
 ) -> IngestReport:
     """Ingest into the store at ``db``; a SIGINT or SIGTERM stops it with the store as it was.
 
@@ -50,7 +55,9 @@ def ingest_into(
     with deferred_interrupts() as interrupts, store_to_ingest_into(db) as store:
         interrupts.watch(store.con)
         try:
-            report = store.ingest(paths, format, progress=progress, stop=interrupts.signum)
+            report = store.ingest(
+                paths, format, progress=progress, stop=interrupts.signum, dialects=dialects
+            )
         except duckdb.InterruptException:  # a query before the ingest's first step
             raise _interrupted(interrupts.signum(), "nothing of it was kept") from None
         finally:

@@ -15,6 +15,7 @@ from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
 from tracekit.intake import ReadResult, formats, read_trace
+from tracekit.intake.otlp.dialect import Dialect, find_dialects
 from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
@@ -40,8 +41,14 @@ def print_tree(
     show: tuple[str, ...] = (),
     fold: bool | None = None,
     expand: list[str] | None = None,
+    dialect: tuple[str, ...] = (),
 ) -> None:
-    """The tree of a trace file, printed: what ``tracekit tree FILE`` does, however parsed."""
+    """The tree of a trace file, printed: what ``tracekit tree FILE`` does, however parsed.
+
+    ``dialect``: the ``--dialect`` files; none given, the working directory's
+    own (``tracekit.toml``, ``[tool.tracekit]``).
+    """
+
     from tracekit.cli.output import FAST_EXIT, HELD, print_view, use_color
 
     HELD.clear()  # only the last call's forest is held (CliRunner calls many times)
@@ -57,6 +64,7 @@ def print_tree(
         hold=HELD,  # freed by the process's end, not object by object
         fold=fold,
         expand=expand or (),
+        dialects=find_dialects(dialect),
     )
     print_view(view.stdout, view.stderr)
     FAST_EXIT.append(0)
@@ -110,6 +118,7 @@ def tree_view(
     hold: list[object] | None = None,
     fold: bool | None = None,
     expand: Sequence[str] = (),
+    dialects: Sequence[Dialect] = (),
 ) -> TreeView:
     """Read a trace file and render its trees: the body of ``tracekit tree FILE``.
 
@@ -125,7 +134,7 @@ def tree_view(
         RunNotFoundError: ``run_id`` is not in the file.
     """
     with gc_paused():  # a million acyclic records: collections would only walk them
-        result = read_trace(source, strict=strict)
+        result = read_trace(source, strict=strict, dialects=dialects)
         if not result.events:
             if is_store_file(source):
                 raise TracekitError(
@@ -152,6 +161,7 @@ def tree_view(
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
     if result.spans is not None:  # OTLP: where every span read went
         notes.append(result.spans.line())
+        notes.extend(result.spans.notes())
     return TreeView(view.stdout, notes)
 
 

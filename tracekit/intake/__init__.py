@@ -18,13 +18,15 @@ import gzip
 import itertools
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, Literal
 
 from tracekit.errors import TraceFileError, TraceReadError
 from tracekit.intake import formats
 from tracekit.intake.jsonl import ReadResult
 from tracekit.intake.lines import Chunk, guarded, sniff, split_lines
+from tracekit.intake.otlp.dialect import Dialect
+from tracekit.intake.otlp.dialects import using
 from tracekit.intake.sources import open_path
 
 __all__ = ["ReadResult", "read_trace"]
@@ -35,7 +37,11 @@ _BLOCK = 1 << 22  # bytes read at a time; decoded as a block of whole lines
 
 
 def read_trace(
-    source: str | os.PathLike[str], *, format: Format = "auto", strict: bool = False
+    source: str | os.PathLike[str],
+    *,
+    format: Format = "auto",
+    strict: bool = False,
+    dialects: Sequence[Dialect] = (),
 ) -> ReadResult:
     """Read every record of a trace; bad lines are collected, not fatal.
 
@@ -48,6 +54,8 @@ def read_trace(
         format: ``"auto"`` (by content) or a name of :mod:`tracekit.intake.formats`
             (``"tracekit"``, alias ``"jsonl"``: v1; ``"otlp"``).
         strict: raise the first bad line instead of collecting it.
+        dialects: the user's dialects for OTLP spans (``--dialect FILE``,
+            :func:`tracekit.intake.otlp.dialect.find_dialects`).
 
     Raises:
         TraceFileError: the file is missing, unreadable or not a trace.
@@ -55,7 +63,7 @@ def read_trace(
     """
     path = os.fspath(source)
     refused: list[tuple[TraceReadError, str]] = []  # with the chunk's damage, if any
-    with _open(path) as source_:
+    with _open(path) as source_, using(dialects):
         chunks = _chunks(source_, path)
         found, head = sniff(chunks)
         blocks = _blocks(itertools.chain(head, chunks), path, refused, strict=strict)

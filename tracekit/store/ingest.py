@@ -37,6 +37,7 @@ from tracekit.errors import (
 )
 from tracekit.intake import formats
 from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.otlp.dialects import user_dialects
 from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.classify import classify_store
 from tracekit.store.derive import derive
@@ -151,7 +152,9 @@ def ingest_paths(
     report = IngestReport()
     # A trace split over several sources is joined span by span: the set-based
     # path maps one source at a time, so it reads an ingest of one source.
-    otlp = _Otlp(con if len(sources) == 1 and columns_enabled() else None)
+    # A user's dialect is read by the per-span rules only: the columns know the common shapes.
+    by_columns = len(sources) == 1 and columns_enabled() and not user_dialects()
+    otlp = _Otlp(con if by_columns else None)
     try:
         since = first_underived(con)
         with _failures(con, since, asked):

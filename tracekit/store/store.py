@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
@@ -108,6 +109,7 @@ class Store:
         *,
         progress: ProgressFactory | None = None,
         stop: Stop | None = None,
+        dialects: Sequence[Dialect] = (),
     ) -> IngestReport:
         """Ingest trace files, directories, globs or ``-``, then classify the runs it touched.
 
@@ -123,6 +125,7 @@ class Store:
             stop: asked after each chunk; a signal number it returns stops
                 the ingest, which then raises ``IngestInterrupted`` and keeps
                 nothing of what it read (``tracekit ingest`` on Ctrl-C).
+            dialects: the user's dialects for OTLP spans (``--dialect FILE``).
 
         Example:
             >>> with Store("samples.duckdb") as store:
@@ -134,7 +137,10 @@ class Store:
         self._writable()
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
-        return ingest_paths(self.con, paths, format=format, progress=progress, stop=stop)
+        from tracekit.intake.otlp.dialects import using
+
+        with using(dialects):
+            return ingest_paths(self.con, paths, format=format, progress=progress, stop=stop)
 
     def ingest_records(
         self,

@@ -40,6 +40,17 @@ def use_color_mode(mode: ColorMode) -> bool:
     return use_color(mode.value)
 
 
+#: ``--dialect FILE``: how the user's app writes its spans (tree, ingest).
+DialectOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dialect",
+        metavar="FILE",
+        help="A dialect file (TOML) saying which of your spans are agents and tools"
+        " (default: ./tracekit.toml, or [tool.tracekit] in ./pyproject.toml)."
+        " See docs/otel-apps.md.",
+    ),
+]
 ServerOption = Annotated[
     str | None,
     typer.Option(

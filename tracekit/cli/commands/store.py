@@ -9,6 +9,7 @@ import typer
 from tracekit._util.text import plural
 from tracekit.cli.commands.options import (
     DbOption,
+    DialectOption,
     FormatOption,
     IngestFormat,
     ServerOption,
@@ -51,6 +52,7 @@ def ingest_command(
     format: Annotated[
         IngestFormat, typer.Option("--format", help="auto (by content), tracekit (v1) or otlp.")
     ] = IngestFormat.auto,
+    dialect: DialectOption = None,
 ) -> None:
     """Load traces into the store; every line is accounted for on the last line printed.
 
@@ -67,7 +69,10 @@ def ingest_command(
     if url is not None:  # tracekit serve holds the store: it loads what it is sent
         _forward(paths, url)
         return
-    report = ingest_into(db, paths, format.value, progress_bar())
+    from tracekit.intake.otlp.dialect import find_dialects
+
+    dialects = find_dialects(dialect or ())
+    report = ingest_into(db, paths, format.value, progress_bar(), dialects)
     _print_sources(report)
     if report.totals.rejected:
         bad = plural(report.totals.rejected, "bad line")
@@ -90,6 +95,8 @@ def _print_sources(report: Any) -> None:
         )
         if source.spans is not None and len(otlp) == 1:  # OTLP: where every span read went
             print(f"  {source.spans.line()}")
+            for note in source.spans.notes():
+                print(f"  {note}")
     if len(otlp) > 1:  # a trace may run over several files: its spans are counted once joined
         from tracekit.intake.otlp.counts import SpanCounts
 
@@ -97,6 +104,8 @@ def _print_sources(report: Any) -> None:
         for spans in otlp:
             joined.add(spans)
         print(f"the {len(otlp)} OTLP files, their traces joined: {joined.line()}")
+        for note in joined.notes():
+            print(f"  {note}")
 
 
 def _forward(paths: list[str], url: str) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from tracekit.cli.commands.options import (
     ColorMode,
+    DialectOption,
     ServerOption,
     ShownStep,
     TreeFormat,
@@ -85,6 +86,7 @@ def tree_command(
         ),
     ] = None,
     server: ServerOption = None,
+    dialect: DialectOption = None,
 ) -> None:
     """Print the delegation tree of a trace: who called whom, and what failed where.
 
@@ -121,7 +123,17 @@ def tree_command(
     if file is None:
         raise typer.BadParameter("give a trace FILE (or - for stdin; a RUN_ID with --db STORE)")
     print_tree(
-        file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or []
+        file,
+        run,
+        format.value,
+        color.value,
+        max_depth,
+        errors,
+        strict,
+        shown,
+        fold,
+        expand or [],
+        dialect=tuple(dialect or ()),
     )
 
 

@@ -1,7 +1,7 @@
 """Map OTLP JSON traces of agents to tracekit v1 records (see ``docs/otlp.md``).
 
 An agent invocation is a span with ``gen_ai.operation.name = "invoke_agent"``
-(or ``openinference.span.kind = "AGENT"``, or the older shape: a
+(or an ``AGENT`` span kind, or the older shape: a
 ``gen_ai.agent.name`` with no operation). Its run's parent is the nearest
 agent span above it, and the node that delegated is the tool span between
 the two. The agent span with no agent above it is the root run; every other

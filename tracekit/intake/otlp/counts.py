@@ -16,7 +16,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from tracekit._util.text import plural
 
@@ -32,6 +32,10 @@ class SpanCounts:
     wrappers: int = 0
     outside: int = 0  # under no agent run: rejected, named in the integrity report
     refused: int = 0  # refused one by one (a parent loop, a limit, the mapping): bad lines
+    #: Traces with spans but no agent any dialect or evidence shows: read as plain runs.
+    plain: int = 0
+    #: Traces read by an inferred dialect, by what was inferred (and how sure).
+    inferred: dict[str, int] = field(default_factory=dict)
 
     @property
     def read(self) -> int:
@@ -46,6 +50,14 @@ class SpanCounts:
     def add(self, other: SpanCounts, sign: int = 1) -> None:
         """Add (or with ``sign=-1`` take away) another count, field by field."""
         for f in fields(self):
+            if f.name == "inferred":
+                for said, n in other.inferred.items():
+                    left = self.inferred.get(said, 0) + sign * n
+                    if left:
+                        self.inferred[said] = left
+                    else:
+                        self.inferred.pop(said, None)
+                continue
             setattr(self, f.name, getattr(self, f.name) + sign * getattr(other, f.name))
 
     def line(self) -> str:
@@ -57,6 +69,27 @@ class SpanCounts:
         )
         why = [f"{n} {what}" for n, what in self._why() if n]
         return f"{text} ({', '.join(why)})" if why else text
+
+    def notes(self) -> list[str]:
+        """One line per trace read without a declared agent: how, and what to do.
+
+        Example:
+            >>> SpanCounts(plain=2).notes()[0][:58]
+            '2 traces have spans but no recognised agent: each is read '
+        """
+        out = [
+            f"{plural(n, 'trace')} read by an inferred dialect: {said};"
+            " check it with tracekit dialect suggest FILE"
+            for said, n in sorted(self.inferred.items())
+        ]
+        if self.plain:
+            out.append(
+                f"{plural(self.plain, 'trace')} {'has' if self.plain == 1 else 'have'} spans"
+                " but no recognised agent: each is"
+                " read as one run of plain steps; declare your agents with --dialect FILE"
+                " (docs/otel-apps.md)"
+            )
+        return out
 
     def _why(self) -> list[tuple[int, str]]:
         return [

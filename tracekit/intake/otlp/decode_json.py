@@ -19,8 +19,10 @@ from typing import Any, Final
 import msgspec
 
 # The handoff words live in one module; re-exported here for the decoders' callers.
+from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
+from tracekit.intake.otlp.shapes.words import KEPT_KEYS
 from tracekit.validate import MAX_DEPTH, MAX_TS_NS, VALUE_DEPTH_REASON
 
 __all__ = [
@@ -41,15 +43,13 @@ __all__ = [
 ERROR_CODES: Final = frozenset({2, "2", "STATUS_CODE_ERROR", "ERROR"})
 #: The span attributes the mapping reads; the rest are not kept (a big file
 #: holds millions of spans until their traces are complete).
-SPAN_KEYS: Final = frozenset(
+SPAN_KEYS: Final = KEPT_KEYS | frozenset(
     {
         "gen_ai.operation.name",
         "gen_ai.agent.name",
         "gen_ai.tool.name",
         "agent.name",
         "tool.name",
-        "openinference.span.kind",
-        "traceloop.span.kind",
         "error.type",
         "tracekit.run_id",
         "tracekit.parent_run_id",
@@ -74,7 +74,6 @@ SPAN_KEYS: Final = frozenset(
         "graph.node.parent_id",
         "metadata",
         # What tells a framework's shape (tracekit.intake.otlp.shapes):
-        "smolagents.max_steps",
         "messaging.operation",
         # Model usage and sessions:
         "gen_ai.usage.input_tokens",
@@ -200,6 +199,14 @@ def attributes(items: Any, keys: frozenset[str] | None = None, *, depth: int = 1
     return {kv["key"]: any_value(kv.get("value"), depth) for kv in items if kv["key"] in keys}
 
 
+def _items(items: Any) -> list[Any]:
+    if not items:
+        return []
+    if not isinstance(items, list):
+        raise ValueError("attributes must be a list of key/value objects")
+    return items
+
+
 def check_span(span: Span) -> None:
     """Refuse a span whose times no record can hold (see :mod:`tracekit.validate`).
 
@@ -302,8 +309,13 @@ def _span(raw: dict[str, Any], service: Any) -> Span:
     events = raw.get("events") or ()
     name = str(raw.get("name") or "")
     exception, exception_message, exception_cause = _exception(events)
-    attrs = attributes(raw.get("attributes"), SPAN_KEYS)
-    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+    kept = kept_keys(SPAN_KEYS)
+    attrs = {
+        kv["key"]: any_value(kv.get("value"), 1)
+        for kv in _items(raw.get("attributes"))
+        if kept[kv["key"]]
+    }
+    if is_turn(name):  # agents with no span: the agent is only in the turn's input
         agent = current_agent(name, attributes(raw.get("attributes"), _INPUT_KEYS).get(INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

@@ -21,6 +21,7 @@ from tracekit.intake.otlp.decode_json import (
     chained_causes,
     hex_id,
 )
+from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, TRANSFER_NAMES, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.intake.otlp.names import NameMemo
@@ -136,6 +137,18 @@ def _attrs(
     }
 
 
+def _kept(items: list[_KeyValue], kept: NameMemo[bool]) -> dict[str, Any]:
+    """The attributes some rule reads (:func:`~tracekit.intake.otlp.dialects.kept_keys`)."""
+    # Most kept values are strings: read without a call (``_plain``'s first answer).
+    return {
+        kv.key: v.stringValue
+        if (v := kv.value) is not None and v.stringValue is not None
+        else _plain(v, 1)
+        for kv in items
+        if kept[kv.key]
+    }
+
+
 def decode_spans_fast(data: bytes) -> list[Span]:
     """Every span of one OTLP JSON line, or an exception to fall back on."""
     doc = _DECODER.decode(data)
@@ -166,7 +179,7 @@ class _Ids(dict[str, str]):
         return found
 
 
-#: Per span name: whether it reads as a transfer, whether it is a LlamaIndex turn.
+#: Per span name: whether it reads as a transfer, whether it starts an agent's turn.
 _NAME_FLAGS: Final = NameMemo(lambda name: (is_transfer_name(name), is_turn(name)))
 _NO_EXCEPTION: Final = (None, None, None)
 
@@ -181,8 +194,8 @@ def _span(raw: _Span, service: str | None, ids: _Ids) -> Span:
     status = raw.status
     transfer, turn = _NAME_FLAGS[raw.name]
     exception, message, cause = _exception(raw.events) if raw.events else _NO_EXCEPTION
-    attrs = _attrs(raw.attributes, SPAN_KEYS) if raw.attributes else {}
-    if turn:  # LlamaIndex: the agent is only in the turn's input
+    attrs = _kept(raw.attributes, kept_keys(SPAN_KEYS)) if raw.attributes else {}
+    if turn:  # agents with no span: the agent is only in the turn's input
         agent = current_agent(raw.name, _attrs(raw.attributes, _INPUT_KEYS).get(INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

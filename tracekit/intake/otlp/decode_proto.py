@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tracekit.intake.otlp.decode_json import SPAN_KEYS, Span, chained_causes, names_transfer
+from tracekit.intake.otlp.dialects import kept_keys
 from tracekit.intake.otlp.handoff import ARGUMENT_KEYS, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_turn
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
@@ -133,9 +134,10 @@ def _span(raw: Any, service: str | None) -> Span:
         raise ValueError(f"span {raw.name!r:.60} has no spanId")
     if not raw.start_time_unix_nano:
         raise ValueError(f"span {span_id} has no startTimeUnixNano")
-    attrs = {kv.key: _plain(kv.value) for kv in raw.attributes if kv.key in SPAN_KEYS}
+    kept = kept_keys(SPAN_KEYS)
+    attrs = {kv.key: _plain(kv.value) for kv in raw.attributes if kept[kv.key]}
     name = raw.name
-    if is_turn(name):  # LlamaIndex: the agent is only in the turn's input
+    if is_turn(name):  # agents with no span: the agent is only in the turn's input
         agent = current_agent(name, _attribute(raw.attributes, INPUT))
         if agent:
             attrs[CURRENT_AGENT] = agent

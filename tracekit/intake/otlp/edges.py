@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from tracekit.events import Kind
+from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
-from tracekit.intake.otlp.kinds import langgraph_meta, namespace, tool_name
+from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.links import linked_caller
 from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
 
@@ -43,11 +44,11 @@ __all__ = [
     "EdgeRule",
     "gen_ai_caller",
     "gen_ai_transfer",
+    "graph_namespace",
     "graph_node_parent",
+    "graph_step",
     "handoff_span",
     "kind_of_node",
-    "langgraph_metadata",
-    "langgraph_step",
     "otel_parent",
     "span_link",
 ]
@@ -59,8 +60,8 @@ Source: TypeAlias = Literal[
     "gen_ai.caller",
     "handoff.span",
     "graph.node.parent_id",
-    "langgraph.metadata",
-    "langgraph.step",
+    "graph.namespace",
+    "graph.step",
 ]
 OTEL: Final = "otel.parent"
 
@@ -88,8 +89,8 @@ EdgeRule: TypeAlias = Callable[["SpanIndex", "Key"], "Edge | None"]
 def kind_of_node(span: Span | None) -> Kind:
     """The kind a delegating tool span means.
 
-    ``gen_ai.transfer.mode = pass_control``, a handoff span (``to_agent``)
-    or a handoff tool name (``transfer_to_*``, ``handoff*``) is a handoff; a
+    ``gen_ai.transfer.mode = pass_control``, a handoff span (``to_agent``,
+    a ``handoff`` operation) or a handoff tool name (``transfer_to_*``, ``handoff*``) is a handoff; a
     ``spawn*`` tool starts a subagent; anything else (``return_to_caller``,
     an agent used as a tool) is a delegation.
 
@@ -102,7 +103,7 @@ def kind_of_node(span: Span | None) -> Kind:
     mode = span.attrs.get("gen_ai.transfer.mode")
     if mode is not None:
         return "handoff" if mode == "pass_control" else "delegate"
-    if "to_agent" in span.attrs:
+    if "to_agent" in span.attrs or span.attrs.get("gen_ai.operation.name") == "handoff":
         return "handoff"
     return kind_of_name(tool_name(span) or span.name)
 
@@ -116,13 +117,13 @@ def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | 
     mode = span.attrs.get("gen_ai.transfer.mode")
     if mode is not None or "to_agent" in span.attrs:
         kind: Kind = "delegate" if mode == "return_to_caller" else "handoff"
-    else:  # a delegation tool (Agno's delegate_task_to_member) returns to its caller
+    else:  # a delegation tool (``delegate_task_to_member``) returns to its caller
         kind = kind_of_node(span)
     return Edge(parent, marker, kind, source)
 
 
 def span_link(index: SpanIndex, key: Key) -> Edge | None:
-    """A span link to the caller's side (Microsoft Agent Framework, AutoGen, remote A2A agents).
+    """A span link to the caller's side (message runtimes, workflow executors, remote agents).
 
     Runtimes that start the callee in a new trace, or under its own server
     span, join the two sides with a link from the callee's agent span to the
@@ -145,7 +146,7 @@ def span_link(index: SpanIndex, key: Key) -> Edge | None:
 def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
     """A link on a non-agent span above the agent (a message runtime's), followed to its agent.
 
-    The caller's handoff span naming this agent (AutoGen's ``transfer_to_X``),
+    The caller's handoff span naming this agent (a ``transfer_to_X`` tool),
     if it has one, is the node. A caller that had ended before this agent
     started handed the conversation on (a handoff, a group chat's next
     speaker, a sequential workflow's next step); one still running waits for
@@ -199,12 +200,13 @@ def gen_ai_caller(index: SpanIndex, key: Key) -> Edge | None:
 def handoff_span(index: SpanIndex, key: Key) -> Edge | None:
     """A handoff span in the agent that was speaking: its parent, kind ``handoff``.
 
-    Serves OpenAI Agents (its ``handoff`` span, ``from_agent``/``to_agent``,
-    or under OpenInference a ``TOOL`` span named ``handoff to X``), Google ADK
+    Serves a ``handoff`` span (``from_agent``/``to_agent``, or a ``TOOL``
+    span named ``handoff to X``), a generic transfer tool
     (``execute_tool transfer_to_agent``, the target in the tool's arguments),
-    Strands swarms (``handoff_to_agent``, the target in span events),
-    LlamaIndex AgentWorkflow (its ``handoff`` tool, ``to_agent`` in the
-    input's ``kwargs``) and LangGraph handoff tools (``transfer_to_<name>``, ``Command.PARENT``): the
+    a swarm's ``handoff_to_agent`` (the target in span events), a workflow's
+    ``handoff`` tool (``to_agent`` in the input's ``kwargs``), graph handoff
+    tools (``transfer_to_<name>``) and any dialect's goto or transfer
+    markers (:mod:`tracekit.intake.otlp.dialects`): the
     runner ends or leaves the speaking agent and opens the target beside it.
     The latest such span naming this agent (or naming none) before it started
     is the handoff.
@@ -221,10 +223,10 @@ def _is_handoff_marker(span: Span) -> bool:
 
 
 def graph_node_parent(index: SpanIndex, key: Key) -> Edge | None:
-    """OpenInference's ``graph.node.parent_id``: the agent that handed off, by name.
+    """``graph.node.parent_id``: the agent that handed off, by name.
 
-    The OpenInference processor for OpenAI Agents writes the name of the
-    agent that handed off on the target's agent span. The caller is the
+    A tracing processor may write the name of the agent that handed off on
+    the target's agent span. The caller is the
     latest agent of that name that started before it.
     """
     name = index.spans[key].attrs.get("graph.node.parent_id")
@@ -236,36 +238,36 @@ def graph_node_parent(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, None, "handoff", "graph.node.parent_id")
 
 
-def langgraph_metadata(index: SpanIndex, key: Key) -> Edge | None:
-    """LangGraph's checkpoint namespaces (the JSON ``metadata`` attribute).
+def graph_namespace(index: SpanIndex, key: Key) -> Edge | None:
+    """A graph framework's checkpoint namespaces (:func:`~tracekit.intake.otlp.shapes.namespace`).
 
     A subgraph agent runs in the namespace ``caller:1|agent:2``: its caller
     is the agent whose namespace is that path less its last part, or the
     graph's run at the top. The span tree agrees unless a context was lost
     (threads, callbacks run outside the graph's context).
     """
-    meta = langgraph_meta(index.spans[key])
-    if meta is None or "langgraph_node" not in meta:
+    meta = shapes.graph_meta(index.spans[key])
+    if meta is None or shapes.graph_node(meta) is None:
         return None
-    above = namespace(meta).rpartition("|")[0]
+    above = shapes.namespace(meta).rpartition("|")[0]
     parent = index.namespace_agent(key, above)
     if parent is None or not index.may_call(parent, key):
         return None
-    return Edge(parent, index.node_between(parent, key), "delegate", "langgraph.metadata")
+    return Edge(parent, index.node_between(parent, key), "delegate", "graph.namespace")
 
 
-def langgraph_step(index: SpanIndex, key: Key) -> Edge | None:
-    """LangGraph's step order: the agent node that ran the step before this one.
+def graph_step(index: SpanIndex, key: Key) -> Edge | None:
+    """A graph framework's step order: the agent node that ran the step before this one.
 
-    A worker of langgraph-supervisor hands control back with no tool at all (a
-    pair of scripted messages and a graph edge back to the supervisor), so
-    nothing but the graph's ``langgraph_step`` says who passed it on: the
+    A supervisor's worker may hand control back with no tool at all (a pair
+    of scripted messages and a graph edge back to the supervisor), so
+    nothing but the graph's step (:func:`~tracekit.intake.otlp.shapes.graph_step`)
+    says who passed it on: the
     agent node of the same parent graph with the latest earlier step, which
     had ended when this one started. Tried after the handoff spans, which
     name their target.
     """
-    meta = langgraph_meta(index.spans[key])
-    step = _step(meta)
+    step = shapes.graph_step(shapes.graph_meta(index.spans[key]))
     workflow = index.otel_agent(key)
     if step is None or workflow is None or workflow not in index.workflows:
         return None
@@ -275,29 +277,23 @@ def langgraph_step(index: SpanIndex, key: Key) -> Edge | None:
         span = index.spans[other]
         if other == key or other[0] != key[0] or index.otel_agent(other) != workflow:
             continue
-        before = _step(langgraph_meta(span))
+        before = shapes.graph_step(shapes.graph_meta(span))
         if before is None or before >= step or span.end is None or span.end > start:
             continue
         if best is None or (before, span.start) > best[:2]:
             best = (before, span.start, other)
     if best is None or not index.may_call(best[2], key):
         return None
-    return Edge(best[2], None, "handoff", "langgraph.step")
-
-
-def _step(meta: dict[str, object] | None) -> int | None:
-    found = meta.get("langgraph_step") if meta else None
-    return found if isinstance(found, int) else None
+    return Edge(best[2], None, "handoff", "graph.step")
 
 
 def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
-    Serves every shape where a callee nests under its caller: Pydantic AI's
-    delegation inside a tool, agents used as tools (OpenAI ``as_tool``, ADK
-    ``AgentTool``, Strands), tracekit's own SDK. When no tool span lies
+    Serves every shape where a callee nests under its caller: a delegation
+    inside a tool, agents used as tools, tracekit's own SDK. When no tool span lies
     between them, a tool span of the caller that encloses the callee in time
-    and names it (Agno's ``delegate_task_to_member``, whose member runs beside
+    and names it (a team's ``delegate_task_to_member``, whose member runs beside
     it) is the node.
     """
     parent = index.otel_agent(key)
@@ -312,7 +308,7 @@ EDGE_RULES: Final[tuple[EdgeRule, ...]] = (
     gen_ai_caller,
     handoff_span,
     graph_node_parent,
-    langgraph_step,
-    langgraph_metadata,
+    graph_step,
+    graph_namespace,
     otel_parent,
 )

@@ -55,7 +55,8 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
             # matched to the callee it came from
             error.cause = _raised_from(index, key, error, out)
         if error.code == "AGENT_RECURSION" and not error.chain:
-            error.chain = _circle(index, key)
+            # a refusal re-raised unchanged up the chain carries the refused call's circle
+            error.chain = _refused_below(index, key, out) or _circle(index, key)
         if (
             error.cause is None
             and _untyped(index.spans[key])
@@ -64,6 +65,15 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
             error.cause = _tool_cause(error, failed_tools.get(key))
         out[key] = error
     return out
+
+
+def _refused_below(index: SpanIndex, key: Key, errors: dict[Key, ErrorInfo]) -> list[str] | None:
+    """The circle of a callee's recursion refusal, when this agent re-raised it."""
+    for child in index.children_agents.get(key, ()):
+        found = errors.get(child)
+        if found is not None and found.code == "AGENT_RECURSION" and found.chain:
+            return found.chain
+    return None
 
 
 def _raised_from(

@@ -37,19 +37,19 @@ __all__ = [
 ]
 
 #: A span or tool name that reads as a handoff, transfer or delegation to another agent
-#: (``delegate_task_to_member``: Agno; ``Delegate work to coworker``: CrewAI).
+#: (``delegate_task_to_member``, ``Delegate work to coworker``: teams and crews).
 _TRANSFER: Final = re.compile("transfer|hand_?off|delegate", re.IGNORECASE)
 #: Of those, the words that mean control passes on whether or not an agent is named.
 _HANDOFF: Final = re.compile("transfer|hand_?off", re.IGNORECASE)
-#: Where a transfer tool's arguments are written (ADK, the GenAI conventions,
-#: OpenInference); read only to find the agent a transfer names.
+#: Where a transfer tool's arguments are written (a framework's own key, the GenAI
+#: conventions, a span's input); read only to find the agent a transfer names.
 ARGUMENT_KEYS: Final = (
     "gcp.vertex.agent.tool_call_args",
     "gen_ai.tool.call.arguments",
     "input.value",
 )
 #: The argument of a transfer tool that names the agent it hands to (``to_agent``:
-#: LlamaIndex's ``handoff``; ``member_id``: Agno; ``coworker``: CrewAI).
+#: a workflow's ``handoff``; ``member_id``: a team's; ``coworker``: a crew's).
 TARGET_KEYS: Final = ("agent_name", "agent", "target_agent", "to_agent", "member_id", "coworker")
 #: Names that carry their target after the prefix (``transfer_to_billing``).
 _TARGET_PREFIXES: Final = ("handoff to ", "transfer_to_", "transfer to ")
@@ -99,7 +99,7 @@ def target_in(values: Iterable[Any]) -> str | None:
             except ValueError:
                 continue
         if isinstance(value, dict):
-            # LlamaIndex's tool spans hold the call's arguments under ``kwargs``.
+            # Some tool spans hold the call's arguments under ``kwargs``.
             for where in (value, value.get("kwargs")):
                 found = _named(where)
                 if found is not None:

@@ -1,6 +1,6 @@
 """What a few spans' input says that no attribute does: the agent whose turn it is.
 
-LlamaIndex's AgentWorkflow (under OpenInference) opens no agent span: the
+A workflow may open no agent span at all (see docs/otlp.md): the
 agent only appears as ``current_agent_name='triage'`` in the repr of the
 event a ``<Workflow>.setup_agent`` step span takes as input. The decoders
 read the input of those spans only (a name test first: it is cheap) and keep
@@ -21,16 +21,16 @@ from typing import Any, Final
 
 __all__ = ["CURRENT_AGENT", "INPUT", "current_agent", "is_turn"]
 
-#: The attribute the decoders keep the agent in (LlamaIndex's own word for it).
+#: The attribute the decoders keep the agent in (the framework's own word for it).
 CURRENT_AGENT: Final = "current_agent_name"
-#: The OpenInference attribute holding a span's input.
+#: The attribute holding a span's input.
 INPUT: Final = "input.value"
 _TURN: Final = ".setup_agent"
 _NAMED: Final = re.compile(r"""current_agent_name=\\?(['"])(.+?)\\?\1""")
 
 
 def is_turn(name: str) -> bool:
-    """Whether a span starts an agent's turn (LlamaIndex ``<Workflow>.setup_agent``)."""
+    """Whether a span starts an agent's turn (``<Workflow>.setup_agent``)."""
     return name.endswith(_TURN)
 
 

@@ -1,12 +1,13 @@
 """What one span is, by the shape each framework gives it: agent, run, tool, model call.
 
-A span kind alone does not say it. OpenInference marks the OpenAI Agents
-workflow root ``AGENT`` (it is the run, not an agent), and its LangChain
-instrumentation names kinds after run names, so a LangGraph agent may be a
-``CHAIN`` span and an internal step an ``AGENT`` one. So the kinds here read
-the GenAI operation first, then the framework's own marks; LangGraph's
-agents (subgraphs) are found per trace, from their checkpoint namespaces
-(:func:`langgraph_agents`).
+A span kind alone does not say it: an instrumentation may mark a workflow's
+root as an agent (it is the run), or name kinds after run names (an agent as
+a chain, an internal step as an agent). So the kinds here read a dialect's
+verdict first (:mod:`tracekit.intake.otlp.dialects`), then the GenAI
+operation, then the span-kind attribute and the shapes' own verdicts
+(:mod:`tracekit.intake.otlp.shapes`, whose tables name the instrumentations);
+a graph framework's agents are found per trace, from its structure
+(:func:`tracekit.intake.otlp.shapes.graph_shapes`).
 
 Example:
     >>> from tracekit.intake.otlp.decode_json import Span
@@ -18,23 +19,20 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.events import Usage
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import KIND
+from tracekit.intake.otlp.shapes.words import AGENT_KIND, MODEL_KINDS, SPAN_KIND, TOOL_KIND
 
 __all__ = [
-    "CONTROL_FLOW",
     "is_container",
     "is_llm",
     "is_tool",
     "is_workflow",
-    "langgraph_meta",
-    "langgraph_shapes",
-    "namespace",
     "session_of",
     "sum_usage",
     "tool_name",
@@ -52,27 +50,20 @@ _LLM_OPERATIONS: Final = frozenset(
 _CONTAINER_NAMES: Final = frozenset({"turn", "task", "call_llm", "invocation"})
 _CONTAINER_PREFIXES: Final = ("execute_event_loop_cycle", "event_loop", "cycle")
 _MERGED: Final = "(merged tools)"
-#: A graph's entry and exit nodes only route (langgraph-swarm's ``__start__`` runs
-#: ``route_to_active_agent``): they do not make the graph an agent of its own.
-_GRAPH_ENDS: Final = frozenset({"__start__", "__end__"})
-#: Exceptions that are control flow, not failures (LangGraph's Command.PARENT, interrupts).
-CONTROL_FLOW: Final = frozenset(
-    {"ParentCommand", "GraphInterrupt", "GraphBubbleUp", "NodeInterrupt"}
-)
-_OPENINFERENCE_TOOL: Final = "TOOL"
-_OPENINFERENCE_LLM: Final = frozenset({"LLM", "EMBEDDING"})
 
 
 def is_workflow(span: Span) -> bool:
     """A span that is a whole multi-agent run rather than one agent.
 
-    ``invoke_workflow`` (Google ADK), ``invoke_swarm`` / ``invoke_graph``
-    (Strands) and the OpenAI Agents trace root under OpenInference (an
-    ``AGENT`` span with no parent and no ``graph.node.id``). LangGraph's
-    workflows are found per trace (:func:`langgraph_shapes`).
+    A dialect's ``workflow``, the GenAI ``invoke_workflow``, ``invoke_swarm``
+    and ``invoke_graph`` operations, and a root span of the ``AGENT`` kind
+    that names no agent (a workflow's trace root). A graph framework's
+    workflows are found per trace (:func:`tracekit.intake.otlp.shapes.graph_shapes`).
     """
     attrs = span.attrs
     operation = attrs.get("gen_ai.operation.name")
+    if KIND in attrs:  # a dialect's verdict (:mod:`.dialects`) comes first
+        return attrs[KIND] == "workflow"
     if operation is not None:  # the common case: one look
         return operation in _WORKFLOW_OPERATIONS and "tracekit.invocation_id" not in attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
@@ -84,8 +75,8 @@ def is_workflow(span: Span) -> bool:
             return verdict
     if span.name.startswith(_WORKFLOW_NAMES):
         return True
-    kind = attrs.get("openinference.span.kind")
-    if kind == "AGENT" and not span.parent and "graph.node.id" not in attrs:
+    kind = attrs.get(SPAN_KIND)
+    if kind == AGENT_KIND and not span.parent and "graph.node.id" not in attrs:
         return "gen_ai.agent.name" not in attrs and "agent.name" not in attrs
     return False
 
@@ -96,18 +87,22 @@ def tool_name(span: Span) -> str | None:
     Example:
         >>> from tracekit.intake.otlp.decode_json import Span
         >>> tool_name(Span("t", "a", "", "handoff to billing", 1, 2,
-        ...     {"openinference.span.kind": "TOOL"}, False, "", None))
+        ...     {SPAN_KIND: "TOOL"}, False, "", None))
         'handoff to billing'
     """
     attrs = span.attrs
+    declared = attrs.get(KIND)
+    if declared is not None and declared != "tool":
+        return None  # a dialect said what it is, and it is no tool call
     name = attrs.get("gen_ai.tool.name") or attrs.get("tool.name")
     if name == _MERGED:
-        return None  # ADK's span after parallel tools: not a call of its own
+        return None  # a span after parallel tools (a merged result): not a call of its own
     if name:
         return str(name)
     if (
-        attrs.get("gen_ai.operation.name") == "execute_tool"
-        or attrs.get("openinference.span.kind") == _OPENINFERENCE_TOOL
+        declared == "tool"
+        or attrs.get("gen_ai.operation.name") == "execute_tool"
+        or attrs.get(SPAN_KIND) == TOOL_KIND
         or "to_agent" in attrs
     ):
         return span.name.removeprefix("execute_tool ").strip() or span.name
@@ -115,17 +110,19 @@ def tool_name(span: Span) -> str | None:
 
 
 def is_tool(span: Span) -> bool:
-    """A tool call: ``execute_tool``, a tool name, an OpenInference ``TOOL`` or a handoff span."""
+    """A tool call: ``execute_tool``, a tool name, a ``TOOL`` span kind or a handoff span."""
     return tool_name(span) is not None
 
 
 def is_llm(span: Span) -> bool:
-    """A model call: a GenAI chat/completion operation, or an OpenInference ``LLM`` span."""
+    """A model call: a GenAI chat/completion operation, or an ``LLM`` span kind."""
     attrs = span.attrs
+    if KIND in attrs:
+        return attrs[KIND] == "model"
     operation = attrs.get("gen_ai.operation.name")
     if operation in _LLM_OPERATIONS:
         return True
-    if attrs.get("openinference.span.kind") in _OPENINFERENCE_LLM:
+    if attrs.get(SPAN_KIND) in MODEL_KINDS:
         return True
     return operation is None and span.name == "call_llm"
 
@@ -137,101 +134,20 @@ def is_container(span: Span) -> bool:
     """
     if "tracekit.step" in span.attrs:
         return False
-    kind = span.attrs.get("openinference.span.kind")
-    if kind is not None and kind not in (_OPENINFERENCE_TOOL, *_OPENINFERENCE_LLM):
-        return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: OpenInference's wrappers
+    declared = span.attrs.get(KIND)
+    if declared is not None:
+        return declared == "wrapper"
+    kind = span.attrs.get(SPAN_KIND)
+    if kind is not None and kind not in (TOOL_KIND, *MODEL_KINDS):
+        return True  # CHAIN, AGENT (an internal step), RETRIEVER ...: a span kind's wrappers
     if "messaging.operation" in span.attrs:
-        return True  # a message runtime's plumbing (AutoGen's create/publish/process spans)
+        return True  # a message runtime's plumbing (its create/publish/process spans)
     name = span.name
     if span.attrs.get("gen_ai.tool.name") == _MERGED:
         return True
     if name in _CONTAINER_NAMES or name.startswith(_CONTAINER_PREFIXES):
         return True
     return span.attrs.get("gen_ai.operation.name") in _WORKFLOW_OPERATIONS
-
-
-def langgraph_meta(span: Span) -> dict[str, Any] | None:
-    """The LangGraph ``metadata`` attribute (JSON) of a LangChain span, decoded, or None."""
-    raw = span.attrs.get("metadata")
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str) or ("langgraph" not in raw and "checkpoint_ns" not in raw):
-        return None
-    try:
-        found = json.loads(raw)
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
-
-
-def namespace(meta: dict[str, Any]) -> str:
-    """A LangGraph span's checkpoint namespace (``supervisor:1|agent:2``), or ``""``."""
-    found = meta.get("langgraph_checkpoint_ns") or meta.get("checkpoint_ns") or ""
-    return str(found)
-
-
-def _is_graph_node(span: Span) -> bool:
-    """A LangGraph node run: its ``langgraph_node`` is its own name."""
-    meta = langgraph_meta(span)
-    return meta is not None and meta.get("langgraph_node") == span.name
-
-
-def _node_of(spans: dict[Any, Span], run: Any) -> Any:
-    """The parent graph's node span that stands for a subgraph run, else the run itself.
-
-    The node is the run's parent of the same name, or its grandparent of the same
-    name through a function node that calls the subgraph (langgraph-supervisor's
-    ``call_agent``, an ``AGENT`` span only by its name).
-    """
-    span = spans[run]
-    cur = (span.trace, span.parent)
-    for _ in range(2):
-        if cur not in spans:
-            return run
-        above = spans[cur]
-        if above.name == span.name and _is_graph_node(above):
-            return cur
-        cur = (above.trace, above.parent)
-    return run
-
-
-def langgraph_shapes(spans: dict[Any, Span]) -> tuple[set[Any], set[Any]]:
-    """LangGraph's agents and workflow runs among the spans, by the graph's structure.
-
-    A graph run is a span with node runs right under it (``agent``, ``tools``
-    of a ``create_react_agent``; ``triage``, ``billing`` of a parent graph).
-    A graph run is an agent, shown by the node that wraps it when it is a
-    subgraph (the parent graph's ``triage`` node around the compiled
-    ``triage`` graph), unless its own nodes are agents: then it is the
-    workflow that runs them. OpenInference's kinds are not used: they follow
-    run names (``agent`` is the ReAct loop's model step).
-
-    Returns:
-        ``(agents, workflows)``, as keys of ``spans``.
-    """
-    children: dict[Any, list[Any]] = {}
-    for key, span in spans.items():
-        if span.parent and "metadata" in span.attrs:
-            children.setdefault((span.trace, span.parent), []).append(key)
-    runs = {
-        parent
-        for parent, kids in children.items()
-        if parent in spans and any(_is_graph_node(spans[k]) for k in kids)
-    }
-    agent_of: dict[Any, Any] = {}  # graph run -> the span that stands for it
-    for run in runs:
-        agent_of[run] = _node_of(spans, run)
-    wrappers = set(agent_of.values())
-    workflows: set[Any] = set()
-    for run in runs:
-        nodes = [
-            k
-            for k in children.get(run, ())
-            if _is_graph_node(spans[k]) and spans[k].name not in _GRAPH_ENDS
-        ]
-        if nodes and all(k in wrappers or k in runs for k in nodes):
-            workflows.add(agent_of[run])
-    return wrappers - workflows, workflows
 
 
 def _int(value: Any) -> int | None:
@@ -243,7 +159,7 @@ def _int(value: Any) -> int | None:
 
 
 def usage_of(span: Span) -> Usage | None:
-    """A span's model usage: GenAI ``gen_ai.usage.*`` or OpenInference ``llm.token_count.*``.
+    """A span's model usage: GenAI ``gen_ai.usage.*`` or ``llm.token_count.*``.
 
     Example:
         >>> from tracekit.intake.otlp.decode_json import Span

@@ -1,6 +1,6 @@
 """Following span links, across traces, to the agent that sent the message that woke an agent.
 
-Message-passing runtimes (AutoGen's, Microsoft Agent Framework's) start each
+Message-passing runtimes and workflow executors start each
 agent under the runtime's own ``process`` / ``executor`` span and link
 *that* span to the message that woke it (``send``, ``create``), often in
 another trace. :func:`linked_caller` follows the links from an agent span's
@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the index calls the rules that call this; this reads the in
 
 __all__ = ["children_agents_of_span", "linked_caller"]
 
-#: Hops through relaying spans (AutoGen's group manager relays every handoff).
+#: Hops through relaying spans (a group chat's manager relays every handoff).
 _HOPS = 8
 
 

@@ -30,7 +30,11 @@ import msgspec
 from tracekit.events import Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import apply_dialect
 from tracekit.intake.otlp.errors import agent_errors
+from tracekit.intake.otlp.evidence import infer
+from tracekit.intake.otlp.kinds import tool_name
+from tracekit.intake.otlp.loops import loop_agents
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps, own_error
@@ -54,7 +58,7 @@ def map_traces(
     """
     counts.refused += _refuse_loops(spans, rejects)
     index = SpanIndex(spans)
-    if len({key[0] for key in index.agent_set}) < traces and _plain_roots(spans, index):
+    if len({key[0] for key in index.agent_set}) < traces and _no_agent(spans, index, counts):
         index = SpanIndex(spans)
     steps = Steps(index)
     pairs: _Pairs = []
@@ -109,7 +113,9 @@ def _surface_errors(
 
     The step keeps its own error if it has one; otherwise it takes the first
     failure folded into it (a tool call that raised inside a delegation tool,
-    a query that failed inside a plain step).
+    a query that failed inside a plain step). A plain step takes the error's
+    code only from a tool call: the innermost failed span is the step that
+    failed, and its type is the origin code.
     """
     for key in hidden:
         error = own_error(index.spans[key])
@@ -119,35 +125,60 @@ def _surface_errors(
         if error is None or above is None:
             continue
         line, node = pairs[made[above]]
-        if isinstance(node, Node) and node.ok is not False:
-            failed = node.call is not None  # a plain step carries no error of its own
-            pairs[made[above]] = (
-                line,
-                msgspec.structs.replace(node, ok=False, error=error if failed else None),
-            )
+        if not isinstance(node, Node) or node.error is not None:
+            continue
+        # The innermost failed span is where it failed: a step (even a plain one that
+        # failed with no code of its own) carries the error of a tool call that raised
+        # inside it, whose type is the origin's code.
+        span = index.spans[key]
+        typed = tool_name(span) is not None and (span.exception or span.attrs.get("error.type"))
+        if node.ok is not False or (typed and node.call is None):
+            carried = error if node.call is not None or typed else None
+            pairs[made[above]] = (line, msgspec.structs.replace(node, ok=False, error=carried))
 
 
-def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
-    """Make the top span of each trace without an agent span a root run; whether any was.
+def _no_agent(spans: dict[Key, Span], index: SpanIndex, counts: SpanCounts) -> bool:
+    """Read the traces with no agent span by evidence, in order; whether any span changed.
+
+    First what their attributes show in any namespace (:func:`.evidence.infer`),
+    then the loop rule (:func:`.loops.loop_agents`); a trace still without an
+    agent is a run of plain steps (:func:`_plain_roots`), counted so that the
+    report says so. A message runtime's own traces (no agent, but linked to
+    traces that have one) are the plumbing of those runs, not runs.
+    """
+    with_agents = {key[0] for key in index.agent_set}
+    linked = _linked_traces(spans) if with_agents else set()
+    missing = {key[0] for key in spans} - with_agents - linked
+    if not missing:
+        return False
+    found = infer(span for key, span in spans.items() if key[0] in missing)
+    if found is not None:
+        apply_dialect(spans, found.dialect, missing)
+        agents = SpanIndex({k: s for k, s in spans.items() if k[0] in missing}).agent_set
+        read = {key[0] for key in agents}
+        if read:
+            counts.inferred[found.line()] = counts.inferred.get(found.line(), 0) + len(read)
+        missing -= read
+    missing -= loop_agents(spans, missing)
+    counts.plain += len(missing)
+    _plain_roots(spans, missing)
+    return True
+
+
+def _plain_roots(spans: dict[Key, Span], traces: set[str]) -> None:
+    """Make the top span of each of ``traces`` a root run.
 
     Such a trace (a framework tracekit has no shape for, plain OpenTelemetry)
     is still a run, named after its top span's service and name, with its
     spans as steps: nothing read is dropped for want of an agent.
     """
-    with_agents = {key[0] for key in index.agent_set}
-    # A message runtime's own traces (AutoGen's publish/process) carry no agent but
-    # are linked to those that do: they are the plumbing of those runs, not runs.
-    linked = _linked_traces(spans) if with_agents else set()
-    found = False
     for key, span in spans.items():
-        if key[0] in with_agents or key[0] in linked:
+        if key[0] not in traces:
             continue
         if span.parent and (key[0], span.parent) in spans:
             continue
         name = f"{span.service} {span.name}" if span.service else span.name
         span.attrs = {**span.attrs, "tracekit.root": True, "gen_ai.agent.name": name or span.id}
-        found = True
-    return found
 
 
 def _linked_traces(spans: dict[Key, Span]) -> set[str]:

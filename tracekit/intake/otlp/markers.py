@@ -95,7 +95,7 @@ def caller_marker(index: SpanIndex, caller: Key, key: Key) -> Key | None:
 def enclosing_tool(index: SpanIndex, parent: Key | None, key: Key) -> Key | None:
     """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
 
-    Agno opens a team member's agent span beside the leader's
+    A team may open a member's agent span beside the leader's
     ``delegate_task_to_member`` span, not under it; the tool still spans
     the member's whole run and names it (``member_id``).
     """

@@ -210,7 +210,7 @@ def _kind(attrs: dict[str, Any], node: str | None, found: Kind) -> Kind:
     if written in _KINDS:
         return cast(Kind, written)
     if "tracekit.node" in attrs:
-        # lovia's tool names tell a handoff (``transfer_to_*``) and a spawn from a delegation.
+        # tool names tell a handoff (``transfer_to_*``) and a spawn from a delegation.
         return "delegate" if node is None else kind_of_name(node)
     return found
 

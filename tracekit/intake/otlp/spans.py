@@ -13,6 +13,7 @@ from typing import Final
 
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import KIND, apply
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
 from tracekit.intake.otlp.handoff import kind_of_name
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
@@ -21,13 +22,10 @@ from tracekit.intake.otlp.kinds import (
     is_llm,
     is_tool,
     is_workflow,
-    langgraph_meta,
-    langgraph_shapes,
-    namespace,
     tool_name,
 )
 from tracekit.intake.otlp.markers import marker_target, may_mark
-from tracekit.intake.otlp.shapes import llamaindex
+from tracekit.intake.otlp.shapes.words import AGENT_KIND, AGENT_KIND_VALUES, SPAN_KIND
 
 __all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
@@ -41,12 +39,16 @@ _MODEL_OPERATIONS: Final = frozenset(
 def is_agent(span: Span) -> bool:
     """Whether the span is an agent invocation (or tracekit's own root run).
 
-    A LangGraph span is decided per trace instead (:func:`langgraph_shapes`):
-    OpenInference names its kinds after run names there.
+    A graph framework's node span is decided per trace instead
+    (:func:`tracekit.intake.otlp.shapes.graph_shapes`): span kinds follow run
+    names there.
     """
     attrs = span.attrs
     if "tracekit.root" in attrs or "tracekit.invocation_id" in attrs:
         return True
+    declared = attrs.get(KIND)
+    if declared is not None:  # a dialect's verdict (:mod:`.dialects`)
+        return declared == "agent"
     # A framework's shape overrules the generic rules below; most spans' names and
     # attributes are no shape's, and a name is looked up once (shapes.may_decide).
     if shapes.DECIDER_NAMES[span.name] or not shapes.DECIDER_KEYS.isdisjoint(attrs):
@@ -56,15 +58,26 @@ def is_agent(span: Span) -> bool:
     operation = attrs.get("gen_ai.operation.name")
     if operation == "invoke_agent":
         return True
-    if attrs.get("openinference.span.kind") == "AGENT":
-        return "metadata" not in attrs or langgraph_meta(span) is None
-    if attrs.get("traceloop.span.kind") == "agent":
+    if attrs.get(SPAN_KIND) == AGENT_KIND:
+        return shapes.graph_meta(span) is None
+    if any(attrs.get(key) == value for key, value in AGENT_KIND_VALUES):
         return True
     # The shape before invoke_agent: an agent name on a span that is no model call.
     return (
         "gen_ai.agent.name" in attrs
         and operation in _OLD_OPERATIONS
         and not (is_llm(span) or is_tool(span) or is_container(span))
+    )
+
+
+def _declared(attrs: dict[str, object]) -> bool:
+    """An agent by a declaration or a name, not only by a span kind: it stays one when idle."""
+    return (
+        KIND in attrs
+        or not shapes.NAME_KEYS.isdisjoint(attrs)
+        or attrs.get("gen_ai.operation.name") == "invoke_agent"
+        or "tracekit.invocation_id" in attrs
+        or "tracekit.root" in attrs
     )
 
 
@@ -124,7 +137,8 @@ class SpanIndex:
 
     def __init__(self, spans: dict[Key, Span], rules: tuple[EdgeRule, ...] = EDGE_RULES) -> None:
         self.spans = spans
-        self.graph_agents, graph_workflows = langgraph_shapes(spans)
+        apply(spans)  # the dialects' verdicts first (run again, it changes nothing)
+        self.graph_agents, graph_workflows = shapes.graph_shapes(spans)
         self.workflows = graph_workflows
         self.agent_set = set(self.graph_agents)
         self.has_children: set[Key] = set()
@@ -145,12 +159,14 @@ class SpanIndex:
             elif may_mark(span):
                 marks.append(key)
         self.agent_set |= self.workflows
-        if turns:  # LlamaIndex: agents with no span, only turns
-            heads = llamaindex.invocations(spans, turns)
+        if turns:  # agents with no span, only turns
+            heads = shapes.turn_invocations(spans, turns)
             self.agent_set.update(heads)
             self.has_children.update(heads)
+        self._idle_agents()
         self._spanless_agents(marks)
-        # A workflow inside an agent (ADK's AgentTool runs one) is no run of its own.
+        self._named_workflows()
+        # A workflow inside an agent (an agent used as a tool may run one) is no run of its own.
         nested = {key for key in self.workflows if self._inside_agent(key)}
         self.workflows -= nested
         self.agent_set -= nested
@@ -188,11 +204,48 @@ class SpanIndex:
         self.consumed = {edge.node for edge in self.edges.values() if edge.node is not None}
 
     # -- building ------------------------------------------------------------
+    def _idle_agents(self) -> None:
+        """An agent span that does no agent work is a step: a tool call, an event, an answer.
+
+        A span kind may mark the tool call that ends an agent's turn (a final
+        answer) as an agent: with no child (no model call, no tool), no
+        failure and no agent name, right under another agent (no tool call
+        between them: an agent used as a tool is one), it is that agent's
+        tool step. A span declared an agent (a dialect, the
+        GenAI ``invoke_agent``, tracekit's own) or named as one stays one.
+        """
+        leaves = [
+            key
+            for key in self.agent_set
+            if key not in self.has_children and key not in self.graph_agents
+        ]
+        if not leaves:
+            return
+        siblings = self._named_siblings(leaves)
+        for key, beside in siblings.items():  # the agent's work is in a same-named span beside it
+            span = self.spans[key]
+            self.agent_set.discard(key)
+            self.agent_set.add(beside)
+            name = self.agent_name(span)
+            self.spans[beside].attrs = {**self.spans[beside].attrs, KIND: "agent",
+                                        "gen_ai.agent.name": name}  # fmt: skip
+            span.attrs = {**span.attrs, KIND: "wrapper"}
+        for key in leaves:
+            span = self.spans[key]
+            attrs = span.attrs
+            if key in siblings or _declared(attrs) or span.error or span.exception is not None:
+                continue
+            if not span.parent or not self._right_under_agent(key):
+                continue
+            self.agent_set.discard(key)
+            name = attrs.get("tool.name") or attrs.get("gen_ai.tool.name") or span.name
+            span.attrs = {**attrs, KIND: "tool", "gen_ai.tool.name": str(name)}
+
     def _spanless_agents(self, marks: list[Key]) -> None:
         """Delegation tool spans that stand for an agent with no span of its own.
 
-        A coworker of a CrewAI crew may exist only as the manager's
-        ``Delegate work to coworker`` span, whose input names it, with the
+        A coworker of a crew may exist only as the manager's delegation
+        span (``Delegate work to coworker``), whose input names it, with the
         coworker's own tool spans as its children: that span is then the
         coworker's invocation (named by the tool's target), its children its
         steps. A delegation span with an agent span under it is only a node.
@@ -223,6 +276,59 @@ class SpanIndex:
                 found.add(cur)
                 cur = self.parent_of(cur)
         return found
+
+    def _named_workflows(self) -> None:
+        """An agent span whose child is a workflow of the same name is that workflow.
+
+        An instrumentation may open the run twice (an ``invoke_agent swarm``
+        around its ``swarm.workflow``): the outer span is the run, the inner
+        one its wrapper.
+        """
+        for key in list(self.workflows):
+            above = self.parent_of(key)
+            if above is None or above not in self.agent_set or above in self.workflows:
+                continue
+            if self.agent_name(self.spans[above]) == self.agent_name(self.spans[key]):
+                self.workflows.discard(key)
+                self.agent_set.discard(key)
+                self.workflows.add(above)
+                self.spans[key].attrs = {**self.spans[key].attrs, KIND: "wrapper"}
+
+    def _named_siblings(self, leaves: list[Key]) -> dict[Key, Key]:
+        """Each childless agent span's sibling of the same agent name that holds the work.
+
+        An instrumentation may write the agent's invocation as a childless
+        span beside the node span that runs it (an ``invoke_agent X`` marker
+        next to ``execute_task X``): that node span is the agent's.
+        """
+        wanted: dict[tuple[str, str], list[Key]] = {}
+        for key in leaves:
+            span = self.spans[key]
+            if span.parent and KIND not in span.attrs:
+                wanted.setdefault((key[0], span.parent), []).append(key)
+        if not wanted:
+            return {}
+        found: dict[Key, Key] = {}
+        for key, span in self.spans.items():
+            group = wanted.get((key[0], span.parent)) if span.parent else None
+            if not group or key not in self.has_children or key in self.agent_set:
+                continue
+            words = {span.name.rpartition(" ")[2], *map(str, span.attrs.values())}
+            for leaf in group:
+                if leaf not in found and self.agent_name(self.spans[leaf]) in words:
+                    found[leaf] = key
+        return found
+
+    def _right_under_agent(self, key: Key) -> bool:
+        """Whether an agent is above the span with no tool call between them."""
+        cur = self.parent_of(key)
+        for _ in range(100_000):
+            if cur is None or is_tool(self.spans[cur]):
+                return False
+            if cur in self.agent_set:
+                return True
+            cur = self.parent_of(cur)
+        return False
 
     def _inside_agent(self, key: Key) -> bool:
         cur = self.parent_of(key)
@@ -386,7 +492,7 @@ class SpanIndex:
         return found
 
     def namespace_agent(self, key: Key, ns: str) -> Key | None:
-        """The agent whose LangGraph namespace is ``ns``; the workflow above for ``""``."""
+        """The agent whose graph checkpoint namespace is ``ns``; the workflow above for ``""``."""
         if not ns:
             cur = self.otel.get(key)
             while cur is not None and cur not in self.workflows:
@@ -395,8 +501,8 @@ class SpanIndex:
         for other in self.graph_agents:
             if other[0] != key[0] or other == key:
                 continue
-            meta = langgraph_meta(self.spans[other])
-            if meta is not None and namespace(meta) == ns:
+            meta = shapes.graph_meta(self.spans[other])
+            if meta is not None and shapes.namespace(meta) == ns:
                 return other
         return None
 

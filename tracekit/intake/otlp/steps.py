@@ -1,8 +1,8 @@
 """The steps of an agent's run: its tool calls, its model turns, its own spans.
 
-Frameworks wrap an agent's tool calls in model turns (OpenAI Agents' ``turn``
-spans), loop cycles (Strands' ``execute_event_loop_cycle``) or chains
-(LangGraph's ``agent``/``tools`` nodes). Those wrappers are neither steps nor
+Frameworks wrap an agent's tool calls in model turns (``turn`` spans), loop
+cycles (``execute_event_loop_cycle``) or chains (a graph's ``agent``/``tools``
+nodes). Those wrappers are neither steps nor
 nodes (:func:`~tracekit.intake.otlp.kinds.is_container`): the tool calls
 and model calls inside them belong to the agent, so a tool that raised is
 seen. A tool call becomes ``Node(call="tool")`` named by the tool, with its
@@ -24,8 +24,8 @@ import msgspec
 
 from tracekit.events import ErrorInfo, Node, Usage, check_error
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import CONTROL_FLOW_KEY, is_control_flow
 from tracekit.intake.otlp.kinds import (
-    CONTROL_FLOW,
     is_container,
     is_llm,
     sum_usage,
@@ -48,7 +48,9 @@ def own_error(span: Span) -> ErrorInfo | None:
     """A span's own error: ``tracekit.error``, an ERROR status, or an exception event.
 
     An exception event is a failure even with the status left unset and no
-    ``error.type`` (Pydantic AI, processors that mark every span OK).
+    ``error.type`` (processors that mark every span OK). An exception a
+    dialect lists as control flow is none, whatever the status says
+    (:mod:`tracekit.intake.otlp.dialects`).
     """
     written = span.attrs.get("tracekit.error")
     if isinstance(written, str) and written:
@@ -62,7 +64,9 @@ def own_error(span: Span) -> ErrorInfo | None:
     if status is not None:
         if status == "ok":
             return None
-    elif not span.error and (span.exception is None or _control_flow(span.exception)):
+    elif CONTROL_FLOW_KEY in span.attrs or (
+        not span.error and (span.exception is None or is_control_flow(span.exception))
+    ):
         return None
     code = _code(span)
     short = short_code(code)
@@ -88,11 +92,6 @@ def short_code(code: str) -> str:
     if "." not in code or _DOTTED.fullmatch(code) is None:
         return code
     return code.rpartition(".")[2]
-
-
-def _control_flow(kind: str) -> bool:
-    """An exception a framework raises to steer, not to fail (LangGraph's ``ParentCommand``)."""
-    return kind.rpartition(".")[2] in CONTROL_FLOW
 
 
 def _code(span: Span) -> str:

@@ -8,10 +8,10 @@ and has an answer gives it, and the generic OpenTelemetry GenAI and
 OpenInference shapes (:mod:`.genai`, :mod:`.openinference`) answer for any
 framework not listed. A shape says which span names and attributes it may
 claim, so that the index asks it only of those (a name is looked up once:
-most spans of a fleet are no framework's). A new framework is one module here and one line in
-:data:`SHAPES`, before the generic ones; its handoff words go in
-:mod:`tracekit.intake.otlp.handoff`, its edge evidence in
-:mod:`tracekit.intake.otlp.edges`.
+most spans of a fleet are no framework's). A new framework is a declaration here (a ``*.toml``
+dialect, :mod:`tracekit.intake.otlp.dialect`), and, only where its shape
+needs code, a module and one line in :data:`SHAPES`, before the generic
+ones; the rules outside this package name no framework.
 
 Example:
     >>> from tracekit.intake.otlp.decode_json import Span
@@ -24,22 +24,31 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.names import NameMemo
-from tracekit.intake.otlp.shapes import genai, llamaindex, openinference, smolagents
+from tracekit.intake.otlp.shapes import genai, langgraph, llamaindex, openinference, smolagents
 from tracekit.intake.otlp.shapes.base import Shape
+
+if TYPE_CHECKING:  # the decoders read the shapes' tables
+    from tracekit.intake.otlp.decode_json import Span
 
 __all__ = [
     "DECIDER_KEYS",
     "DECIDER_NAMES",
     "DECIDES",
+    "NAME_KEYS",
     "SHAPES",
     "Shape",
     "agent_name",
     "agent_verdict",
+    "graph_meta",
+    "graph_node",
+    "graph_shapes",
+    "graph_step",
     "may_decide",
+    "namespace",
+    "turn_invocations",
     "workflow_verdict",
 ]
 
@@ -50,6 +59,18 @@ SHAPES: Final[tuple[Shape, ...]] = (
     openinference.SHAPE,
     genai.SHAPE,
 )
+#: A graph framework's structure: its agents and workflows per trace, a node run's
+#: metadata, checkpoint namespace and step (read by the kinds and the edge rules).
+graph_shapes: Final = langgraph.graph_shapes
+graph_meta: Final = langgraph.graph_meta
+namespace: Final = langgraph.namespace
+graph_step: Final = langgraph.step_of
+graph_node: Final = langgraph.node_of_meta
+#: Agents with no span, only turns: each run of one agent's turns is an invocation.
+turn_invocations: Final = llamaindex.invocations
+
+#: Attributes that name an agent, in any shape.
+NAME_KEYS: Final = frozenset((*genai.NAME_KEYS, *openinference.NAME_KEYS))
 _NAMERS: Final = tuple(s for s in SHAPES if s.agent_name is not None)
 _VERDICTS: Final = tuple(s for s in SHAPES if s.is_agent is not None)
 _WORKFLOWS: Final = tuple(s for s in SHAPES if s.is_workflow is not None)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from tracekit.intake.otlp.decode_json import Span
+if TYPE_CHECKING:  # the decoders read the shapes' tables
+    from tracekit.intake.otlp.decode_json import Span
+
 
 __all__ = ["Shape"]
 

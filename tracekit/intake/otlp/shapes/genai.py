@@ -7,20 +7,22 @@ the ``invoke_agent`` / ``invoke_workflow`` operation.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["SHAPE", "bare_name"]
+if TYPE_CHECKING:  # the decoders read the shapes' tables
+    from tracekit.intake.otlp.decode_json import Span
 
-_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name", "gen_ai.workflow.name")
+__all__ = ["NAME_KEYS", "SHAPE", "bare_name"]
+
+NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name", "gen_ai.workflow.name")
 
 
 def bare_name(span: Span) -> str:
     """``gen_ai.agent.name``, ``agent.name``, ``gen_ai.workflow.name``, else the span name."""
     attrs = span.attrs
-    for key in _NAME_KEYS:
+    for key in NAME_KEYS:
         name = attrs.get(key)
         if name:
             return str(name)

@@ -18,14 +18,16 @@ Example:
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["SHAPE", "is_openinference"]
+if TYPE_CHECKING:  # the decoders read the shapes' tables
+    from tracekit.intake.otlp.decode_json import Span
 
-_NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name", "graph.node.id")
+__all__ = ["NAME_KEYS", "SHAPE", "is_openinference"]
+
+NAME_KEYS: Final = ("gen_ai.agent.name", "agent.name", "graph.node.id")
 
 
 def is_openinference(span: Span) -> bool:
@@ -37,7 +39,7 @@ def _name(span: Span) -> str | None:
     """``gen_ai.agent.name``, ``agent.name``, else ``graph.node.id`` on an ``AGENT`` span."""
     if span.attrs.get("openinference.span.kind") != "AGENT":
         return None
-    for key in _NAME_KEYS:
+    for key in NAME_KEYS:
         found = span.attrs.get(key)
         if found:
             return str(found)

@@ -19,10 +19,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes.base import Shape
+
+if TYPE_CHECKING:  # the decoders read the shapes' tables
+    from tracekit.intake.otlp.decode_json import Span
 
 __all__ = ["SHAPE"]
 
