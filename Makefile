@@ -62,11 +62,13 @@ lint: $(STAMP)
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
-# Real runs of thirteen agent frameworks, recorded offline as OTLP JSON (tests/frameworks/).
-# Each framework pins its own OpenTelemetry, so each gets its own venv in .frameworks/;
-# `make test` only reads the committed recordings and never needs these.
+# Real runs of thirteen agent frameworks, recorded offline as OTLP JSON (tests/frameworks/),
+# then frameworks again through the instrumentations users bring (OpenLLMetry, Langfuse,
+# MLflow): <instrumentation>_<framework>. Each pins its own OpenTelemetry, so each gets its
+# own venv in .frameworks/; `make test` only reads the committed recordings and never needs these.
 FRAMEWORKS := openai_agents pydantic_ai google_adk langgraph strands crewai autogen \
-	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor
+	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor \
+	openllmetry_langgraph_swarm
 
 .frameworks/%/.installed: tests/frameworks/requirements-%.txt
 	test -x .frameworks/$*/bin/python || $(PY) -m venv .frameworks/$*

@@ -163,8 +163,15 @@ class Recorder:
         result: dict[str, Any],
         run_ok: bool,
         truth: Truth,
+        outcome: str | None = None,
+        circle: str | None = None,
     ) -> None:
-        """Write the scenario's spans and its ground truth, then forget the spans."""
+        """Write the scenario's spans and its ground truth, then forget the spans.
+
+        ``outcome`` is the fleet class of what happened (``outcome_of`` the truth unless
+        given: a framework's own loop limit is ``failed:recursion``); ``circle``, for a
+        loop, is its cycle of agents (``circle_of``).
+        """
         spans = self.exporter.get_finished_spans()
         if not spans:
             raise RuntimeError(f"{self.name}/{scenario}: no span was recorded")
@@ -179,12 +186,40 @@ class Recorder:
             "result": result,
             "run_ok": run_ok,
             "invocations": truth.invocations,
+            "outcome": outcome or outcome_of(run_ok, truth),
         }
+        if circle is not None:
+            expected["circle"] = circle
         text = json.dumps(expected, indent=2) + "\n"
         (self.folder / f"{scenario}.expected.json").write_text(text)
         self.written.append(scenario)
         self.exporter.clear()
         print(f"{self.name}/{scenario}: {len(spans)} spans")
+
+
+def outcome_of(run_ok: bool, truth: Truth) -> str:
+    """The fleet class of a run: raised (``failed:child``), a failure handled inside
+    (``degraded``: an agent's its caller caught, or a tool's its agent went on from), or ``ok``."""
+    if not run_ok:
+        return "failed:child"
+    rows = truth.invocations
+    handled = any(not i["ok"] or any(not t["ok"] for t in i["tools"]) for i in rows)
+    return "degraded" if handled else "ok"
+
+
+def circle_of(agents: list[str]) -> str:
+    """The first cycle in a sequence of agents, from its alphabetically smallest agent.
+
+    >>> circle_of(["triage", "billing", "triage"])
+    'billing -> triage -> billing'
+    """
+    for end, agent in enumerate(agents):
+        if agent in agents[:end]:
+            cycle = agents[agents.index(agent) : end]
+            start = cycle.index(min(cycle))
+            cycle = cycle[start:] + cycle[:start]
+            return " -> ".join([*cycle, cycle[0]])
+    raise ValueError(f"no agent repeats in {agents}")
 
 
 def started(agent: str) -> None:

@@ -139,8 +139,11 @@ def outcome_of(truth: dict[str, Any]) -> str:
 
     A failure handled is an agent's that a caller caught, or a tool's that
     its agent caught and went on from (the framework gave the error to the
-    model): the run looked fine, but something failed inside.
+    model): the run looked fine, but something failed inside. A recording that
+    states its outcome (a loop the framework stopped is ``failed:recursion``) says so.
     """
+    if "outcome" in truth:
+        return str(truth["outcome"])
     if not truth["run_ok"]:
         return "failed:child"
     handled = any(not i["ok"] or any(not t["ok"] for t in i["tools"]) for i in truth["invocations"])
