@@ -2,9 +2,9 @@
 
 Run in its own environment (``make record-frameworks`` does):
 ``.frameworks/openllmetry_langgraph_swarm/bin/python
-tests/frameworks/record_openllmetry_langgraph_swarm.py``. The scenarios, the scripted
+tests/frameworks/record_openllmetry_langgraph_scenarios.py``. The scenarios, the scripted
 models and the truth (read from the swarm's own checkpointed messages) are
-``record_langgraph_swarm.py``'s; only the instrumentation differs: Traceloop's
+``record_langgraph_scenarios.py``'s; only the instrumentation differs: Traceloop's
 callback handler (``traceloop.span.kind``), whose spans carry a handoff as an ERROR
 ``ParentCommand`` and as ``goto`` spans and association properties.
 """
@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 # shape is all in the names, the metadata and the association properties without it.
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
-import record_langgraph_swarm as swarm  # noqa: E402  (offline from here on)
+import record_langgraph_swarm as scenarios  # noqa: E402  (offline from here on)
+from _loop_limit import loop_limit  # noqa: E402
 from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor  # noqa: E402
 
@@ -34,7 +35,13 @@ def main() -> None:
         instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
     )  # fmt: skip
     for scenario in recorder.chosen(
-        [swarm.handoff_chain, swarm.handoff_then_tool_agent, swarm.tool_raises, swarm.loop]
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.loop,
+            loop_limit,
+        ]
     ):
         scenario(recorder)
     provider.shutdown()

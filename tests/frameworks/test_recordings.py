@@ -44,15 +44,15 @@ INVOCATION_KEYS = {"agent", "parent", "kind", "node", "ok", "tools"}
 
 def scenarios_of(framework: str) -> set[str]:
     """The scenarios the framework's script writes (its ``recorder.write("<scenario>"`` calls,
-    or ``write(recorder, "<scenario>"`` through a helper of the script's); a script that runs
-    another script's scenarios under another instrumentation names them in its
-    ``recorder.chosen([...])`` list."""
+    or ``write(recorder, "<scenario>"`` through a helper of the script's), and those it runs
+    from another module (another script's scenarios under another instrumentation), named
+    in its ``recorder.chosen([...])`` list."""
     source = (HERE / f"record_{framework}.py").read_text()
     written = set(re.findall(r'(?:recorder\.write\(|write\(recorder,)\s*"(\w+)"', source))
     chosen = re.search(r"recorder\.chosen\(\s*\[([^\]]*)\]", source)
-    if written or chosen is None:
+    if chosen is None:
         return written
-    return {name.split(".")[-1] for name in re.findall(r"[\w.]+", chosen.group(1))}
+    return written | {name.split(".")[-1] for name in re.findall(r"[\w.]+", chosen.group(1))}
 
 
 def span_strings(path: Path) -> tuple[set[str], set[str]]:
