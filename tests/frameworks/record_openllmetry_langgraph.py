@@ -34,8 +34,14 @@ def main() -> None:
         instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
     )  # fmt: skip
     for scenario in recorder.chosen(
-        [scenarios.handoff_chain, scenarios.handoff_then_tool_agent, scenarios.tool_raises, scenarios.parallel_delegates]
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.parallel_delegates,
+        ]
     ):
+        scenarios.SEEN.clear()
         scenario(recorder)
     provider.shutdown()
 

@@ -34,7 +34,12 @@ def main() -> None:
         instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
     )  # fmt: skip
     for scenario in recorder.chosen(
-        [scenarios.handoff_chain, scenarios.handoff_then_tool_agent, scenarios.tool_raises, scenarios.loop]
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.loop,
+        ]
     ):
         scenario(recorder)
     provider.shutdown()
