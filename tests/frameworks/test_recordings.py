@@ -124,18 +124,31 @@ def tool_spans(spans: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
     ]
 
 
+#: The exceptions LangGraph raises to move control (a ``Command`` to the parent graph is
+#: a ``ParentCommand``, one of the ``GraphBubbleUp`` family): a handoff, not a failure.
+CONTROL_FLOW = ("ParentCommand", "GraphBubbleUp")
+
+
 def failed(span: dict[str, Any]) -> bool:
-    """An ERROR status, or an exception event that is not LangGraph's ParentCommand (a handoff)."""
-    exceptions = [
+    """An exception event, ``error.type`` or ERROR status that is not LangGraph's control flow.
+
+    Some instrumentations (OpenLLMetry, MLflow) mark a span that handed off with an
+    ERROR status and a ``ParentCommand`` exception: that span did not fail.
+    """
+    kinds = [
         a["value"].get("stringValue", "")
         for event in span.get("events", [])
         if event["name"] == "exception"
         for a in event.get("attributes", [])
         if a["key"] == "exception.type"
+    ] + [
+        a["value"].get("stringValue", "")
+        for a in span.get("attributes", [])
+        if a["key"] == "error.type"
     ]
-    return span.get("status", {}).get("code") == 2 or any(
-        not kind.endswith("ParentCommand") for kind in exceptions
-    )
+    if any(not kind.endswith(CONTROL_FLOW) for kind in kinds):
+        return True
+    return span.get("status", {}).get("code") == 2 and not kinds
 
 
 def named_in(name: str, names: set[str], values: set[str]) -> bool:
