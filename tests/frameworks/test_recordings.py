@@ -218,7 +218,8 @@ def check_failures_are_in_the_spans(
     failed_agents = {i["agent"] for i in invocations if not i["ok"]}
     for invocation in invocations:
         agent = invocation["agent"]
-        mine = [s for s in spans if s["name"] in (agent, f"invoke_agent {agent}", f"{agent}.run")]
+        names = (agent, f"invoke_agent {agent}", f"{agent}.run", f"{agent}.agent")
+        mine = [s for s in spans if s["name"] in names]
         assert any(map(failed, mine)) is (agent in failed_agents), agent
 
 
