@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -127,6 +128,9 @@ class Recorder:
     instrumentation: str  # "native OpenTelemetry" or "<distribution> <version>"
     exporter: InMemorySpanExporter
     written: list[str] = field(default_factory=list)
+    #: How this instrumentation names the span a handoff is, from the caller and the
+    #: target (the scenarios name it as OpenInference does): the truth's node.
+    handoff_node: Callable[[str, str], str] | None = None
 
     def __post_init__(self) -> None:
         # A scenario renamed or dropped must not leave its old files behind (on a full run).
@@ -172,6 +176,11 @@ class Recorder:
         given: a framework's own loop limit is ``failed:recursion``); ``circle``, for a
         loop, is its cycle of agents (``circle_of``).
         """
+        if self.handoff_node is not None:
+            rows = truth.invocations
+            for row in rows:
+                if row["kind"] == "handoff":
+                    row["node"] = self.handoff_node(rows[row["parent"]]["agent"], row["agent"])
         spans = self.exporter.get_finished_spans()
         if not spans:
             raise RuntimeError(f"{self.name}/{scenario}: no span was recorded")

@@ -16,7 +16,6 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -29,23 +28,13 @@ from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
 from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 
 
-class HandoffSpanRecorder(Recorder):
-    """Names each handoff's node as this instrumentation's handoff span does."""
-
-    def write(self, scenario: str, **kwargs: Any) -> None:
-        rows = kwargs["truth"].invocations
-        for row in rows:
-            if row["kind"] == "handoff":
-                row["node"] = f"{rows[row['parent']]['agent']} → unknown.handoff"
-        super().write(scenario, **kwargs)
-
-
 async def main() -> None:
     provider, exporter = memory_provider("openllmetry-openai-agents-recording")
     OpenAIAgentsInstrumentor(replace_existing_processors=True).instrument(tracer_provider=provider)
-    recorder = HandoffSpanRecorder(
+    recorder = Recorder(
         "openllmetry_openai_agents", "openai-agents",
         instrumented_by("opentelemetry-instrumentation-openai-agents"), exporter,
+        handoff_node=lambda caller, target: f"{caller} → unknown.handoff",
     )  # fmt: skip
     for scenario in recorder.chosen(
         [

@@ -1,0 +1,47 @@
+"""Record LlamaIndex AgentWorkflow through OpenLLMetry's opentelemetry-instrumentation-llamaindex.
+
+Run in its own environment (``make record-frameworks`` does):
+``.frameworks/openllmetry_llama_index/bin/python
+tests/frameworks/record_openllmetry_llama_index.py``. The scenarios, the scripted LLMs
+and the truth are ``record_llama_index.py``'s; only the instrumentation differs:
+Traceloop's LlamaIndex instrumentation (``traceloop.span.kind``), offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# Prompts and answers are most of the bytes; the shape is in the names and the attributes.
+os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
+
+import record_llama_index as scenarios  # noqa: E402  (offline from here on)
+from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
+from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor  # noqa: E402
+
+
+def main() -> None:
+    provider, exporter = memory_provider("openllmetry-llama-index-recording")
+    LlamaIndexInstrumentor().instrument(tracer_provider=provider)
+    recorder = Recorder(
+        "openllmetry_llama_index", "llama-index-core",
+        instrumented_by("opentelemetry-instrumentation-llamaindex"), exporter,
+    )  # fmt: skip
+    for scenario in recorder.chosen(
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.loop,
+        ]
+    ):
+        asyncio.run(scenario(recorder))
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    main()
