@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from test_recordings import named_in, records_calls, span_strings
 from tracekit.events import RunStart
 from tracekit.intake import read_trace
 from tracekit.intake.otlp.decode_json import decode_spans
@@ -96,7 +97,7 @@ def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
     [run] = [r for r in build_forest(events).runs if r.kind == "root"]
     rebuilt = invocations(run, root_is_workflow(path))
     # Delegates run concurrently start in any order: compare each with its caller's name.
-    assert canonical(rebuilt) == canonical(truth["invocations"])
+    assert canonical(rebuilt) == canonical(observable(path, truth["invocations"]))
     assert [i["agent"] for i in rebuilt][:1] == [i["agent"] for i in truth["invocations"]][:1]
     assert run.ok is truth["run_ok"]
     assert sum(isinstance(e, RunStart) for e in events) == 1
@@ -116,6 +117,25 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
     if os.environ.get("TRACEKIT_GOLDEN") == "write":
         golden.write_text(done.stdout)
     assert done.stdout == golden.read_text()
+
+
+def observable(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The truth as far as the recording can tell it.
+
+    An instrumentation that spans no tool call (OpenLLMetry's CrewAI instrumentation)
+    records no tool and no node, and an agent run inside such a call (``Agent.kickoff``
+    in a tool) leaves no span: those are dropped. Any other recording: the whole truth.
+    """
+    names, values = span_strings(path)
+    if records_calls(rows, names, values):
+        return rows
+    shown = [r for r in rows if r["kind"] != "delegate" or named_in(r["agent"], names, values)]
+    at = {id(r): n for n, r in enumerate(shown)}
+    return [
+        {**r, "node": None, "tools": [],
+         "parent": None if r["parent"] is None else at[id(rows[r["parent"]])]}
+        for r in shown
+    ]  # fmt: skip
 
 
 def canonical(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:

@@ -196,22 +196,33 @@ def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
     names, values = span_strings(path)
     invocations: list[dict[str, Any]] = truth["invocations"]
     assert invocations and invocations[0]["parent"] is None
+    calls = records_calls(invocations, names, values)
     for index, invocation in enumerate(invocations):
-        check_invocation(index, invocation, names, values)
+        check_invocation(index, invocation, names, values, calls)
     assert truth["result"]["last_agent"] in {i["agent"] for i in invocations}
     spans = spans_of(path)
     # An agent invoked again (a loop, a supervisor) is checked at its first invocation.
     agents = list(dict.fromkeys(i["agent"] for i in invocations))
+    if not calls:
+        agents = [a for a in agents if any(names_agent(span, a) for span in spans)]
     starts = [first_start(agent, spans) for agent in agents]
     assert starts == sorted(starts), "the invocations are not in order of start"
-    check_failures_are_in_the_spans(invocations, spans)
+    check_failures_are_in_the_spans(invocations, spans, calls)
+
+
+def records_calls(invocations: list[dict[str, Any]], names: set[str], values: set[str]) -> bool:
+    """Whether the instrumentation spans tool calls: some tool or node of the truth is named
+    in the spans (OpenLLMetry's CrewAI instrumentation spans agents and tasks, no tool)."""
+    called = [t["name"] for i in invocations for t in i["tools"]]
+    called += [i["node"] for i in invocations if i["node"]]
+    return not called or any(named_in(name, names, values) for name in called)
 
 
 def check_failures_are_in_the_spans(
-    invocations: list[dict[str, Any]], spans: list[dict[str, Any]]
+    invocations: list[dict[str, Any]], spans: list[dict[str, Any]], calls: bool = True
 ) -> None:
     """A tool or agent the truth says raised has a failed span of that name; one that did not, none."""
-    for invocation in invocations:
+    for invocation in invocations if calls else []:
         for tool in invocation["tools"]:
             mine = tool_spans(spans, tool["name"])
             assert mine and any(map(failed, mine)) is not tool["ok"], tool
@@ -224,10 +235,13 @@ def check_failures_are_in_the_spans(
 
 
 def check_invocation(
-    index: int, invocation: dict[str, Any], names: set[str], values: set[str]
+    index: int, invocation: dict[str, Any], names: set[str], values: set[str], calls: bool = True
 ) -> None:
     assert set(invocation) == INVOCATION_KEYS
-    assert named_in(invocation["agent"], names, values), invocation["agent"]
+    # An agent run inside a tool the instrumentation does not span (CrewAI's Agent.kickoff
+    # in a tool, through OpenLLMetry) may leave no span at all.
+    hidden = not calls and invocation["kind"] == "delegate"
+    assert hidden or named_in(invocation["agent"], names, values), invocation["agent"]
     if index == 0:
         assert invocation["kind"] is invocation["node"] is None
     else:
@@ -235,11 +249,11 @@ def check_invocation(
         assert invocation["kind"] in ("handoff", "delegate")
         # No node: the framework ran no tool for the call (a managed agent in smolagents,
         # a handoff short-circuited by Agent Framework or written as messages only).
-        assert invocation["node"] is None or named_in(invocation["node"], names, values)
+        assert invocation["node"] is None or not calls or named_in(invocation["node"], names, values)
     assert isinstance(invocation["ok"], bool)
     for tool in invocation["tools"]:
         assert set(tool) == {"name", "ok"} and isinstance(tool["ok"], bool)
-        assert named_in(tool["name"], names, values), tool["name"]
+        assert not calls or named_in(tool["name"], names, values), tool["name"]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
