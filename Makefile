@@ -69,8 +69,9 @@ bench: $(STAMP)
 FRAMEWORKS := openai_agents pydantic_ai google_adk langgraph strands crewai autogen \
 	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor \
 	openllmetry_langgraph openllmetry_langgraph_swarm openllmetry_langgraph_supervisor \
-	openllmetry_openai_agents openllmetry_crewai langfuse_langgraph_swarm langfuse_langgraph_supervisor \
-	langfuse_observe mlflow_langgraph_swarm mlflow_openai_agents
+	openllmetry_openai_agents openllmetry_crewai openllmetry_llama_index \
+	langfuse_langgraph_swarm langfuse_langgraph_supervisor langfuse_observe \
+	mlflow_langgraph_swarm mlflow_openai_agents
 
 .frameworks/%/.installed: tests/frameworks/requirements-%.txt
 	test -x .frameworks/$*/bin/python || $(PY) -m venv .frameworks/$*

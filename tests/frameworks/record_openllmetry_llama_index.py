@@ -4,7 +4,9 @@ Run in its own environment (``make record-frameworks`` does):
 ``.frameworks/openllmetry_llama_index/bin/python
 tests/frameworks/record_openllmetry_llama_index.py``. The scenarios, the scripted LLMs
 and the truth are ``record_llama_index.py``'s; only the instrumentation differs:
-Traceloop's LlamaIndex instrumentation (``traceloop.span.kind``), offline.
+Traceloop's LlamaIndex instrumentation (``traceloop.span.kind``), offline. It imports
+``llama_index.llms`` (a namespace only the llama-index-llms-* packages fill), so the
+venv has llama-index-llms-openai, never called.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-# Prompts and answers are most of the bytes; the shape is in the names and the attributes.
-os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
+# With content off its spans name no agent (AgentWorkflow.task, FunctionTool.task): the
+# agents are only in the inputs and outputs, so they are kept.
+os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
 
 import record_llama_index as scenarios  # noqa: E402  (offline from here on)
 from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402

@@ -90,7 +90,7 @@ def first_start(agent: str, spans: list[dict[str, Any]]) -> int:
 def names_agent(span: dict[str, Any], agent: str) -> bool:
     """The span is the agent's: named after it (``invoke_agent x``, ``x``, smolagents' ``x.run``,
     Agent Framework's ``executor.process x``), with it as its agent name, or (CrewAI, LlamaIndex)
-    a span whose input names it (``coworker``, ``current_agent_name``)."""
+    a span whose input or output names it (``coworker``, ``current_agent_name``)."""
     name = span["name"]
     if name in (agent, f"{agent}.run") or name.endswith(f" {agent}"):
         return True
@@ -98,9 +98,15 @@ def names_agent(span: dict[str, Any], agent: str) -> bool:
         value = a["value"].get("stringValue")
         if a["key"] in ("agent.name", "gen_ai.agent.name", "graph.node.id") and value == agent:
             return True
-        if a["key"] == "input.value" and value and input_names(value, agent):
+        if a["key"] in CONTENT_KEYS and value and input_names(value, agent):
             return True
     return False
+
+
+#: The attributes that carry a span's input or output as JSON (OpenInference, OpenLLMetry):
+#: the only place some instrumentations name an agent (OpenLLMetry's LlamaIndex spans are
+#: all ``AgentWorkflow.task``, the agent in ``current_agent_name``).
+CONTENT_KEYS = ("input.value", "traceloop.entity.input", "traceloop.entity.output")
 
 
 def input_names(value: str, agent: str) -> bool:
@@ -130,7 +136,8 @@ CONTROL_FLOW = ("ParentCommand", "GraphBubbleUp")
 
 
 def failed(span: dict[str, Any]) -> bool:
-    """An exception event, ``error.type`` or ERROR status that is not LangGraph's control flow.
+    """An exception event, ``error.type``, ERROR status or error output that is not LangGraph's
+    control flow.
 
     Some instrumentations (OpenLLMetry, MLflow) mark a span that handed off with an
     ERROR status and a ``ParentCommand`` exception: that span did not fail.
@@ -147,6 +154,11 @@ def failed(span: dict[str, Any]) -> bool:
         if a["key"] == "error.type"
     ]
     if any(not kind.endswith(CONTROL_FLOW) for kind in kinds):
+        return True
+    if any(
+        a["key"] in CONTENT_KEYS and '"is_error": true' in a["value"].get("stringValue", "")
+        for a in span.get("attributes", [])
+    ):  # a tool error only in the output (OpenLLMetry's LlamaIndex: ToolOutput.is_error)
         return True
     return span.get("status", {}).get("code") == 2 and not kinds
 
