@@ -26,7 +26,10 @@ def main() -> None:
     client, provider, exporter = langfuse_client("langfuse-langgraph-supervisor-recording")
     trace_every_langchain_run()
     recorder = LangfuseRecorder(
-        "langfuse_langgraph_supervisor", "langgraph-supervisor", instrumented_by("langfuse"), exporter
+        "langfuse_langgraph_supervisor",
+        "langgraph-supervisor",
+        instrumented_by("langfuse"),
+        exporter,
     )
     recorder.client = client
     for scenario in recorder.chosen(

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Prompts and answers are most of the bytes; the shape is in the names and the attributes.
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
-import record_crewai as scenarios  # noqa: E402  (offline from here on)
-from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
-from opentelemetry.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
+import record_crewai as scenarios  # offline from here on
+from _recording import Recorder, instrumented_by, memory_provider
+from opentelemetry.instrumentation.crewai import CrewAIInstrumentor
 
 
 def main() -> None:

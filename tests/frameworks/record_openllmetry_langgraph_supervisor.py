@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 # shape is all in the names, the metadata and the association properties without it.
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
-import record_langgraph_supervisor as scenarios  # noqa: E402  (offline from here on)
-from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
-from opentelemetry.instrumentation.langchain import LangchainInstrumentor  # noqa: E402
+import record_langgraph_supervisor as scenarios  # offline from here on
+from _recording import Recorder, instrumented_by, memory_provider
+from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
 
 def main() -> None:

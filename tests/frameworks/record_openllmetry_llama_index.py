@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 # agents are only in the inputs and outputs, so they are kept.
 os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
 
-import record_llama_index as scenarios  # noqa: E402  (offline from here on)
-from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
-from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor  # noqa: E402
+import record_llama_index as scenarios  # offline from here on
+from _recording import Recorder, instrumented_by, memory_provider
+from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
 
 
 def main() -> None:

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Prompts and answers are most of the bytes; the shape is in the names and the attributes.
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
-import _openai_agents_loops as loops  # noqa: E402
-import record_openai_agents as scenarios  # noqa: E402  (offline from here on)
-from _recording import Recorder, instrumented_by, memory_provider  # noqa: E402
-from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+import _openai_agents_loops as loops
+import record_openai_agents as scenarios  # offline from here on
+from _recording import Recorder, instrumented_by, memory_provider
+from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
 
 async def main() -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from test_recordings import named_in, records_calls, span_strings
+
 from tracekit.events import RunStart
 from tracekit.intake import read_trace
 from tracekit.intake.otlp.decode_json import decode_spans

@@ -261,7 +261,9 @@ def check_invocation(
         assert invocation["kind"] in ("handoff", "delegate")
         # No node: the framework ran no tool for the call (a managed agent in smolagents,
         # a handoff short-circuited by Agent Framework or written as messages only).
-        assert invocation["node"] is None or not calls or named_in(invocation["node"], names, values)
+        assert (
+            invocation["node"] is None or not calls or named_in(invocation["node"], names, values)
+        )
     assert isinstance(invocation["ok"], bool)
     for tool in invocation["tools"]:
         assert set(tool) == {"name", "ok"} and isinstance(tool["ok"], bool)
