@@ -69,7 +69,7 @@ bench: $(STAMP)
 FRAMEWORKS := openai_agents pydantic_ai google_adk langgraph strands crewai autogen \
 	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor \
 	openllmetry_langgraph openllmetry_langgraph_swarm openllmetry_langgraph_supervisor \
-	openllmetry_openai_agents openllmetry_crewai openllmetry_llama_index \
+	openllmetry_openai_agents openllmetry_crewai openllmetry_llama_index openllmetry_agno \
 	langfuse_langgraph_swarm langfuse_langgraph_supervisor langfuse_observe \
 	mlflow_langgraph_swarm mlflow_openai_agents
 

@@ -92,15 +92,25 @@ def names_agent(span: dict[str, Any], agent: str) -> bool:
     Agent Framework's ``executor.process x``), with it as its agent name, or (CrewAI, LlamaIndex)
     a span whose input or output names it (``coworker``, ``current_agent_name``)."""
     name = span["name"]
-    if name in (agent, f"{agent}.run") or name.endswith(f" {agent}"):
+    if name in agent_span_names(agent) or name.endswith(f" {agent}"):
         return True
     for a in span.get("attributes", []):
         value = a["value"].get("stringValue")
-        if a["key"] in ("agent.name", "gen_ai.agent.name", "graph.node.id") and value == agent:
+        if a["key"] in AGENT_KEYS and value == agent:
             return True
         if a["key"] in CONTENT_KEYS and value and input_names(value, agent):
             return True
     return False
+
+
+#: The attributes that name a span's agent (OpenLLMetry's Agno: a team's span by its team name).
+AGENT_KEYS = ("agent.name", "gen_ai.agent.name", "graph.node.id", "agno.team.name")
+
+
+def agent_span_names(agent: str) -> tuple[str, ...]:
+    """The span names of an agent's own span: OpenInference's, GenAI's, smolagents' ``x.run``,
+    OpenLLMetry's ``x.agent`` and ``x.team``."""
+    return (agent, f"invoke_agent {agent}", f"{agent}.run", f"{agent}.agent", f"{agent}.team")
 
 
 #: The attributes that carry a span's input or output as JSON (OpenInference, OpenLLMetry):
@@ -130,6 +140,10 @@ def tool_spans(spans: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
     ]
 
 
+#: A tool error written only in the span's output, with an OK status (OpenLLMetry's LlamaIndex:
+#: ``ToolOutput.is_error``; its Agno: the ``ToolExecutionResult`` with ``status='failure'``).
+ERROR_OUTPUTS = ('"is_error": true', "status='failure'")
+
 #: The exceptions LangGraph raises to move control (a ``Command`` to the parent graph is
 #: a ``ParentCommand``, one of the ``GraphBubbleUp`` family): a handoff, not a failure.
 CONTROL_FLOW = ("ParentCommand", "GraphBubbleUp")
@@ -156,9 +170,10 @@ def failed(span: dict[str, Any]) -> bool:
     if any(not kind.endswith(CONTROL_FLOW) for kind in kinds):
         return True
     if any(
-        a["key"] in CONTENT_KEYS and '"is_error": true' in a["value"].get("stringValue", "")
+        a["key"] in CONTENT_KEYS
+        and any(m in a["value"].get("stringValue", "") for m in ERROR_OUTPUTS)
         for a in span.get("attributes", [])
-    ):  # a tool error only in the output (OpenLLMetry's LlamaIndex: ToolOutput.is_error)
+    ):
         return True
     return span.get("status", {}).get("code") == 2 and not kinds
 
@@ -241,8 +256,7 @@ def check_failures_are_in_the_spans(
     failed_agents = {i["agent"] for i in invocations if not i["ok"]}
     for invocation in invocations:
         agent = invocation["agent"]
-        names = (agent, f"invoke_agent {agent}", f"{agent}.run", f"{agent}.agent")
-        mine = [s for s in spans if s["name"] in names]
+        mine = [s for s in spans if s["name"] in agent_span_names(agent)]
         assert any(map(failed, mine)) is (agent in failed_agents), agent
 
 
