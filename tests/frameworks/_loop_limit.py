@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _recording import Recorder, circle_of, started
+from _recording import Loop, Recorder, circle_of, started
 from langgraph.checkpoint.memory import InMemorySaver
 from record_langgraph import SPOKE, call
 from record_langgraph_swarm import agent, handoff, truth_of
@@ -58,7 +58,7 @@ def loop_limit(recorder: Recorder) -> None:
         },
         run_ok=False,
         truth=truth,
-        outcome="failed:recursion",
-        circle=circle_of(agents_run),
-    )
+        loop=Loop("failed:recursion", *circle_of(agents_run)[:1], "GraphRecursionError",
+                  circle_of(agents_run)[1]),
+    )  # fmt: skip
     SPOKE.clear()

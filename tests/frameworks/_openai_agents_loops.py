@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _recording import Recorder, Truth, circle_of
+from _recording import Loop, Recorder, Truth, circle_of
 from agents import Agent, HandoffOutputItem, MaxTurnsExceeded, Runner
 from record_openai_agents import ScriptedModel, call, check_log, plain_tool, say
 
@@ -79,7 +79,7 @@ async def loop(recorder: Recorder) -> None:
         result={"final_output": result.final_output, "last_agent": "triage", "raised": None},
         run_ok=True,
         truth=truth,
-        circle=circle_of(agents),
+        loop=Loop("ok", *circle_of(agents)[:1], None, circle_of(agents)[1]),
     )
 
 
@@ -111,6 +111,6 @@ async def loop_limit(recorder: Recorder) -> None:
         result={"final_output": None, "last_agent": last, "raised": raised},
         run_ok=False,
         truth=truth,
-        outcome="failed:recursion",
-        circle=circle_of(agents),
-    )
+        loop=Loop("failed:recursion", *circle_of(agents)[:1], "MaxTurnsExceeded",
+                  circle_of(agents)[1]),
+    )  # fmt: skip

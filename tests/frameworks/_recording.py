@@ -131,6 +131,8 @@ class Recorder:
     #: How this instrumentation names the span a handoff is, from the caller and the
     #: target (the scenarios name it as OpenInference does): the truth's node.
     handoff_node: Callable[[str, str], str] | None = None
+    #: The loop fields of a scenario written without them (another script's scenarios).
+    loops: Callable[[str, Truth], Loop | None] | None = None
 
     def __post_init__(self) -> None:
         # A scenario renamed or dropped must not leave its old files behind (on a full run).
@@ -167,14 +169,13 @@ class Recorder:
         result: dict[str, Any],
         run_ok: bool,
         truth: Truth,
-        outcome: str | None = None,
-        circle: str | None = None,
+        loop: Loop | None = None,
     ) -> None:
         """Write the scenario's spans and its ground truth, then forget the spans.
 
-        ``outcome`` is the fleet class of what happened (``outcome_of`` the truth unless
-        given: a framework's own loop limit is ``failed:recursion``); ``circle``, for a
-        loop, is its cycle of agents (``circle_of``).
+        A scenario whose agents went round (``loop``) adds the class it must be given
+        (``outcome``), its ``circle``, the framework ``limit`` that stopped it and how
+        many times the circle closed (``loop_revisits``).
         """
         if self.handoff_node is not None:
             rows = truth.invocations
@@ -195,10 +196,10 @@ class Recorder:
             "result": result,
             "run_ok": run_ok,
             "invocations": truth.invocations,
-            "outcome": outcome or outcome_of(run_ok, truth),
         }
-        if circle is not None:
-            expected["circle"] = circle
+        loop = loop or (self.loops(scenario, truth) if self.loops else None)
+        if loop is not None:
+            expected.update(loop.fields())
         text = json.dumps(expected, indent=2) + "\n"
         (self.folder / f"{scenario}.expected.json").write_text(text)
         self.written.append(scenario)
@@ -206,29 +207,77 @@ class Recorder:
         print(f"{self.name}/{scenario}: {len(spans)} spans")
 
 
-def outcome_of(run_ok: bool, truth: Truth) -> str:
-    """The fleet class of a run: raised (``failed:child``), a failure handled inside
-    (``degraded``: an agent's its caller caught, or a tool's its agent went on from), or ``ok``."""
-    if not run_ok:
-        return "failed:child"
-    rows = truth.invocations
-    handled = any(not i["ok"] or any(not t["ok"] for t in i["tools"]) for i in rows)
-    return "degraded" if handled else "ok"
+OUTCOMES = ("ok", "degraded", "failed:recursion", "failed:child")
 
 
-def circle_of(agents: list[str]) -> str:
-    """The first cycle in a sequence of agents, from its alphabetically smallest agent.
+@dataclass
+class Loop:
+    """What a scenario whose agents went round must be classified as.
 
-    >>> circle_of(["triage", "billing", "triage"])
-    'billing -> triage -> billing'
+    ``outcome`` is decided from how the run ended: a limit raised after the agents
+    cycled is ``failed:recursion``; cut off silently at a limit, or a limit the app
+    handled, is ``degraded``; agents that revisited and then finished are ``ok``; a
+    child that threw is ``failed:child``. ``limit`` is the limit's error type or the
+    framework's stop reason (None when no limit struck).
     """
-    for end, agent in enumerate(agents):
-        if agent in agents[:end]:
-            cycle = agents[agents.index(agent) : end]
-            start = cycle.index(min(cycle))
-            cycle = cycle[start:] + cycle[:start]
-            return " -> ".join([*cycle, cycle[0]])
-    raise ValueError(f"no agent repeats in {agents}")
+
+    outcome: str
+    circle: str | None
+    limit: str | None
+    revisits: int
+
+    def fields(self) -> dict[str, Any]:
+        assert self.outcome in OUTCOMES, self.outcome
+        return {
+            "outcome": self.outcome,
+            "circle": self.circle,
+            "limit": self.limit,
+            "loop_revisits": self.revisits,
+        }
+
+
+def ended_loop(*scenarios: str) -> Callable[[str, Truth], Loop | None]:
+    """For ``Recorder.loops``: these scenarios are loops that ended ok."""
+
+    def loop(scenario: str, truth: Truth) -> Loop | None:
+        if scenario not in scenarios:
+            return None
+        circle, closures = circle_of([row["agent"] for row in truth.invocations])
+        return Loop("ok", circle, None, closures)
+
+    return loop
+
+
+def circle_of(agents: list[str]) -> tuple[str | None, int]:
+    """The repeated cycle in a sequence of agents, canonical, and how many times it closed.
+
+    The cycle is the shortest period (two agents or more) of the longest stretch of
+    the sequence that repeats it; it is written from its smallest rotation (so from
+    the alphabetically smallest agent) and ends where it began. It closed once each
+    time the stretch came back to the agent it started from. No stretch that closes
+    at least once: no circle.
+
+    >>> circle_of(["triage", "billing", "triage", "billing", "triage"])
+    ('billing -> triage -> billing', 2)
+    >>> circle_of(["triage", "billing", "refunds", "triage"])
+    ('billing -> refunds -> triage -> billing', 1)
+    """
+    best: tuple[int, int, int] | None = None  # (closures, -period, start)
+    for period in range(2, len(agents)):
+        start = 0
+        for end in range(period, len(agents) + 1):
+            if end < len(agents) and agents[end] == agents[end - period]:
+                continue
+            closures = (end - start - 1) // period
+            if closures and (best is None or (closures, -period) > best[:2]):
+                best = (closures, -period, start)
+            start = end - period + 1
+    if best is None:
+        return None, 0
+    closures, period, start = best[0], -best[1], best[2]
+    cycle = agents[start : start + period]
+    cycle = min(cycle[n:] + cycle[:n] for n in range(period))
+    return " -> ".join([*cycle, cycle[0]]), closures
 
 
 def started(agent: str) -> None:

@@ -36,6 +36,7 @@ from agno.models.base import Model  # noqa: E402
 from agno.models.response import ModelResponse  # noqa: E402
 from agno.team import Team  # noqa: E402
 from agno.tools import tool  # noqa: E402
+from openinference.instrumentation.agno import AgnoInstrumentor  # noqa: E402
 
 _ids = count(1)
 DELEGATE = "delegate_task_to_member"
@@ -225,9 +226,6 @@ def parallel_delegates(recorder: Recorder) -> None:
 
 
 def main() -> None:
-    # Imported here: the recordings through other instrumentations reuse this module's scenarios.
-    from openinference.instrumentation.agno import AgnoInstrumentor
-
     provider, exporter = memory_provider("agno-recording")
     AgnoInstrumentor().instrument(tracer_provider=provider)
     recorder = Recorder(

@@ -50,6 +50,7 @@ from crewai.events.types.tool_usage_events import (  # noqa: E402
 )
 from crewai.llms.base_llm import BaseLLM  # noqa: E402
 from crewai.tools import tool  # noqa: E402
+from openinference.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
 
 DELEGATE = "Delegate work to coworker"
 ASK = "Ask question to coworker"
@@ -254,9 +255,6 @@ def ask_then_delegate(recorder: Recorder) -> None:
 
 
 def main() -> None:
-    # Imported here: the recordings through other instrumentations reuse this module's scenarios.
-    from openinference.instrumentation.crewai import CrewAIInstrumentor
-
     provider, exporter = memory_provider("crewai-recording")
     CrewAIInstrumentor().instrument(
         tracer_provider=provider, use_event_listener=True, create_llm_spans=False

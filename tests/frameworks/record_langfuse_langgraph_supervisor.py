@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import record_langgraph_supervisor as scenarios  # offline from here on
 from _langfuse_capture import LangfuseRecorder, langfuse_client, trace_every_langchain_run
-from _recording import instrumented_by
+from _recording import ended_loop, instrumented_by
 
 
 def main() -> None:
@@ -32,6 +32,7 @@ def main() -> None:
         exporter,
     )
     recorder.client = client
+    recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
     for scenario in recorder.chosen(
         [
             scenarios.handoff_chain,

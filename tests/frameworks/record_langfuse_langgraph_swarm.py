@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import record_langgraph_swarm as scenarios  # offline from here on
 from _langfuse_capture import LangfuseRecorder, langfuse_client, trace_every_langchain_run
 from _loop_limit import loop_limit
-from _recording import instrumented_by
+from _recording import ended_loop, instrumented_by
 
 
 def main() -> None:
@@ -30,6 +30,7 @@ def main() -> None:
         "langfuse_langgraph_swarm", "langgraph-swarm", instrumented_by("langfuse"), exporter
     )
     recorder.client = client
+    recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
     for scenario in recorder.chosen(
         [
             scenarios.handoff_chain,

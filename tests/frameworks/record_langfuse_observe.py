@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _langfuse_capture import LangfuseRecorder, langfuse_client
-from _recording import Truth, circle_of, go_offline, instrumented_by
+from _recording import Loop, Truth, circle_of, go_offline, instrumented_by
 
 go_offline()
 os.environ["LANGFUSE_PUBLIC_KEY"] = "pk-lf-offline"  # @observe finds the one client by its key
@@ -146,7 +146,10 @@ def run(recorder: LangfuseRecorder, scenario: str, note: str, app: App, first: s
         raised = f"{type(exc).__name__}: {exc}"
     rows = app.truth.invocations
     if looped:
-        extra["circle"] = circle_of([row["agent"] for row in rows])
+        circle, closures = circle_of([row["agent"] for row in rows])
+        limit = None if raised is None else raised.split(":")[0]
+        outcome = "ok" if raised is None else "failed:recursion"
+        extra["loop"] = Loop(outcome, circle, limit, closures)
     recorder.write(
         scenario,
         note=note,
@@ -203,7 +206,7 @@ def loop(recorder: LangfuseRecorder) -> None:
     })  # fmt: skip
     run(recorder, "loop", "triage hands off to billing, which hands back to triage; triage "
         "answers in its second invocation.", app, "triage", "How much is my invoice?",
-        circle="billing -> triage -> billing")  # fmt: skip
+        looped=True)  # fmt: skip
 
 
 def loop_limit(recorder: LangfuseRecorder) -> None:
@@ -213,8 +216,7 @@ def loop_limit(recorder: LangfuseRecorder) -> None:
     })  # fmt: skip
     run(recorder, "loop_limit", f"triage and billing hand off to each other with no end; the "
         f"desk refuses the handoff past {MAX_HOPS} (LoopRefused, raised by the desk, not by an "
-        "agent).", app, "triage", "Who handles my invoice?", looped=True,
-        outcome="failed:recursion")  # fmt: skip
+        "agent).", app, "triage", "Who handles my invoice?", looped=True)  # fmt: skip
 
 
 def main() -> None:

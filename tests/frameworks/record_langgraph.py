@@ -41,6 +41,7 @@ from langchain_core.tools import InjectedToolCallId, StructuredTool, tool  # noq
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
 from langgraph.prebuilt import InjectedState, ToolNode, create_react_agent  # noqa: E402
 from langgraph.types import Command  # noqa: E402
+from openinference.instrumentation.langchain import LangChainInstrumentor  # noqa: E402
 
 _ids = count(1)
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
@@ -340,9 +341,6 @@ def parallel_delegates(recorder: Recorder) -> None:
 
 
 def main() -> None:
-    # Imported here: the OpenLLMetry recordings reuse this module's scenarios without it.
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-
     provider, exporter = memory_provider("langgraph-recording")
     LangChainInstrumentor().instrument(tracer_provider=provider)
     recorder = Recorder(

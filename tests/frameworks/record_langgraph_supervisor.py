@@ -22,10 +22,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, circle_of, instrumented_by, memory_provider, started
+from _recording import Recorder, Truth, instrumented_by, memory_provider, started
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph_supervisor import create_supervisor
+from openinference.instrumentation import TraceConfig
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import agent_tool, call, model, plain_tool  # offline from here on
 from record_langgraph_swarm import truth_of, write
 
@@ -138,15 +140,10 @@ def loop(recorder: Recorder) -> None:
     assert agents == ["supervisor", "billing", "supervisor", "billing", "supervisor"], agents
     write(recorder, "loop",
           "The supervisor hands to billing twice (a loop supervisor -> billing -> supervisor "
-          "-> billing -> supervisor), then answers.", messages, raised, truth,
-          circle_of(agents))  # fmt: skip
+          "-> billing -> supervisor), then answers.", messages, raised, truth)  # fmt: skip
 
 
 def main() -> None:
-    # Imported here: the OpenLLMetry recordings reuse this module's scenarios without it.
-    from openinference.instrumentation import TraceConfig
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-
     provider, exporter = memory_provider("langgraph-supervisor-recording")
     # The graph's state (every message, on every span) is most of the bytes; the graph's
     # shape is all in the names and the metadata without it.

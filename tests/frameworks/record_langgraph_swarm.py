@@ -21,10 +21,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, circle_of, instrumented_by, memory_provider, started
+from _recording import Recorder, Truth, instrumented_by, memory_provider, started
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
+from openinference.instrumentation import TraceConfig
+from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import SPOKE, agent_tool, call, model, plain_tool  # offline from here on
 
 HANDOFF = "transfer_to_"
@@ -109,7 +111,7 @@ def final_text(messages: list[Any], raised: str | None) -> str | None:
 
 
 def write(recorder: Recorder, scenario: str, note: str, messages: list[Any], raised: str | None,
-          truth: Truth, circle: str | None = None) -> None:  # fmt: skip
+          truth: Truth) -> None:  # fmt: skip
     recorder.write(
         scenario,
         note=note,
@@ -120,7 +122,6 @@ def write(recorder: Recorder, scenario: str, note: str, messages: list[Any], rai
         },
         run_ok=raised is None,
         truth=truth,
-        circle=circle,
     )
     SPOKE.clear()
 
@@ -198,14 +199,10 @@ def loop(recorder: Recorder) -> None:
     write(recorder, "loop",
           "triage hands off to billing, which hands back to triage (transfer_to_triage): the "
           "swarm allows a loop; triage answers in its second invocation.", messages, raised,
-          truth, circle_of([i["agent"] for i in truth.invocations]))  # fmt: skip
+          truth)  # fmt: skip
 
 
 def main() -> None:
-    # Imported here: the OpenLLMetry recordings reuse this module's scenarios without it.
-    from openinference.instrumentation import TraceConfig
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-
     provider, exporter = memory_provider("langgraph-swarm-recording")
     # The graph's state (every message, on every span) is most of the bytes; the graph's
     # shape is all in the names and the metadata without it.

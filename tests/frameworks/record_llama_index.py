@@ -25,15 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import (
-    Recorder,
-    Truth,
-    circle_of,
-    go_offline,
-    instrumented_by,
-    memory_provider,
-    started,
-)
+from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider, started
 
 go_offline()
 warnings.filterwarnings("ignore")
@@ -47,6 +39,7 @@ from llama_index.core.agent.workflow import (  # noqa: E402
 from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock  # noqa: E402
 from llama_index.core.llms.mock import MockFunctionCallingLLM  # noqa: E402
 from llama_index.core.tools import FunctionTool  # noqa: E402
+from openinference.instrumentation.llama_index import LlamaIndexInstrumentor  # noqa: E402
 
 _ids = count(1)
 
@@ -132,13 +125,12 @@ def truth_of(events: list[Any], nested: dict[str, tuple[str, list[Any]]] | None 
 
 
 def write(
-    recorder: Recorder, scenario: str, note: str, events: list[Any], result: Any, truth: Truth,
-    circle: str | None = None,
-) -> None:  # fmt: skip
+    recorder: Recorder, scenario: str, note: str, events: list[Any], result: Any, truth: Truth
+) -> None:
     last = [e.current_agent_name for e in events if isinstance(e, AgentOutput)][-1]
     recorder.write(scenario, note=note,
                    result={"final_output": str(result.response.content), "last_agent": last, "raised": None},
-                   run_ok=True, truth=truth, circle=circle)  # fmt: skip
+                   run_ok=True, truth=truth)  # fmt: skip
 
 
 async def handoff_chain(recorder: Recorder) -> None:
@@ -218,17 +210,13 @@ async def loop(recorder: Recorder) -> None:
     recorder.start()
     events, result = await run(workflow, "How much is my invoice?")
     truth = truth_of(events)
-    agents = [i["agent"] for i in truth.invocations]
-    assert agents == ["triage", "billing", "triage"], truth
+    assert [i["agent"] for i in truth.invocations] == ["triage", "billing", "triage"], truth
     write(recorder, "loop",
           "triage hands off to billing, which hands back to triage; triage answers in its "
-          "second invocation.", events, result, truth, circle_of(agents))  # fmt: skip
+          "second invocation.", events, result, truth)  # fmt: skip
 
 
 def main() -> None:
-    # Imported here: the recordings through other instrumentations reuse this module's scenarios.
-    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-
     provider, exporter = memory_provider("llama-index-recording")
     LlamaIndexInstrumentor().instrument(tracer_provider=provider)
     recorder = Recorder("llama_index", "llama-index-core",

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import record_langgraph_swarm as scenarios  # offline from here on
 from _loop_limit import loop_limit
 from _mlflow_capture import MlflowRecorder, mlflow_exporter
-from _recording import instrumented_by
+from _recording import ended_loop, instrumented_by
 
 
 def main() -> None:
@@ -31,6 +31,7 @@ def main() -> None:
     recorder = MlflowRecorder(
         "mlflow_langgraph_swarm", "langgraph-swarm", instrumented_by("mlflow-tracing"), exporter
     )
+    recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
     for scenario in recorder.chosen(
         [
             scenarios.handoff_chain,

@@ -39,6 +39,7 @@ from openai.types.responses import (  # noqa: E402
     ResponseOutputMessage,
     ResponseOutputText,
 )
+from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 
 _ids = count(1)
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
@@ -348,9 +349,6 @@ async def parallel_delegates(recorder: Recorder) -> None:
 
 
 async def main() -> None:
-    # Imported here: the recordings through other instrumentations reuse this module's scenarios.
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
     provider, exporter = memory_provider("openai-agents-recording")
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
     recorder = Recorder(

@@ -36,8 +36,8 @@ KEYS = {
     "run_ok",
     "invocations",
 }
-# Written by the recorders since the dialect recordings: the fleet class, and a loop's cycle.
-LATER_KEYS = {"outcome", "circle"}
+# A scenario whose agents went round adds the class it must get and its circle (all four).
+LOOP_KEYS = {"outcome", "circle", "limit", "loop_revisits"}
 OUTCOMES = {"ok", "degraded", "failed:child", "failed:recursion"}
 INVOCATION_KEYS = {"agent", "parent", "kind", "node", "ok", "tools"}
 
@@ -213,10 +213,10 @@ def test_recording_reads_with_no_rejected_line(path: Path) -> None:
 def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
     scenario = path.name.removesuffix(".otlp.json")
     truth = json.loads(path.with_name(f"{scenario}.expected.json").read_text())
-    assert KEYS <= set(truth) <= KEYS | LATER_KEYS
+    assert set(truth) in (KEYS, KEYS | LOOP_KEYS)
     assert truth["scenario"] == scenario
     assert truth.get("outcome", "ok") in OUTCOMES
-    assert (truth.get("outcome") == "failed:child") <= (not truth["run_ok"])
+    assert (truth.get("outcome") == "failed:recursion") <= (not truth["run_ok"])
     assert truth["version"] and truth["instrumentation"] and truth["note"]
     assert set(truth["result"]) == {"final_output", "last_agent", "raised"}
     assert truth["run_ok"] is (truth["result"]["raised"] is None)
@@ -235,6 +235,61 @@ def test_expected_file_is_a_sound_ground_truth(path: Path) -> None:
     starts = [first_start(agent, spans) for agent in agents]
     assert starts == sorted(starts), "the invocations are not in order of start"
     check_failures_are_in_the_spans(invocations, spans, calls)
+    if "outcome" in truth:
+        check_loop(truth)
+
+
+def check_loop(truth: dict[str, Any]) -> None:
+    """The loop fields agree with the run: a limit raised only by a run that raised it,
+    a limit named for a loop cut off or handled, and a circle of agents that ran in that
+    order, closing as often as said."""
+    outcome, circle, limit = truth["outcome"], truth["circle"], truth["limit"]
+    revisits = truth["loop_revisits"]
+    assert outcome in OUTCOMES
+    assert isinstance(revisits, int) and revisits >= 0
+    if outcome == "failed:recursion":
+        assert not truth["run_ok"] and limit and circle
+        assert truth["result"]["raised"].startswith(f"{limit}:"), (limit, truth["result"])
+    if outcome == "ok":
+        assert truth["run_ok"] and limit is None
+    if outcome == "degraded" and circle is not None:
+        assert limit, "a loop cut off silently, or a limit handled, names its limit"
+    if circle is None:
+        assert revisits == 0
+        return
+    cycle = circle.split(" -> ")
+    assert len(cycle) >= 3 and cycle[0] == cycle[-1] and cycle[:-1] == min(rotations(cycle[:-1]))
+    assert revisits >= 1
+    # The agents in start order, or with a delegate's caller taking control back in
+    # between (a manager between its managed agents; not a LoopAgent, which writes nothing).
+    sequences = [[i["agent"] for i in truth["invocations"]], activations(truth["invocations"])]
+    assert any(closes(ran, cycle[:-1], revisits) for ran in sequences), (circle, sequences)
+
+
+def closes(ran: list[str], cycle: list[str], times: int) -> bool:
+    """The sequence goes round the cycle exactly ``times`` times at most, and once that often."""
+    closed = [[*r * times, r[0]] for r in rotations(cycle)]
+    more = [[*r * (times + 1), r[0]] for r in rotations(cycle)]
+    return any(contains(ran, c) for c in closed) and not any(contains(ran, m) for m in more)
+
+
+def activations(invocations: list[dict[str, Any]]) -> list[str]:
+    """The agents in the order they held control: each invocation as it starts, and the
+    caller again after a delegate that returned (a handoff's caller does not come back)."""
+    ran: list[str] = []
+    for invocation in invocations:
+        ran.append(invocation["agent"])
+        if invocation["kind"] == "delegate" and invocation["ok"]:
+            ran.append(invocations[invocation["parent"]]["agent"])
+    return ran
+
+
+def rotations(cycle: list[str]) -> list[list[str]]:
+    return [cycle[n:] + cycle[:n] for n in range(len(cycle))]
+
+
+def contains(sequence: list[str], part: list[str]) -> bool:
+    return any(sequence[n : n + len(part)] == part for n in range(len(sequence) - len(part) + 1))
 
 
 def records_calls(invocations: list[dict[str, Any]], names: set[str], values: set[str]) -> bool:
