@@ -71,11 +71,16 @@ lint: $(STAMP)
 bench: $(STAMP)
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b; done
 
-# Real runs of thirteen agent frameworks, recorded offline as OTLP JSON (tests/frameworks/).
-# Each framework pins its own OpenTelemetry, so each gets its own venv in .frameworks/;
-# `make test` only reads the committed recordings and never needs these.
+# Real runs of thirteen agent frameworks, recorded offline as OTLP JSON (tests/frameworks/),
+# then frameworks again through the instrumentations users bring (OpenLLMetry, Langfuse,
+# MLflow): <instrumentation>_<framework>. Each pins its own OpenTelemetry, so each gets its
+# own venv in .frameworks/; `make test` only reads the committed recordings and never needs these.
 FRAMEWORKS := openai_agents pydantic_ai google_adk langgraph strands crewai autogen \
-	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor
+	agent_framework smolagents llama_index agno langgraph_swarm langgraph_supervisor \
+	openllmetry_langgraph openllmetry_langgraph_swarm openllmetry_langgraph_supervisor \
+	openllmetry_openai_agents openllmetry_crewai openllmetry_llama_index openllmetry_agno \
+	langfuse_langgraph_swarm langfuse_langgraph_supervisor langfuse_observe \
+	mlflow_langgraph_swarm mlflow_openai_agents
 
 .frameworks/%/.installed: tests/frameworks/requirements-%.txt
 	test -x .frameworks/$*/bin/python || $(PY) -m venv .frameworks/$*

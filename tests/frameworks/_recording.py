@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -128,6 +129,11 @@ class Recorder:
     instrumentation: str  # "native OpenTelemetry" or "<distribution> <version>"
     exporter: InMemorySpanExporter
     written: list[str] = field(default_factory=list)
+    #: How this instrumentation names the span a handoff is, from the caller and the
+    #: target (the scenarios name it as OpenInference does): the truth's node.
+    handoff_node: Callable[[str, str], str] | None = None
+    #: The loop fields of a scenario written without them (another script's scenarios).
+    loops: Callable[[str, Truth], Loop | None] | None = None
 
     def __post_init__(self) -> None:
         # A scenario renamed or dropped must not leave its old files behind (on a full run).
@@ -172,6 +178,11 @@ class Recorder:
         (``outcome``), its ``circle``, the framework ``limit`` that stopped it and how
         many times the circle closed (``loop_revisits``).
         """
+        if self.handoff_node is not None:
+            rows = truth.invocations
+            for row in rows:
+                if row["kind"] == "handoff":
+                    row["node"] = self.handoff_node(rows[row["parent"]]["agent"], row["agent"])
         spans = self.exporter.get_finished_spans()
         if not spans:
             raise RuntimeError(f"{self.name}/{scenario}: no span was recorded")
@@ -187,6 +198,7 @@ class Recorder:
             "run_ok": run_ok,
             "invocations": truth.invocations,
         }
+        loop = loop or (self.loops(scenario, truth) if self.loops else None)
         if loop is not None:
             expected.update(loop.fields())
         text = json.dumps(expected, indent=2) + "\n"
@@ -223,6 +235,18 @@ class Loop:
             "limit": self.limit,
             "loop_revisits": self.revisits,
         }
+
+
+def ended_loop(*scenarios: str) -> Callable[[str, Truth], Loop | None]:
+    """For ``Recorder.loops``: these scenarios are loops that ended ok."""
+
+    def loop(scenario: str, truth: Truth) -> Loop | None:
+        if scenario not in scenarios:
+            return None
+        circle, closures = circle_of([row["agent"] for row in truth.invocations])
+        return Loop("ok", circle, None, closures)
+
+    return loop
 
 
 def circle_of(agents: list[str]) -> tuple[str | None, int]:

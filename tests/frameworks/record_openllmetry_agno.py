@@ -1,0 +1,48 @@
+"""Record Agno teams through OpenLLMetry's opentelemetry-instrumentation-agno, offline.
+
+Run in its own environment (``make record-frameworks`` does):
+``.frameworks/openllmetry_agno/bin/python tests/frameworks/record_openllmetry_agno.py``.
+The scenarios, the scripted models and the truth (read from the team's own run output)
+are ``record_agno.py``'s; only the instrumentation differs: Traceloop's Agno
+instrumentation (``traceloop.span.kind``). ``record_agno.py`` has no loop scenario.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# With content off a tool that raised (Agno catches it) is an OK span like any other: only
+# its output (status='failure') says it failed, and a delegation only in its input names
+# the member, so the content is kept.
+os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
+
+import record_agno as scenarios  # offline from here on
+from _recording import Recorder, instrumented_by, memory_provider
+from opentelemetry.instrumentation.agno import AgnoInstrumentor
+
+
+def main() -> None:
+    provider, exporter = memory_provider("openllmetry-agno-recording")
+    AgnoInstrumentor().instrument(tracer_provider=provider)
+    recorder = Recorder(
+        "openllmetry_agno", "agno", instrumented_by("opentelemetry-instrumentation-agno"),
+        exporter,
+    )  # fmt: skip
+    for scenario in recorder.chosen(
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.parallel_delegates,
+        ]
+    ):
+        scenario(recorder)
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    main()

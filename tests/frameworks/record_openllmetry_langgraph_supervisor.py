@@ -1,0 +1,50 @@
+"""Record langgraph-supervisor through OpenLLMetry's opentelemetry-instrumentation-langchain, offline.
+
+Run in its own environment (``make record-frameworks`` does):
+``.frameworks/openllmetry_langgraph_supervisor/bin/python
+tests/frameworks/record_openllmetry_langgraph_supervisor.py``. The scenarios, the scripted
+models and the truth (read from the framework's own messages and the tools' log) are
+``record_langgraph_supervisor.py``'s; only the instrumentation differs: Traceloop's
+callback handler (``traceloop.span.kind``), whose spans carry a handoff as an ERROR
+``ParentCommand`` and as ``goto`` spans and association properties.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# The graph's state (every message, on every span) is most of the bytes; the graph's
+# shape is all in the names, the metadata and the association properties without it.
+os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
+
+import record_langgraph_supervisor as scenarios  # offline from here on
+from _recording import Recorder, ended_loop, instrumented_by, memory_provider
+from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+
+def main() -> None:
+    provider, exporter = memory_provider("openllmetry-langgraph-supervisor-recording")
+    LangchainInstrumentor().instrument(tracer_provider=provider)
+    recorder = Recorder(
+        "openllmetry_langgraph_supervisor", "langgraph-supervisor",
+        instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
+    )  # fmt: skip
+    recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
+    for scenario in recorder.chosen(
+        [
+            scenarios.handoff_chain,
+            scenarios.handoff_then_tool_agent,
+            scenarios.tool_raises,
+            scenarios.loop,
+        ]
+    ):
+        scenario(recorder)
+    provider.shutdown()
+
+
+if __name__ == "__main__":
+    main()
