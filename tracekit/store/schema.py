@@ -285,7 +285,40 @@ WHERE outcome = 'ok' AND run_id IN (
 );
 """
 
-SCHEMA_VERSION: Final = 8
+# v10 (numbered by the integrator after v9): ``loops``, one row a run and
+# circle its agents went round (stopped at a limit, cut off silently or
+# handled, refused on the call path, or run and finished), with what the
+# circle cost. Derived by classification (:mod:`tracekit.store.classify`):
+# rebuilt with a run's class, never doubled. Runs already classified that
+# activate an agent twice are classified again by the next write, so that a
+# store made before gets its rows (and the outcomes of runs a limit stopped).
+_V10: Final = """
+CREATE TABLE IF NOT EXISTS loops (
+    run_id         VARCHAR NOT NULL,  -- the root run (runs.run_id)
+    circle         VARCHAR NOT NULL,  -- canonical: 'billing -> triage -> billing'
+    revisits       INTEGER NOT NULL,  -- times the run went round it (1: closed once)
+    stopped        VARCHAR NOT NULL,  -- 'limit' raised | 'silent' cut off or handled
+                                      -- | 'refused' on the call path | 'finished' ran and ended
+    limit_code     VARCHAR,           -- the limit (GraphRecursionError, max_turns, ...)
+    origin_agent   VARCHAR,           -- where it stopped
+    invocations    INTEGER NOT NULL,  -- activations inside the circle
+    model_calls    INTEGER,           -- their model calls
+    input_tokens   BIGINT,            -- their own tokens
+    output_tokens  BIGINT,
+    duration_ms    DOUBLE             -- first entry of the cycle to the end of the last
+);
+
+UPDATE runs SET classified_at = NULL
+WHERE run_id IN (
+    SELECT DISTINCT run_id FROM (
+        SELECT root_run_id AS run_id, agent FROM invocations
+        UNION ALL
+        SELECT run_id, agent FROM runs WHERE agent IS NOT NULL
+    ) GROUP BY run_id, agent HAVING count(*) > 1
+);
+"""
+
+SCHEMA_VERSION: Final = 9
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V10)

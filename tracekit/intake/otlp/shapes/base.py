@@ -32,6 +32,13 @@ class Shape:
         names: whether a span of this name may be the family's (asked once per
             distinct name); None: any name may be.
         keys: attributes that may make a span the family's whatever its name.
+        limits: the family's own limits, as data: the exception types and the
+            words (a setting's name, a message's phrase) its errors or stop
+            reasons carry when the framework stopped a run at a limit of its
+            own (recursion, turns, steps, iterations, requests, usage).
+            Matched case-blind against an error's type and message by
+            :func:`tracekit.failures.limits.is_limit`, beside the general
+            vocabulary (:data:`tracekit.intake.otlp.shapes.limits.GENERAL`).
     """
 
     name: str
@@ -41,3 +48,4 @@ class Shape:
     is_workflow: Callable[[Span], bool | None] | None = None
     names: Callable[[str], bool] | None = None
     keys: frozenset[str] = field(default_factory=frozenset)
+    limits: tuple[str, ...] = ()

@@ -49,4 +49,6 @@ SHAPE: Final = Shape(
     is_agent=lambda span: True,
     is_workflow=lambda span: False,
     names=_named,
+    # ``max_steps`` ends a run with AgentMaxStepsError ("Reached max steps.").
+    limits=("AgentMaxStepsError", "max_steps", "Reached max steps"),
 )

@@ -1,0 +1,90 @@
+"""Whether an error is a framework's limit, and where a run's limit struck.
+
+The vocabulary is data (:mod:`tracekit.intake.otlp.shapes.limits`): every
+family's declared limits and the general limit and usage wording. An error
+is a limit when its type, its code or its message (or its innermost cause's)
+says one; tracekit's own codes (``AGENT_...``) say exactly what they are and
+are never read this way.
+
+Example:
+    >>> from tracekit.events import ErrorInfo
+    >>> is_limit(ErrorInfo(code="GraphRecursionError", message="Recursion limit of 25 reached"))
+    True
+    >>> is_limit(ErrorInfo(code="UsageLimitExceeded", message="would exceed the request_limit of 6"))
+    True
+    >>> is_limit(ErrorInfo(code="ValueError", message="bad")), is_limit(ErrorInfo(code="AGENT_DEPTH_EXCEEDED"))
+    (False, False)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from tracekit.events import ErrorInfo
+from tracekit.failures.model import Call, RunFacts
+from tracekit.intake.otlp.shapes.limits import DECLARED, GENERAL
+
+__all__ = ["LimitHit", "is_limit", "limit_hit"]
+
+_DECLARED: Final = tuple(word.lower() for word in DECLARED)
+
+
+def _says_limit(error: ErrorInfo) -> bool:
+    if error.code.startswith("AGENT_"):
+        return False
+    texts = (error.code, error.type or "", error.message)
+    if any(GENERAL.search(text) for text in texts if text):
+        return True
+    lowered = " ".join(texts).lower()
+    return any(word in lowered for word in _DECLARED)
+
+
+def is_limit(error: ErrorInfo | None) -> bool:
+    """Whether the error, or a cause under it, is a framework's limit (see the module)."""
+    while error is not None:
+        if _says_limit(error):
+            return True
+        error = error.cause
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class LimitHit:
+    """Where a limit struck: its error and the activation it struck in (None: above the agents)."""
+
+    error: ErrorInfo
+    call: Call | None = None
+    agent: str | None = None
+
+
+def limit_hit(run: RunFacts) -> LimitHit | None:
+    """The limit the run's evidence shows, and where it struck.
+
+    An activation whose own error is the limit (the last agent's span, the
+    latest to start when several carry it up) first; then a failed step's (a
+    usage counter on a model call); then the run's own error (the root, the
+    runner). None when no error is a limit.
+
+    Example:
+        >>> hit = limit_hit(RunFacts("r", "LangGraph", True, False, ErrorInfo(code="GraphRecursionError")))
+        >>> hit.error.code, hit.call
+        ('GraphRecursionError', None)
+    """
+    calls = [c for c in (*run.calls, *run.sequence) if c.failed and is_limit(c.error)]
+    if calls:
+        call = max(calls, key=lambda c: (_at(c.start_ms), _at(c.end_ms), c.invocation_id))
+        return LimitHit(call.error, call, call.agent)  # type: ignore[arg-type]
+    steps = [s for s in run.failed_steps if is_limit(s.error)]
+    if steps:
+        step = max(steps, key=lambda s: _at(s.ts_ms))
+        by_id = {c.invocation_id: c for c in (*run.calls, *run.sequence)}
+        call = by_id.get(step.invocation_id) if step.invocation_id is not None else None
+        return LimitHit(step.error, call, step.agent)  # type: ignore[arg-type]
+    if is_limit(run.error):
+        return LimitHit(run.error)  # type: ignore[arg-type]
+    return None
+
+
+def _at(ms: float | None) -> float:
+    return float("-inf") if ms is None else ms
