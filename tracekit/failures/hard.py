@@ -54,6 +54,7 @@ SELECT DISTINCT run_id FROM (
 ) GROUP BY run_id, agent HAVING count(*) > 1
 """
 
+
 _HARD_RUNS: Final = """
 SELECT r.run_id, r.agent, r.has_end, r.ok, e.error
 FROM runs r JOIN _fleet_hard h USING (run_id)

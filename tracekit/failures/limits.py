@@ -73,17 +73,15 @@ def limit_hit(run: RunFacts) -> LimitHit | None:
     """
     calls = [c for c in (*run.calls, *run.sequence) if c.failed and is_limit(c.error)]
     if calls:
-        call = max(calls, key=lambda c: (_at(c.start_ms), _at(c.end_ms), c.invocation_id))
-        return LimitHit(call.error, call, call.agent)  # type: ignore[arg-type]
+        last = max(calls, key=lambda c: (_at(c.start_ms), _at(c.end_ms), c.invocation_id))
+        return LimitHit(last.error, last, last.agent) if last.error is not None else None
     steps = [s for s in run.failed_steps if is_limit(s.error)]
     if steps:
         step = max(steps, key=lambda s: _at(s.ts_ms))
         by_id = {c.invocation_id: c for c in (*run.calls, *run.sequence)}
         call = by_id.get(step.invocation_id) if step.invocation_id is not None else None
-        return LimitHit(step.error, call, step.agent)  # type: ignore[arg-type]
-    if is_limit(run.error):
-        return LimitHit(run.error)  # type: ignore[arg-type]
-    return None
+        return LimitHit(step.error, call, step.agent) if step.error is not None else None
+    return LimitHit(run.error) if run.error is not None and is_limit(run.error) else None
 
 
 def _at(ms: float | None) -> float:

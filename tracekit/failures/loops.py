@@ -4,9 +4,9 @@ A run stopped at a limit while its activations repeated a circle gets its
 finding here (:func:`limit_finding`: the rules :func:`~tracekit.failures.rules.limit_loop`
 and :func:`~tracekit.failures.rules.limit_stop` ask for it); every finding
 then gets its :class:`~tracekit.failures.model.Loop` (:func:`with_loop`): the
-limit's, a refusal's on the call path, or, for a run that did not stop at
-one, a ``finished`` loop when its agents went round :data:`LOOP_MIN` times
-or more. The members of a loop are the activations from the first entry of
+limit's, a refusal's on the call path, or, for a run that finished (``ok``
+or ``degraded``), a ``finished`` loop when its agents went round
+:data:`LOOP_MIN` times or more. The members of a loop are the activations from the first entry of
 its cycle to the end of the last: the store sums their cost.
 
 Example:
@@ -36,6 +36,8 @@ __all__ = ["LOOP_MIN", "limit_finding", "with_loop"]
 LOOP_MIN: Final = 3
 
 _Path = list[tuple[str, str | None]]
+#: The outcomes of a run that finished: only they carry a ``finished`` loop.
+_FINISHED: Final = frozenset({"ok", "degraded"})
 
 
 def _members(path: _Path, cycle: Cycle) -> tuple[str | None, ...]:
@@ -69,6 +71,8 @@ def with_loop(run: RunFacts, finding: Finding, loop_min: int = LOOP_MIN) -> Find
         return finding
     if finding.outcome == "failed:recursion" and finding.circle:
         return replace(finding, loop=_refused_loop(run, finding))
+    if finding.outcome not in _FINISHED:
+        return finding
     found = sequence_cycle(run)
     if found is None or found[0].revisits < max(loop_min, 1):
         return finding

@@ -29,9 +29,10 @@ A run stopped at a loop's limit names its circle and limit, and its origin
 is the agent where the limit struck: the activation whose own error is the
 limit, else (a limit raised above the agents, by the root, the runner or a
 usage counter) the last activation of the circle, the one running when it
-struck. Whatever its class, a run whose agents went round a circle
-:data:`LOOP_MIN` times or more carries a loop finding (:attr:`Finding.loop`,
-the store's ``loops`` table) with what the circle cost.
+struck. A run that finished (``ok`` or ``degraded``) whose agents went round
+a circle :data:`LOOP_MIN` times or more keeps its class and carries a loop
+finding (:attr:`Finding.loop`, the store's ``loops`` table, where what the
+circle cost is summed).
 
 A failed invocation is the ``origin`` of a failure or only ``wrapped`` one
 from below (:func:`failure_role`). The origin of a run's failure is found by
@@ -397,14 +398,15 @@ RULES: Final[tuple[Rule, ...]] = (
 )
 
 
-
-def classify_run(run: RunFacts, rules: Sequence[Rule] = RULES, *, loop_min: int = LOOP_MIN) -> Finding:
+def classify_run(
+    run: RunFacts, rules: Sequence[Rule] = RULES, *, loop_min: int = LOOP_MIN
+) -> Finding:
     """Apply the rules in order and return the first finding, with its loop.
 
     A run stopped at a circle carries that loop (:attr:`Finding.loop`): a
-    limit's, or a refusal's on the call path. A run that did not stop at one
-    but whose activations went round a circle ``loop_min`` times or more
-    carries a ``finished`` loop (a loop finding), whatever its class
+    limit's, or a refusal's on the call path. A run that finished (``ok`` or
+    ``degraded``) whose activations went round a circle ``loop_min`` times or
+    more carries a ``finished`` loop (a loop finding), its class unchanged
     (:func:`~tracekit.failures.loops.with_loop`).
 
     Example:
