@@ -1,10 +1,11 @@
 """Whether an error is a framework's limit, and where a run's limit struck.
 
 The vocabulary is data (:mod:`tracekit.intake.otlp.shapes.limits`): every
-family's declared limits and the general limit and usage wording. An error
-is a limit when its type, its code or its message (or its innermost cause's)
-says one; tracekit's own codes (``AGENT_...``) say exactly what they are and
-are never read this way.
+family's declared limits and the general limit and usage wording, read by
+its :func:`~tracekit.intake.otlp.shapes.limits.is_limit`. An error is a
+limit when its type, its code or its message (or a cause's) says one;
+tracekit's own codes (``AGENT_...``) say exactly what they are and are
+never read this way.
 
 Example:
     >>> from tracekit.events import ErrorInfo
@@ -19,35 +20,12 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
 from tracekit.events import ErrorInfo
 from tracekit.failures.model import Call, RunFacts
-from tracekit.intake.otlp.shapes.limits import DECLARED, GENERAL
+from tracekit.intake.otlp.shapes.limits import is_limit
 
 __all__ = ["LimitHit", "is_limit", "limit_hit"]
-
-_DECLARED: Final = tuple(word.lower() for word in DECLARED)
-
-
-def _says_limit(error: ErrorInfo) -> bool:
-    if error.code.startswith("AGENT_"):
-        return False
-    texts = (error.code, error.type or "", error.message)
-    if any(GENERAL.search(text) for text in texts if text):
-        return True
-    lowered = " ".join(texts).lower()
-    return any(word in lowered for word in _DECLARED)
-
-
-def is_limit(error: ErrorInfo | None) -> bool:
-    """Whether the error, or a cause under it, is a framework's limit (see the module)."""
-    while error is not None:
-        if _says_limit(error):
-            return True
-        error = error.cause
-    return False
-
 
 @dataclass(frozen=True, slots=True)
 class LimitHit:

@@ -16,6 +16,7 @@ from typing import Final
 
 from tracekit.events import ErrorInfo, Node
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.shapes.limits import ends_run_on_turn_error
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
 
@@ -143,9 +144,16 @@ def _unhandled(
 
     A handoff passes the conversation on, so the run's answer is the last
     agent's, following handoffs from the root's last call; if that agent
-    failed, the run raised whatever its root span says.
+    failed, the run raised whatever its root span says. A root agent of a
+    family whose runs end with an error out of any agent's turn (AutoGen's
+    teams: :func:`~tracekit.intake.otlp.shapes.limits.ends_run_on_turn_error`)
+    is read the same way.
     """
-    if not index.is_root(key) or not index.is_workflow(key):
+    if not index.is_root(key):
+        return None
+    span = index.spans[key]
+    above = index.spans.get((key[0], span.parent)) if span.parent else None
+    if not index.is_workflow(key) and not ends_run_on_turn_error(span, above):
         return None
     last = _last_call(index, key)
     while last is not None:

@@ -7,7 +7,8 @@ of parent links, makes the top span of a trace with no agent span a root run
 (:class:`~tracekit.intake.otlp.spans.SpanIndex`), turns the rest into steps
 (:class:`~tracekit.intake.otlp.steps.Steps`), surfaces an error folded into
 a step, finds why each agent failed (:mod:`tracekit.intake.otlp.errors`) and
-writes each agent span's records (:mod:`tracekit.intake.otlp.records`).
+how a run stopped where its root does not say it (:mod:`tracekit.intake.otlp.stops`),
+and writes each agent span's records (:mod:`tracekit.intake.otlp.records`).
 Where each span went is counted (:class:`~tracekit.intake.otlp.counts.SpanCounts`).
 
 Example:
@@ -34,6 +35,7 @@ from tracekit.intake.otlp.errors import agent_errors
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps, own_error
+from tracekit.intake.otlp.stops import run_stops
 
 __all__ = ["Reject", "map_traces"]
 
@@ -61,9 +63,10 @@ def map_traces(
     failed_tools = _steps(index, steps, counts, pairs)
     errors = agent_errors(index, failed_tools)
     found = sessions(index)
+    stops = run_stops(index, errors)
     for key in index.agents:
         line = spans[key].line
-        for event in agent_records(index, key, errors, steps.usage.get(key), found):
+        for event in agent_records(index, key, errors, steps.usage.get(key), found, stops):
             pairs.append((line, event))
     pairs.sort(key=pair_sort_key)
     return pairs

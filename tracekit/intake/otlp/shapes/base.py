@@ -39,6 +39,9 @@ class Shape:
             Matched case-blind against an error's type and message by
             :func:`tracekit.failures.limits.is_limit`, beside the general
             vocabulary (:data:`tracekit.intake.otlp.shapes.limits.GENERAL`).
+        turn_error_ends_run: an error out of an agent's turn ends the whole
+            run (AutoGen's teams): a run whose last activation failed, with
+            nothing after it, failed with it, though its root span says ok.
     """
 
     name: str
@@ -49,3 +52,4 @@ class Shape:
     names: Callable[[str], bool] | None = None
     keys: frozenset[str] = field(default_factory=frozenset)
     limits: tuple[str, ...] = ()
+    turn_error_ends_run: bool = False

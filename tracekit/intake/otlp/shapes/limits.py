@@ -6,9 +6,16 @@ AI's request and usage limits, smolagents' ``max_steps``, AutoGen's
 termination conditions. Each family declares its limits beside its shape
 (:attr:`~tracekit.intake.otlp.shapes.base.Shape.limits`); the families that
 need no shape of their own to be read (their spans follow the generic
-conventions) declare theirs here, as shapes that recognise no span.
+conventions) declare theirs here, as shapes that recognise no span (or
+only what they declare, :attr:`~tracekit.intake.otlp.shapes.base.Shape.turn_error_ends_run`).
 :data:`GENERAL` is the vocabulary for a framework that declares nothing.
-:func:`tracekit.failures.limits.is_limit` reads both.
+:func:`is_limit` reads both; tracekit's own codes (``AGENT_...``) say
+exactly what they are and are never read this way.
+
+A framework that stops at a limit without raising (AutoGen's termination
+conditions and ``max_turns``) leaves no error in any span; what it leaves
+is a run whose last agent handed off to one that never ran. The intake
+writes that as the run's stop, :data:`CUT_OFF`, which reads as a limit.
 
 Example:
     >>> "GraphRecursionError" in DECLARED
@@ -24,15 +31,27 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from tracekit.events import ErrorInfo
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes import SHAPES
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["DECLARED", "DIALECT_LIMITS", "GENERAL"]
+__all__ = ["CUT_OFF", "DECLARED", "DIALECT_LIMITS", "GENERAL", "ends_run_on_turn_error", "is_limit"]
+
+#: The stop of a run cut off at a handoff nobody took (a limit that raised nothing).
+CUT_OFF: Final = "HandoffNotTaken"
 
 
 def _never(span: Span) -> bool:
     return False
+
+
+_AUTOGEN: Final = "autogen "
+
+
+def _autogen(span: Span) -> bool:
+    """AutoGen's: its runtime's spans (``autogen process ...``), or a span naming its system."""
+    return span.name.startswith(_AUTOGEN) or span.attrs.get("gen_ai.system") == "autogen"
 
 
 def _limits(name: str, *limits: str) -> Shape:
@@ -46,13 +65,19 @@ DIALECT_LIMITS: Final[tuple[Shape, ...]] = (
     _limits(
         "Pydantic AI", "UsageLimitExceeded", "request_limit", "tool_calls_limit", "tokens_limit"
     ),
-    _limits(
-        "AutoGen",
-        "MaxMessageTermination",
-        "TokenUsageTermination",
-        "max_turns",
-        "Maximum number of messages",
-        "Maximum number of turns",
+    Shape(
+        name="AutoGen",
+        recognise=_autogen,
+        names=lambda name: name.startswith(_AUTOGEN),
+        keys=frozenset({"gen_ai.system"}),
+        limits=(
+            "MaxMessageTermination",
+            "TokenUsageTermination",
+            "max_turns",
+            "Maximum number of messages",
+            "Maximum number of turns",
+        ),
+        turn_error_ends_run=True,
     ),
     _limits("CrewAI", "max_iter", "Maximum iterations reached"),
     _limits("Google ADK", "LlmCallsLimitExceededError", "max_llm_calls"),
@@ -63,8 +88,12 @@ DIALECT_LIMITS: Final[tuple[Shape, ...]] = (
 
 #: Every declared limit, as written (a type's name, a setting, a phrase).
 DECLARED: Final = tuple(
-    dict.fromkeys(limit for shape in (*SHAPES, *DIALECT_LIMITS) for limit in shape.limits)
+    dict.fromkeys(
+        [CUT_OFF, *(limit for shape in (*SHAPES, *DIALECT_LIMITS) for limit in shape.limits)]
+    )
 )
+_DECLARED: Final = tuple(word.lower() for word in DECLARED)
+_ENDERS: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.turn_error_ends_run)
 
 #: Limit and usage wording of any framework: a limit reached or exceeded, a
 #: request or usage limit, a maximum of turns, steps, iterations, rounds,
@@ -77,3 +106,39 @@ GENERAL: Final = re.compile(
     r"(?:turns|steps|iterations|iter\b|rounds|messages|requests|handoffs|(?:llm\W)?calls)",
     re.IGNORECASE,
 )
+
+
+def _says_limit(error: ErrorInfo) -> bool:
+    if error.code.startswith("AGENT_"):
+        return False
+    texts = (error.code, error.type or "", error.message)
+    if any(GENERAL.search(text) for text in texts if text):
+        return True
+    lowered = " ".join(texts).lower()
+    return any(word in lowered for word in _DECLARED)
+
+
+def is_limit(error: ErrorInfo | None) -> bool:
+    """Whether the error, or a cause under it, is a framework's limit: its type,
+    code or message says one of :data:`DECLARED` or the :data:`GENERAL` wording.
+
+    Example:
+        >>> is_limit(ErrorInfo(code="GraphRecursionError", message="Recursion limit of 25 reached"))
+        True
+        >>> is_limit(ErrorInfo(code="UsageLimitExceeded", message="would exceed the request_limit of 6"))
+        True
+        >>> is_limit(ErrorInfo(code="ValueError")), is_limit(ErrorInfo(code="AGENT_DEPTH_EXCEEDED"))
+        (False, False)
+    """
+    while error is not None:
+        if _says_limit(error):
+            return True
+        error = error.cause
+    return False
+
+
+def ends_run_on_turn_error(span: Span, above: Span | None = None) -> bool:
+    """Whether the family of a root agent's span (or of the span above it: AutoGen's
+    runtime opens the agent's span under its own ``process``) declares that an
+    error out of an agent's turn ends the run."""
+    return any(shape.recognise(s) for shape in _ENDERS for s in (span, above) if s is not None)
