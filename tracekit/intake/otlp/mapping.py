@@ -28,7 +28,7 @@ from typing import Final
 
 import msgspec
 
-from tracekit.events import Event, Node
+from tracekit.events import ErrorInfo, Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.errors import agent_errors
@@ -39,6 +39,7 @@ from tracekit.intake.otlp.stops import run_stops
 
 __all__ = ["Reject", "map_traces"]
 
+_NS_PER_MS: Final = 1_000_000
 #: A span the mapping refused: its line, a short text naming it, and the reason.
 Reject = tuple[int, str, str]
 _Pairs = list[tuple[int, Event]]
@@ -84,7 +85,10 @@ def _steps(index: SpanIndex, steps: Steps, counts: SpanCounts, pairs: _Pairs) ->
             continue
         run = index.run_of(key)
         if run is None:
-            counts.outside += 1
+            if _orphan_error(index, key, span, pairs):
+                counts.steps += 1
+            else:
+                counts.outside += 1
             continue
         node = steps.node(key, span, run)
         if node is None:
@@ -101,24 +105,34 @@ def _steps(index: SpanIndex, steps: Steps, counts: SpanCounts, pairs: _Pairs) ->
             if last is None or node.ts >= last.ts:
                 failed_tools[owner] = node
     if hidden:
-        _surface_errors(index, hidden, made, pairs)
+        kept = _surface_errors(index, hidden, made, pairs)
+        counts.wrappers -= kept
+        counts.steps += kept
     return failed_tools
 
 
 def _surface_errors(
     index: SpanIndex, hidden: list[Key], made: dict[Key, int], pairs: _Pairs
-) -> None:
+) -> int:
     """A failed span folded into a step fails that step: an error never vanishes.
 
     The step keeps its own error if it has one; otherwise it takes the first
     failure folded into it (a tool call that raised inside a delegation tool,
-    a query that failed inside a plain step).
+    a query that failed inside a plain step). A failed span folded straight
+    into its agent (smolagents' ``Step N``) becomes a failed step of that
+    agent, named after it, with its error. Returns how many spans became steps.
     """
+    kept = 0
     for key in hidden:
         error = own_error(index.spans[key])
         above = index.parent_of(key)
         while error is not None and above is not None and above not in made:
-            above = None if above in index.agent_set else index.parent_of(above)
+            if above in index.agent_set:
+                pairs.append(_failed_step(index, key, above, error))
+                kept += 1
+                above = None
+                break
+            above = index.parent_of(above)
         if error is None or above is None:
             continue
         line, node = pairs[made[above]]
@@ -128,6 +142,48 @@ def _surface_errors(
                 line,
                 msgspec.structs.replace(node, ok=False, error=error if failed else None),
             )
+    return kept
+
+
+def _failed_step(index: SpanIndex, key: Key, agent: Key, error: ErrorInfo) -> tuple[int, Event]:
+    """A failed span as a failed step of ``agent``, its error named."""
+    span = index.spans[key]
+    node = Node(
+        ts=span.start / _NS_PER_MS,
+        service=span.service,
+        traceId=span.trace or None,
+        runId=index.run_id(agent),
+        id=span.name or span.id,
+        ok=False,
+        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
+        error=error,
+    )
+    return span.line, node
+
+
+def _orphan_error(index: SpanIndex, key: Key, span: Span, pairs: _Pairs) -> bool:
+    """A failed span whose agent's span never arrived counts under the nearest known agent.
+
+    The instrumentation may drop an agent's span and keep its steps (a
+    smolagents managed agent whose model raised): the failure is still the
+    run's. Its nearest known agent is the innermost agent span of its trace
+    whose time holds it. Whether it was kept.
+    """
+    error = own_error(span) if span.error or span.exception is not None else None
+    if error is None:
+        return False
+    holders = [
+        agent
+        for agent in index.agents
+        if agent[0] == key[0]
+        and index.spans[agent].start <= span.start
+        and (index.spans[agent].end or span.start) >= (span.end or span.start)
+    ]
+    if not holders:
+        return False
+    nearest = max(holders, key=lambda a: (index.spans[a].start, a))
+    pairs.append(_failed_step(index, key, nearest, error))
+    return True
 
 
 def _plain_roots(spans: dict[Key, Span], index: SpanIndex) -> bool:
