@@ -27,7 +27,7 @@ from tracekit.failures import (
     run_facts,
 )
 from tracekit.failures.rules import STALE_AFTER_MS, innermost
-from tracekit.failures.sequence import activation_path
+from tracekit.failures.sequence import activation_sequence
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 
@@ -274,20 +274,19 @@ _RING = st.lists(st.sampled_from(["loop_a", "loop_b", "loop_c", "loop_d"]), min_
                  unique=True)  # fmt: skip
 
 
-def activation_path_revisits(facts: RunFacts) -> bool:
-    names = [name for name, _ in activation_path(facts)]
+def _revisits(facts: RunFacts) -> bool:
+    names = [name for name, _ in activation_sequence(facts)]
     return len(names) != len(set(names))
 
 
 def _splice(base: RunFacts, ring: list[str], rounds: int) -> tuple[RunFacts, list[Call]]:
-    """``base`` with the ring gone round ``rounds`` times, handed on from its deepest activation."""
-    path = activation_path(base)
-    parent = path[-1][1] if path else None
+    """``base`` with the ring gone round ``rounds`` times, handed on from its last activation."""
+    parent = activation_sequence(base)[-1][1]
     start = max([c.start_ms or 0.0 for c in base.sequence], default=0.0)
     names = [*ring * rounds, ring[0]]
     added: list[Call] = []
     for n, agent in enumerate(names, start=1):
-        call = Call(f"loop{n}", parent, agent, "ok", None, start + 2 * n + 1, start + n)
+        call = Call(f"loop{n}", parent, agent, "ok", None, start + 2 * n + 1, start + n, "handoff")
         added.append(call)
         parent = call.invocation_id
     sequence = (*base.sequence, *added)
@@ -337,7 +336,7 @@ def test_the_same_cycle_without_a_limit_is_a_loop_finding_not_a_failure(
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from([f for f in _RECORDED if not activation_path_revisits(f)]),
+@given(st.sampled_from([f for f in _RECORDED if not _revisits(f)]),
        st.sampled_from(_LIMITS), st.sampled_from(["root", "agent", "step"]))  # fmt: skip
 def test_a_limit_without_any_revisit_is_not_recursion(
     base: RunFacts, limit: ErrorInfo, where: str

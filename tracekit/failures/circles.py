@@ -19,7 +19,6 @@ from typing import Final
 from tracekit.events import ErrorInfo, canonical_circle
 from tracekit.failures.limits import is_limit
 from tracekit.failures.model import Call, RunFacts
-from tracekit.failures.sequence import path_cycle
 
 __all__ = ["agent_path", "call_path", "innermost", "loop_refusal", "named_circle", "path_circle"]
 
@@ -113,8 +112,13 @@ def path_circle(path: Sequence[str]) -> str | None:
         >>> path_circle(["a", "b", "a", "c"]), path_circle(["a", "b"])
         ('a -> b -> a', None)
     """
-    cycle = path_cycle(path)
-    return cycle.circle if cycle is not None else None
+    for end in range(len(path) - 1, 0, -1):
+        name = path[end]
+        earlier = path[:end]
+        if name in earlier:
+            start = end - 1 - earlier[::-1].index(name)
+            return canonical_circle(path[start : end + 1])
+    return None
 
 
 #: A loop written out in an error message: names joined by arrows (``a -> b -> a``).

@@ -33,6 +33,7 @@ def _calls(steps: Sequence[Step], parent: str | None) -> Iterator[Call]:
             error=step.error,
             end_ms=step.endTs,
             start_ms=step.startTs,
+            kind=step.kind,
         )
         stack.extend((inner, step.invocationId) for inner in reversed(step.steps))
 

@@ -67,7 +67,7 @@ LEFT JOIN (
 
 _HARD_CALLS: Final = """
 SELECT root_run_id, invocation_id, parent_invocation_id, agent, status,
-    CAST(error AS VARCHAR) AS error, end_ms, start_ms
+    CAST(error AS VARCHAR) AS error, end_ms, start_ms, kind
 FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled')
   AND root_run_id IN (SELECT run_id FROM _fleet_hard)
@@ -77,7 +77,7 @@ ORDER BY root_run_id, end_ms NULLS FIRST, invocation_id
 # Every invocation of the runs that may go round a circle: their sequence.
 _SEQUENCE_CALLS: Final = f"""
 SELECT root_run_id, invocation_id, parent_invocation_id, agent, status,
-    CAST(error AS VARCHAR) AS error, end_ms, start_ms
+    CAST(error AS VARCHAR) AS error, end_ms, start_ms, kind
 FROM invocations
 WHERE root_run_id IN ({revisited_runs("SELECT run_id FROM _fleet_hard")})
 ORDER BY root_run_id, start_ms NULLS FIRST, invocation_id
@@ -119,8 +119,8 @@ def _error(text: str | None) -> ErrorInfo | None:
 def _calls_by_run(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, list[Call]]:
     by_run: dict[str, list[Call]] = {}
     rows = con.execute(query).fetchall()
-    for root, inv, parent, agent, status, error, end_ms, start_ms in rows:
-        call = Call(inv, parent, agent, status, _error(error), end_ms, start_ms)
+    for root, inv, parent, agent, status, error, end_ms, start_ms, kind in rows:
+        call = Call(inv, parent, agent, status, _error(error), end_ms, start_ms, kind)
         by_run.setdefault(root, []).append(call)
     return by_run
 

@@ -27,6 +27,7 @@ from tracekit.intake.otlp.shapes.limits import is_limit
 
 __all__ = ["LimitHit", "is_limit", "limit_hit"]
 
+
 @dataclass(frozen=True, slots=True)
 class LimitHit:
     """Where a limit struck: its error and the activation it struck in (None: above the agents)."""

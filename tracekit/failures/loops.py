@@ -41,7 +41,8 @@ _FINISHED: Final = frozenset({"ok", "degraded"})
 
 
 def _members(path: _Path, cycle: Cycle) -> tuple[str | None, ...]:
-    return tuple(invocation for _, invocation in path[cycle.first : cycle.last + 1])
+    """The activations of the stretch, each once (a caller comes back between its delegates)."""
+    return tuple(dict.fromkeys(invocation for _, invocation in path[cycle.first : cycle.last + 1]))
 
 
 def limit_finding(outcome: Outcome, run: RunFacts, stopped: Stopped) -> Finding | None:

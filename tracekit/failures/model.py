@@ -67,6 +67,8 @@ class Call:
         error: the exit's error, causes nested.
         end_ms: when it ended, if it did.
         start_ms: when it started (the order of a run's activations).
+        kind: how it was called: ``delegate`` (its caller waits and goes on
+            when it returns), ``handoff`` (control passed on), ``subagent``.
     """
 
     invocation_id: str
@@ -76,6 +78,7 @@ class Call:
     error: ErrorInfo | None = None
     end_ms: float | None = None
     start_ms: float | None = None
+    kind: str | None = None
 
     @property
     def failed(self) -> bool:

@@ -1,15 +1,22 @@
 """Circles from the sequence of a run's activations, not only from its failing path.
 
-Real frameworks loop by passing control on: agents hand off (or delegate)
-and finish, and each activation hangs under the one that passed it control
-(the tree's handoff edges, a graph's steps, across traces by span links).
-So the run's sequence of activations, in start order, is the path from the
-root agent down to the activation where the run was when it stopped (the
-deepest, the latest to start among equals), whatever each one's status.
-Where that path goes round the same agents again, the repeated stretch is a
-:class:`Cycle`: its circle (written canonically), how many times it went
-round, and its members (from the first entry of the cycle to the end of the
-last), over which the loop's cost is summed.
+Real frameworks loop by passing control on: agents hand off and finish, or
+a manager delegates to the same agents turn after turn, and each activation
+hangs under the one that passed it control (the tree's handoff and
+delegation edges, a graph's steps, across traces by span links). The run's
+sequence of activations (:func:`activation_sequence`) is that tree walked in
+start order, whatever each one's status: an activation, then what it
+passed control to. A caller that delegated gets control back when its
+delegate returns ok: between two of its delegates, and after the last when
+it had several, it is in the sequence again (its next turn). A handoff
+never comes back: the handing agent is done.
+
+Where the sequence goes round the same agents again, the repeated stretch
+is a :class:`Cycle` (:func:`sequence_cycle`): its circle (written
+canonically), how many times it went round, and its members (from the
+first entry of the cycle to the end of the last), over which the loop's
+cost is summed. A stretch in which no agent was activated twice (only a
+caller coming back between different delegates) is no circle.
 
 Example:
     >>> path = ["LangGraph", "triage", "billing", "triage", "billing", "triage"]
@@ -20,23 +27,25 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tracekit.events import canonical_circle
 from tracekit.failures.model import Call, RunFacts
 
-__all__ = ["Cycle", "activation_path", "path_cycle", "sequence_cycle"]
+__all__ = ["Cycle", "activation_sequence", "path_cycle", "sequence_cycle"]
+
+Activation = tuple[str, "str | None"]  # (agent, invocation id; None for the root agent's own)
 
 
 @dataclass(frozen=True, slots=True)
 class Cycle:
-    """A stretch of a path of agents that repeats a circle.
+    """A stretch of a sequence of agents that repeats a circle.
 
     Attributes:
         circle: the canonical circle (``a -> b -> a``).
-        revisits: how many times the path went round it (1: closed once).
-        first: the index on the path of the cycle's first entry.
+        revisits: how many times the sequence went round it (1: closed once).
+        first: the index in the sequence of the cycle's first entry.
         last: the index of its last activation.
     """
 
@@ -47,89 +56,101 @@ class Cycle:
 
 
 def path_cycle(path: Sequence[str]) -> Cycle | None:
-    """The circle a path of agents goes round: the last revisit's, stretched back as far as it repeats.
+    """The circle a sequence of agents goes round, stretched back as far as it repeats.
 
-    The last agent on the path seen earlier on it (else the deepest such one)
-    closes a circle of the agents between; the stretch before it is taken in
-    while the path repeats the same circle.
+    The last agent of the sequence seen earlier in it (else the latest such
+    one) closes a circle; of the circles it closes (one per earlier
+    occurrence), the one the sequence repeats the longest is taken, the
+    shortest among equals.
 
     Example:
         >>> path_cycle(["desk", "a", "b", "c", "a", "b", "c", "a"]).circle
         'a -> b -> c -> a'
+        >>> path_cycle(["t", "b", "t", "r", "t", "b", "t", "r", "t"]).circle
+        'b -> t -> r -> t -> b'
         >>> path_cycle(["desk", "a", "b"]) is None, path_cycle(["a", "b", "a"]).revisits
         (True, 1)
     """
-    seen: dict[str, int] = {}
-    closing: tuple[int, int] | None = None  # (earlier, later) of the deepest revisit
+    seen: dict[str, list[int]] = {}
+    end = -1
     for at, name in enumerate(path):
         if name in seen:
-            closing = (seen[name], at)
-        seen[name] = at
-    if closing is None:
+            end = at
+        seen.setdefault(name, []).append(at)
+    if end < 0:
         return None
-    start, end = closing
-    span = end - start
-    first = start
-    while first > 0 and path[first - 1] == path[first - 1 + span]:
-        first -= 1
-    return Cycle(canonical_circle(path[end - span : end + 1]), (end - first) // span, first, end)
+    best: tuple[int, int, int] | None = None  # (covered, -span, first)
+    for start in seen[path[end]]:
+        if start >= end:
+            break
+        span = end - start
+        first = start
+        while first > 0 and path[first - 1] == path[first - 1 + span]:
+            first -= 1
+        found = (end - first, -span, first)
+        if best is None or found[:2] > best[:2]:
+            best = found
+    assert best is not None  # path[end] was seen before end
+    covered, span, first = best[0], -best[1], best[2]
+    return Cycle(canonical_circle(path[end - span : end + 1]), covered // span, first, end)
 
 
-def activation_path(run: RunFacts) -> list[tuple[str, str | None]]:
-    """The run's activations from its root agent down to where it was when it stopped.
-
-    Each is ``(agent, invocation id)``; the root agent's own is ``(agent,
-    None)``. The end is the deepest activation of :attr:`RunFacts.sequence`,
-    the latest to start among equals; an empty sequence gives the root alone.
+def activation_sequence(run: RunFacts) -> list[Activation]:
+    """The run's activations in the order control passed, each ``(agent, invocation id)``.
 
     Example:
-        >>> a = Call("i1", None, "triage", "ok", start_ms=1.0)
-        >>> b = Call("i2", "i1", "billing", "ok", start_ms=2.0)
-        >>> activation_path(RunFacts("r", "LangGraph", True, False, sequence=(a, b)))
-        [('LangGraph', None), ('triage', 'i1'), ('billing', 'i2')]
+        >>> calls = [Call(f"i{n}", None, "billing", "ok", start_ms=n, kind="delegate")
+        ...          for n in range(2)]
+        >>> [a for a, _ in activation_sequence(RunFacts("r", "triage", True, True, sequence=tuple(calls)))]
+        ['triage', 'billing', 'triage', 'billing', 'triage']
     """
-    by_id = {c.invocation_id: c for c in run.sequence}
-    depth: dict[str, int] = {}
+    ids = {c.invocation_id for c in run.sequence}
+    below: dict[str | None, list[Call]] = {}
     for call in run.sequence:
-        _depth(call, by_id, depth)
-    path: list[tuple[str, str | None]] = []
-    if by_id:
-        key = max(by_id.values(), key=lambda c: (depth[c.invocation_id], _at(c), c.invocation_id))
-        cur: Call | None = key
-        while cur is not None and len(path) <= len(by_id):
-            path.append((cur.agent, cur.invocation_id))
-            parent = cur.parent_invocation_id
-            cur = by_id.get(parent) if parent is not None else None
-    if run.agent is not None:
-        path.append((run.agent, None))
-    path.reverse()
-    return path
+        parent = call.parent_invocation_id if call.parent_invocation_id in ids else None
+        below.setdefault(parent, []).append(call)
+    for calls in below.values():
+        calls.sort(key=lambda c: (_at(c), c.invocation_id))
+    if run.agent is None:
+        return [a for top in below.get(None, ()) for a in _walk(top.agent, top, below)]
+    return list(_walk(run.agent, None, below))
 
 
-def _depth(call: Call, by_id: dict[str, Call], depth: dict[str, int]) -> int:
-    """Levels below the root, found without recursion (a path may be thousands deep)."""
-    chain: list[Call] = []
-    cur: Call | None = call
-    while cur is not None and cur.invocation_id not in depth and len(chain) <= len(by_id):
-        chain.append(cur)
-        parent = cur.parent_invocation_id
-        cur = by_id.get(parent) if parent is not None else None
-    base = depth[cur.invocation_id] if cur is not None and cur.invocation_id in depth else 0
-    for found in reversed(chain):
-        base += 1
-        depth[found.invocation_id] = base
-    return depth[call.invocation_id]
+def _walk(
+    agent: str, call: Call | None, below: dict[str | None, list[Call]]
+) -> Iterator[Activation]:
+    """An activation and what it passed control to, depth first, without recursion."""
+    stack: list[tuple[str, Call | None, int]] = [(agent, call, 0)]
+    while stack:
+        name, at, n = stack.pop()
+        key = at.invocation_id if at is not None else None
+        kids = below.get(key, ())
+        if n == 0:
+            yield name, key
+        elif _returned(kids[n - 1]) and (n < len(kids) or len(kids) > 1):
+            yield name, key  # its delegate came back: its next turn
+        if n < len(kids):
+            stack.append((name, at, n + 1))
+            stack.append((kids[n].agent, kids[n], 0))
+
+
+def _returned(call: Call) -> bool:
+    """Control came back to the caller: a delegate (not a handoff) that ended ok."""
+    return call.kind != "handoff" and call.status == "ok"
 
 
 def _at(call: Call) -> float:
     return float("-inf") if call.start_ms is None else call.start_ms
 
 
-def sequence_cycle(run: RunFacts) -> tuple[Cycle, list[tuple[str, str | None]]] | None:
-    """The cycle the run's sequence of activations goes round, with that path (None: no revisit).
+def sequence_cycle(run: RunFacts) -> tuple[Cycle, list[Activation]] | None:
+    """The cycle the run's sequence of activations goes round, with that sequence (None: none).
+
+    A stretch in which no agent was activated twice (a caller only coming
+    back between different delegates) is no circle.
 
     Example:
-        >>> calls = [Call(f"i{n}", f"i{n - 1}" if n else None, a, "ok", start_ms=n)
+        >>> calls = [Call(f"i{n}", f"i{n - 1}" if n else None, a, "ok", start_ms=n, kind="handoff")
         ...          for n, a in enumerate(["triage", "billing", "triage"])]
         >>> cycle, path = sequence_cycle(RunFacts("r", "LangGraph", True, True, sequence=tuple(calls)))
         >>> cycle.circle, [i for _, i in path[cycle.first : cycle.last + 1]]
@@ -137,6 +158,18 @@ def sequence_cycle(run: RunFacts) -> tuple[Cycle, list[tuple[str, str | None]]] 
     """
     if not run.sequence:
         return None
-    path = activation_path(run)
+    path = activation_sequence(run)
     cycle = path_cycle([name for name, _ in path])
-    return (cycle, path) if cycle is not None else None
+    if cycle is None or not _activated_twice(path[cycle.first : cycle.last + 1]):
+        return None
+    return cycle, path
+
+
+def _activated_twice(stretch: Sequence[Activation]) -> bool:
+    ids: dict[str, set[str | None]] = {}
+    for name, invocation in stretch:
+        found = ids.setdefault(name, set())
+        found.add(invocation)
+        if len(found) > 1:
+            return True
+    return False

@@ -12,6 +12,10 @@ run's root span, and sometimes fails it though the run answered:
   termination condition between two turns), and no agent of the run failed.
   The run ended ok; its stop is
   :data:`~tracekit.intake.otlp.shapes.limits.CUT_OFF`, naming both agents.
+* out of steps: the root agent used every step its family's step budget
+  allows (:attr:`~tracekit.intake.otlp.shapes.base.Shape.step_budget`,
+  smolagents' ``max_steps``) and its last step gave no final answer. The run
+  ended ok; its stop is the budget's setting.
 
 The stop is written as the ``run.end``'s error beside ``ok: true``: the
 classification reads a run that ended ok at a limit as ``degraded`` when
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 from tracekit.events import ErrorInfo
 from tracekit.intake.otlp.markers import marker_target
-from tracekit.intake.otlp.shapes.limits import CUT_OFF, is_limit
+from tracekit.intake.otlp.shapes.limits import BUDGETED, CUT_OFF, is_limit
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
 
@@ -46,10 +50,46 @@ def run_stops(index: SpanIndex, errors: dict[Key, ErrorInfo]) -> dict[Key, Error
             if is_limit(error) and _handled_above(index, root):
                 stops[root] = error
         elif not any(key in errors for key in agents):
-            found = _cut_off(index, agents)
+            found = _cut_off(index, agents) or _out_of_steps(index, root)
             if found is not None:
                 stops[root] = found
     return stops
+
+
+def _out_of_steps(index: SpanIndex, root: Key) -> ErrorInfo | None:
+    """The root agent used its whole step budget and its last step gave no final answer."""
+    span = index.spans[root]
+    for shape in BUDGETED:
+        if shape.step_budget is None or not shape.recognise(span):
+            continue
+        setting, prefix, final = shape.step_budget
+        try:
+            budget = int(span.attrs.get(setting, ""))
+        except ValueError:
+            continue
+        steps = [k for k, s in index.spans.items() if k[0] == root[0] and s.parent == span.id
+                 and s.name.startswith(prefix)]  # fmt: skip
+        if budget <= 0 or len(steps) < budget:
+            return None
+        last = max(steps, key=lambda k: (index.spans[k].start, k))
+        if not _gave_answer(index, last, final):
+            agent = index.agent_name(span)
+            name = setting.rsplit(".", 1)[-1]
+            message = f"{agent} used its {budget} steps ({name}) without a final answer"
+            return ErrorInfo(code=name, message=message)
+    return None
+
+
+def _gave_answer(index: SpanIndex, step: Key, final: str) -> bool:
+    """A span under the step, not inside another agent's run, is the final-answer tool."""
+    below = {step[1]}
+    for key, span in sorted(index.spans.items(), key=lambda item: item[1].start):
+        if key[0] != step[0] or span.parent not in below or key in index.agent_set:
+            continue
+        if span.attrs.get("tool.name") == final or span.attrs.get("gen_ai.tool.name") == final:
+            return True
+        below.add(span.id)
+    return False
 
 
 def _runs(index: SpanIndex) -> dict[Key, list[Key]]:

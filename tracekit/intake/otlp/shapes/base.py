@@ -42,6 +42,12 @@ class Shape:
         turn_error_ends_run: an error out of an agent's turn ends the whole
             run (AutoGen's teams): a run whose last activation failed, with
             nothing after it, failed with it, though its root span says ok.
+        step_budget: how an agent's step limit shows, when it stops without
+            raising: ``(attribute, step name prefix, final tool)``: the
+            agent span's attribute holding the limit, the prefix of its step
+            spans, and the tool that gives a final answer. An agent that used
+            every step and whose last step gave no final answer was stopped
+            at its limit (smolagents' ``max_steps``).
     """
 
     name: str
@@ -53,3 +59,4 @@ class Shape:
     keys: frozenset[str] = field(default_factory=frozenset)
     limits: tuple[str, ...] = ()
     turn_error_ends_run: bool = False
+    step_budget: tuple[str, str, str] | None = None

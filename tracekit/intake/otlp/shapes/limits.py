@@ -36,7 +36,15 @@ from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes import SHAPES
 from tracekit.intake.otlp.shapes.base import Shape
 
-__all__ = ["CUT_OFF", "DECLARED", "DIALECT_LIMITS", "GENERAL", "ends_run_on_turn_error", "is_limit"]
+__all__ = [
+    "BUDGETED",
+    "CUT_OFF",
+    "DECLARED",
+    "DIALECT_LIMITS",
+    "GENERAL",
+    "ends_run_on_turn_error",
+    "is_limit",
+]
 
 #: The stop of a run cut off at a handoff nobody took (a limit that raised nothing).
 CUT_OFF: Final = "HandoffNotTaken"
@@ -94,6 +102,8 @@ DECLARED: Final = tuple(
 )
 _DECLARED: Final = tuple(word.lower() for word in DECLARED)
 _ENDERS: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.turn_error_ends_run)
+#: The families whose agents stop silently at a step budget.
+BUDGETED: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.step_budget is not None)
 
 #: Limit and usage wording of any framework: a limit reached or exceeded, a
 #: request or usage limit, a maximum of turns, steps, iterations, rounds,
