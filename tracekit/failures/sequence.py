@@ -60,8 +60,8 @@ def path_cycle(path: Sequence[str]) -> Cycle | None:
 
     The last agent of the sequence seen earlier in it (else the latest such
     one) closes a circle; of the circles it closes (one per earlier
-    occurrence), the one the sequence repeats the longest is taken, the
-    shortest among equals.
+    occurrence), the one the sequence goes round the most times is taken,
+    then the one it repeats the longest, then the shortest.
 
     Example:
         >>> path_cycle(["desk", "a", "b", "c", "a", "b", "c", "a"]).circle
@@ -79,7 +79,7 @@ def path_cycle(path: Sequence[str]) -> Cycle | None:
         seen.setdefault(name, []).append(at)
     if end < 0:
         return None
-    best: tuple[int, int, int] | None = None  # (covered, -span, first)
+    best: tuple[int, int, int, int] | None = None  # (revisits, covered, -span, first)
     for start in seen[path[end]]:
         if start >= end:
             break
@@ -87,12 +87,12 @@ def path_cycle(path: Sequence[str]) -> Cycle | None:
         first = start
         while first > 0 and path[first - 1] == path[first - 1 + span]:
             first -= 1
-        found = (end - first, -span, first)
-        if best is None or found[:2] > best[:2]:
+        found = ((end - first) // span, end - first, -span, first)
+        if best is None or found[:3] > best[:3]:
             best = found
     assert best is not None  # path[end] was seen before end
-    covered, span, first = best[0], -best[1], best[2]
-    return Cycle(canonical_circle(path[end - span : end + 1]), covered // span, first, end)
+    revisits, span, first = best[0], -best[2], best[3]
+    return Cycle(canonical_circle(path[end - span : end + 1]), revisits, first, end)
 
 
 def activation_sequence(run: RunFacts) -> list[Activation]:

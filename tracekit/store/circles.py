@@ -9,8 +9,8 @@ over the runs.
 Example:
     >>> from tracekit.store import Store
     >>> with Store("fleet.duckdb", read_only=True) as store:
-    ...     [row.circle for row in loops(store, stopped="limit")]
-    ['billing -> triage -> billing']
+    ...     [(row.circle, row.stopped, row.invocations) for row in loops(store)]
+    [('billing -> invoices -> billing', 'refused', 3)]
 """
 
 from __future__ import annotations

@@ -122,14 +122,15 @@ def _surface_errors(
     into its agent (smolagents' ``Step N``) becomes a failed step of that
     agent, named after it, with its error. Returns how many spans became steps.
     """
-    kept = 0
+    into_agent: dict[Key, tuple[Key, ErrorInfo]] = {}  # agent -> its first such span
     for key in hidden:
         error = own_error(index.spans[key])
         above = index.parent_of(key)
         while error is not None and above is not None and above not in made:
             if above in index.agent_set:
-                pairs.append(_failed_step(index, key, above, error))
-                kept += 1
+                first = into_agent.get(above)
+                if first is None or index.spans[key].start < index.spans[first[0]].start:
+                    into_agent[above] = (key, error)
                 above = None
                 break
             above = index.parent_of(above)
@@ -142,6 +143,35 @@ def _surface_errors(
                 line,
                 msgspec.structs.replace(node, ok=False, error=error if failed else None),
             )
+    return _unshown(index, into_agent, made, pairs)
+
+
+def _unshown(
+    index: SpanIndex, into_agent: dict[Key, tuple[Key, ErrorInfo]], made: dict[Key, int],
+    pairs: _Pairs,
+) -> int:  # fmt: skip
+    """Failures folded into an agent that nothing else shows: its first, as a failed step.
+
+    An agent that failed, has a failed step or a callee that failed already
+    shows the failure (a tool that raised, a wrapper that only carried a
+    callee's error up).
+    """
+    if not into_agent:
+        return 0
+    shown = {
+        index.otel.get(key)
+        for key, at in made.items()
+        if isinstance(pairs[at][1], Node) and pairs[at][1].ok is False  # type: ignore[union-attr]
+    }
+    kept = 0
+    for agent, (key, error) in into_agent.items():
+        if agent in shown or own_error(index.spans[agent]) is not None:
+            continue
+        callees = index.children_agents.get(agent, ())
+        if any(own_error(index.spans[callee]) is not None for callee in callees):
+            continue
+        pairs.append(_failed_step(index, key, agent, error))
+        kept += 1
     return kept
 
 

@@ -91,7 +91,13 @@ DIALECT_LIMITS: Final[tuple[Shape, ...]] = (
     _limits("Google ADK", "LlmCallsLimitExceededError", "max_llm_calls"),
     _limits("Strands", "max_handoffs", "max_iterations", "MaxTokensReachedException"),
     _limits("Agno", "tool_call_limit"),
-    _limits("Agent Framework", "max_iterations", "maximum_iterations"),
+    _limits(
+        "Agent Framework",
+        "max_iterations",
+        "maximum_iterations",
+        "WorkflowConvergenceException",
+        "did not converge",
+    ),
 )
 
 #: Every declared limit, as written (a type's name, a setting, a phrase).
