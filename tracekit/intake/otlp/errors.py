@@ -19,6 +19,7 @@ from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.shapes.limits import ends_run_on_turn_error
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
+from tracekit.intake.otlp.stops import limit_above
 
 __all__ = ["CANCELLED_CODES", "agent_errors"]
 
@@ -43,6 +44,8 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
         error = own_error(span)
         if error is None:
             error = _unhandled(index, key, out)
+            if error is None and index.is_root(key):
+                error = limit_above(index, key)  # the runner above stopped the run
             if error is None:
                 continue
         if error.code == "AGENT_FAILED" and error.cause is None:

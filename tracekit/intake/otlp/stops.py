@@ -32,12 +32,44 @@ Example:
 from __future__ import annotations
 
 from tracekit.events import ErrorInfo
+from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.markers import marker_target
 from tracekit.intake.otlp.shapes.limits import BUDGETED, CUT_OFF, is_limit
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
 
-__all__ = ["run_stops"]
+__all__ = ["limit_above", "run_stops"]
+
+
+def limit_above(index: SpanIndex, key: Key) -> ErrorInfo | None:
+    """The limit a root agent's run was stopped at by the runner above it, if it was.
+
+    A workflow runner that is no agent (Agent Framework's ``workflow.run``)
+    raises its superstep limit on its own span, above the root agent (with
+    its executor's span between), whose span ended ok: the run stopped at
+    that limit. The first failed span above decides.
+
+    Example:
+        >>> from tracekit.intake.otlp.decode_json import Span
+        >>> runner = Span("t", "w", "", "workflow.run", 0, 9, {"error.type": "WorkflowConvergenceException"},
+        ...     True, "Runner did not converge after 100 iterations", None)
+        >>> root = Span("t", "a", "w", "invoke_agent triage", 1, 8,
+        ...     {"gen_ai.operation.name": "invoke_agent"}, False, "", None)
+        >>> limit_above(SpanIndex({("t", "w"): runner, ("t", "a"): root}), ("t", "a")).code
+        'WorkflowConvergenceException'
+    """
+    span = index.spans.get(key)
+    seen = 0
+    while span is not None and span.parent and seen <= len(index.spans):
+        seen += 1
+        up = (key[0], span.parent)
+        span = index.spans.get(up)
+        if span is None or up in index.agent_set:
+            return None
+        error = own_error(span)
+        if error is not None:
+            return error if is_limit(error) else None
+    return None
 
 
 def run_stops(index: SpanIndex, errors: dict[Key, ErrorInfo]) -> dict[Key, ErrorInfo]:
@@ -111,10 +143,17 @@ def _runs(index: SpanIndex) -> dict[Key, list[Key]]:
 
 
 def _handled_above(index: SpanIndex, key: Key) -> bool:
-    """The span above the root (the app's, outside any agent run) ended well."""
-    span = index.spans[key]
-    above = index.spans.get((key[0], span.parent)) if span.parent else None
-    return above is not None and above.end is not None and own_error(above) is None
+    """Spans above the root (the app's, outside any agent run) all ended well: one caught it."""
+    span: Span | None = index.spans[key]
+    found = False
+    while span is not None and span.parent:
+        span = index.spans.get((key[0], span.parent))
+        if span is None:
+            break
+        if span.end is None or own_error(span) is not None:
+            return False  # still open, or the limit went on up: nobody caught it
+        found = True
+    return found
 
 
 def _cut_off(index: SpanIndex, agents: list[Key]) -> ErrorInfo | None:

@@ -1,0 +1,73 @@
+"""Every recorded loop is classified as what happened, in a real store.
+
+A recording whose agents went round (``<scenario>.expected.json`` with ``outcome``,
+``circle``, ``limit`` and ``loop_revisits``, written by the recorder from the
+framework's own result) is ingested with the installed ``tracekit ingest`` into a
+new store; its run must get the stated ``outcome`` and ``circle``:
+
+- a limit raised after the agents cycled: ``failed:recursion`` with the circle;
+- cut off silently at a limit, or a limit the app handled: ``degraded`` with it;
+- agents that revisited and then finished: ``ok`` (the circle is the loop's);
+- a child that threw: ``failed:child``.
+
+Every circle is also a row of the store's ``loops`` (the finding and its cost),
+with the times it closed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracekit.store import Store
+
+HERE = Path(__file__).parent
+TRACEKIT = str(Path(sys.executable).parent / "tracekit")
+
+
+def loop_truths() -> list[Any]:
+    cases = []
+    for path in sorted((HERE / "recordings").glob("*/*.expected.json")):
+        truth = json.loads(path.read_text())
+        if "outcome" in truth:
+            recording = path.with_name(path.name.replace(".expected.json", ".otlp.json"))
+            name = f"{path.parent.name}/{truth['scenario']}"
+            cases.append(pytest.param(recording, truth, id=name))
+    return cases
+
+
+CASES = loop_truths()
+
+
+def test_there_are_loop_recordings() -> None:
+    outcomes = {case.values[1]["outcome"] for case in CASES}
+    assert {"failed:recursion", "degraded", "ok"} <= outcomes, outcomes
+
+
+@pytest.mark.parametrize(("recording", "truth"), CASES)
+def test_the_run_gets_the_class_of_what_happened(
+    recording: Path, truth: dict[str, Any], tmp_path: Path
+) -> None:
+    db = tmp_path / "fleet.duckdb"
+    done = subprocess.run(
+        [TRACEKIT, "ingest", "--db", str(db), str(recording)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(db) as store:
+        runs = store.sql("SELECT outcome, circle FROM runs")
+        loops = store.sql("SELECT circle, revisits, limit_code FROM loops")
+    [(outcome, circle)] = list(runs.itertuples(index=False, name=None))
+    assert outcome == truth["outcome"], (truth["note"], truth["result"])
+    if outcome in ("failed:recursion", "degraded") and truth["circle"] is not None:
+        assert circle == truth["circle"]
+    if truth["circle"] is not None:  # every loop, finished or stopped, is a finding with its cost
+        found = {(c, n) for c, n, _ in loops.itertuples(index=False, name=None)}
+        assert (truth["circle"], truth["loop_revisits"]) in found, found
