@@ -26,6 +26,7 @@ from tracekit.failures import (
     incomplete_state,
     run_facts,
 )
+from tracekit.failures.limits import limit_hit
 from tracekit.failures.rules import STALE_AFTER_MS, innermost
 from tracekit.failures.sequence import activation_sequence
 from tracekit.intake import read_trace
@@ -261,8 +262,13 @@ def test_a_guard_in_the_caller_is_a_circle_only_when_the_path_holds_the_loop_it_
 # --- circles from the sequence of activations, limits, loop findings ------------------
 
 _RECORDINGS = sorted((Path(__file__).parent / "frameworks" / "recordings").glob("*/*.otlp.json"))
-#: Every recorded framework run's facts: the chains a cycle is spliced into.
-_RECORDED = [facts for path in _RECORDINGS for facts in run_facts(read_trace(path).events)]
+#: Every recorded framework run's facts that no limit stopped: the chains a cycle is spliced into.
+_RECORDED = [
+    facts
+    for path in _RECORDINGS
+    for facts in run_facts(read_trace(path).events)
+    if limit_hit(facts) is None
+]
 _LIMITS = [
     ErrorInfo(code="GraphRecursionError", message="Recursion limit of 25 reached"),
     ErrorInfo(code="MaxTurnsExceeded", message="Max turns (10) exceeded"),
