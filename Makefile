@@ -3,15 +3,17 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 # Two stamps: the demo needs tracekit and its own dependencies only (a minute
-# on a fresh machine); the suite also needs the dev extras (pyspark, playwright,
-# mypy, ruff, hypothesis, ...: a gigabyte and minutes more).
+# on a fresh machine; `tracekit serve` included); the suite also needs the dev
+# extras (pyspark, playwright, mypy, ruff, hypothesis, ...: a gigabyte and minutes more).
 BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean install browser graphviz java screenshot record-frameworks clear-notebooks
+.PHONY: demo test lint bench clean install notebook browser graphviz java screenshot record-frameworks clear-notebooks
 
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@# a venv made before the distribution was named tracekit-agents holds it as `tracekit`
+	@$(BIN)/python -m pip uninstall -q -y tracekit 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e .
 	touch $(BASE_STAMP)
 
@@ -24,8 +26,15 @@ install: $(STAMP)
 
 demo: $(BASE_STAMP) graphviz
 	@bash examples/demo.sh
-	@echo
-	@echo "tracekit is in .venv: run 'source .venv/bin/activate' in a new shell, then 'tracekit --help'."
+
+# JupyterLab on the notebooks/, from the venv (the `notebook` extra: JupyterLab and the kernel).
+NOTEBOOK_STAMP := $(VENV)/.installed-notebook
+$(NOTEBOOK_STAMP): $(BASE_STAMP)
+	$(BIN)/python -m pip install -q -e '.[notebook]'
+	touch $(NOTEBOOK_STAMP)
+
+notebook: $(NOTEBOOK_STAMP)
+	$(BIN)/jupyter lab notebooks/
 
 # The dashboard's test drives a real headless Chromium: Debian's, installed when missing.
 browser:

@@ -15,8 +15,8 @@ the tables against ``SELECT outcome, count(*) FROM runs GROUP BY outcome``.
 
 Run::
 
-    .venv/bin/python bench/bench_find_cli.py --runs 3000 --repeat 7 --baseline /work/main
-    .venv/bin/python bench/bench_find_cli.py --db bench/out/find-200000.duckdb --baseline /work/main
+    .venv/bin/python bench/bench_find_cli.py --runs 3000 --repeat 7 --baseline ../main-baseline
+    .venv/bin/python bench/bench_find_cli.py --db bench/out/find-200000.duckdb --baseline ../main-baseline
 """
 
 from __future__ import annotations

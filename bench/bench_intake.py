@@ -1,7 +1,7 @@
 """CPU time of the OTLP intake path (tree and ingest), this tree against a baseline checkout.
 
 Usage:
-    .venv/bin/python bench/bench_intake.py --baseline /tmp/base-main [--baseline /work/main]
+    .venv/bin/python bench/bench_intake.py --baseline /tmp/base-main [--baseline ../main-baseline]
         [--events 200000] [--repeat 5] [--calls]
 
 Writes a simulated OTLP fleet (``tracekit simulate --format otlp``, seed 0)

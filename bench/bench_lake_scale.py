@@ -12,8 +12,8 @@ each a writer, ending on the same day). For each lake, in one run:
 
 Run::
 
-    python bench/bench_lake_scale.py /work/bigdata/lake100-last10 /work/bigdata/lake100-last50 \\
-        /work/bigdata/lake100 --repeat 3 --spark --spark-memory 4g
+    python bench/bench_lake_scale.py bench/out/lake100-last10 bench/out/lake100-last50 \\
+        bench/out/lake100 --repeat 3 --spark --spark-memory 4g
 """
 
 from __future__ import annotations

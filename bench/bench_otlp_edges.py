@@ -1,7 +1,7 @@
 """CPU time of the OTLP reader with the edge rules, against a checkout without them.
 
 Usage:
-    .venv/bin/python bench/bench_otlp_edges.py --baseline /work/main [--events 200000] [--repeat 5]
+    .venv/bin/python bench/bench_otlp_edges.py --baseline ../main-baseline [--events 200000] [--repeat 5]
 
 Writes a simulated OTLP fleet (``tracekit simulate --format otlp``, seed 0)
 once, then maps it with :class:`tracekit.intake.otlp.convert.OtlpConverter`

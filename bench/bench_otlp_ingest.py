@@ -1,7 +1,7 @@
 """OTLP JSON file ingest: the set-based (columns) path, the per-span path, main, and DuckDB's read_json.
 
 Usage:
-    .venv/bin/python bench/bench_otlp_ingest.py --baseline /work/main [--runs 10000] [--repeat 3]
+    .venv/bin/python bench/bench_otlp_ingest.py --baseline ../main-baseline [--runs 10000] [--repeat 3]
 
 Writes a simulated OTLP fleet once (``tracekit simulate --format otlp``, seed
 0, a fixed start), then, in child processes taking turns so that a loaded
@@ -69,7 +69,7 @@ def _child(side: str, path: Path, tmp: Path, baseline: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, default=Path("/work/main"))
+    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the baseline")
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()

@@ -18,7 +18,7 @@ without it only tracekit is measured.
 
 Run: ``.venv/bin/python bench/bench_serve.py --duration 60``
 (``--profile`` runs the tracekit server under cProfile and prints where the time goes;
-``--baseline DIR`` first runs the server of another checkout, e.g. ``/work/main``, under the
+``--baseline DIR`` first runs the server of another checkout, e.g. ``../main-baseline`` (a worktree of main: ``git worktree add --detach ../main-baseline main``), under the
 same load; ``--rss-every S`` samples the server's resident memory, its worker processes
 included, and prints the curve). At the end the store is opened and counted: its events
 and runs must be what the acknowledged batches map to (the same batches ingested once
@@ -633,7 +633,7 @@ def main() -> None:
         type=Path,
         action="append",
         default=[],
-        help="also run the server of this checkout (PYTHONPATH), first, e.g. /work/main",
+        help="also run the server of this checkout (PYTHONPATH), first, e.g. ../main-baseline",
     )
     parser.add_argument("--rss-every", type=float, default=5.0, help="seconds between RSS samples")
     parser.add_argument(

@@ -152,7 +152,7 @@ def _commands(trace: Path, otlp: bool) -> dict[str, list[str]]:
     return {
         "parse-only (orjson loop)": [python, "-c", PARSE_ONLY, str(trace)],
         "parse-and-index": [python, "-c", INDEX_OTLP if otlp else INDEX_V1, str(trace)],
-        # v1 --no-fold: every one of the 750,000 lines, as before folding existed
+        # v1 --no-fold: every one of the 750,000 lines, unfolded
         # (folded, this run prints a few lines: bench/bench_fold.py measures that).
         "tracekit tree": tree if otlp else [*tree, "--no-fold"],
     }

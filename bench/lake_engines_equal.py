@@ -2,7 +2,7 @@
 
 Run::
 
-    python bench/lake_engines_equal.py /work/bigdata/lake100
+    python bench/lake_engines_equal.py bench/out/lake100
 """
 
 import json

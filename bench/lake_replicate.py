@@ -16,7 +16,7 @@ hard links (no copy).
 
 Run::
 
-    python bench/lake_replicate.py --base /work/bigdata/baselake --out /work/bigdata/lake100 \\
+    python bench/lake_replicate.py --base bench/out/baselake --out bench/out/lake100 \\
         --copies 100 --last-day 2026-12-01 --subset 10 --subset 50
 """
 

@@ -7,6 +7,7 @@ with the same catalogue and question. Shared by the example scripts.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,3 +40,8 @@ def parser(description: str, default_out: str, question: str) -> argparse.Argume
         "--out", type=Path, default=Path(default_out), help="the JSONL trace to append to"
     )
     return args
+
+
+def wrote(path: Path) -> None:
+    """Say on stderr where the trace went and how to look at it (the answer is on stdout)."""
+    print(f"trace appended to {path}: tracekit tree {path}", file=sys.stderr)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from _standin import choose, parser, think
+from _standin import choose, parser, think, wrote
 
 from tracekit import AgentTracer, Guards, JsonlSink
 
@@ -70,6 +70,7 @@ def main() -> None:
     ).parse_args()
     with AgentTracer(JsonlSink(opts.out), guards=Guards(registry=REGISTRY)) as tk:
         print(orchestrator(tk, opts.question))
+    wrote(opts.out)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ node, allow-listed). A desk billing may not call is refused by name
 
 from __future__ import annotations
 
-from _standin import choose, parser, think
+from _standin import choose, parser, think, wrote
 
 from tracekit import AgentError, AgentTracer, Guards, JsonlSink
 
@@ -64,6 +64,7 @@ def main() -> None:
     opts = args.parse_args()
     with AgentTracer(JsonlSink(opts.out), guards=Guards(registry=REGISTRY)) as tk:
         print(front_desk(tk, opts.question, opts.send_to))
+    wrote(opts.out)
 
 
 if __name__ == "__main__":

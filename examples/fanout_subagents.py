@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from _standin import parser
+from _standin import parser, wrote
 
 from tracekit import AgentTracer, JsonlSink
 
@@ -49,6 +49,7 @@ def main() -> None:
     ).parse_args()
     with AgentTracer(JsonlSink(opts.out)) as tk:
         print(asyncio.run(coordinator(tk, opts.question)))
+    wrote(opts.out)
 
 
 if __name__ == "__main__":

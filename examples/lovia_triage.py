@@ -11,10 +11,18 @@ tool (``ask_refunds``). ``LoviaTracer`` turns lovia's spans into the tree.
 from __future__ import annotations
 
 import asyncio
+import sys
 
-from _standin import parser
-from lovia import Agent, Runner, tool
-from lovia.testing import ScriptedProvider, call, text
+from _standin import parser, wrote
+
+try:
+    from lovia import Agent, Runner, tool
+    from lovia.testing import ScriptedProvider, call, text
+except ImportError:  # one line that says what to install
+    sys.exit(
+        "examples/lovia_triage.py needs lovia: pip install 'tracekit-agents[lovia]'"
+        " (in a clone of tracekit: .venv/bin/pip install -e '.[lovia]')"
+    )
 
 from tracekit import AgentTracer, JsonlSink
 from tracekit.sdk.integrations.lovia import LoviaTracer
@@ -59,6 +67,7 @@ def main() -> None:
     ).parse_args()
     with AgentTracer(JsonlSink(opts.out)) as tk:
         result = asyncio.run(Runner.run(agents(), opts.question, tracer=LoviaTracer(tk)))
+    wrote(opts.out)
     print(f"{result.final_agent.name}: {result.output}")
 
 

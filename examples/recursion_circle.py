@@ -11,7 +11,7 @@ naming the circle, the error travels up unchanged (never wrapped as
 
 from __future__ import annotations
 
-from _standin import parser, think
+from _standin import parser, think, wrote
 
 from tracekit import AgentRecursionError, AgentTracer, Guards, JsonlSink
 
@@ -41,6 +41,7 @@ def main() -> None:
                 orders(tk, opts.question)
         except AgentRecursionError as err:
             print(f"refused: {err} ({err.code}, chain {err.chain})")
+    wrote(opts.out)
 
 
 if __name__ == "__main__":

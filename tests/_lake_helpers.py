@@ -13,6 +13,7 @@ from _fleet_helpers import ANSI, CASES, HOSTILE, MARKUP, T0, hostile_run
 from _fleet_helpers import write as write_events
 
 from tracekit.events import Event
+from tracekit.lake.layout import TABLES
 from tracekit.simulation import simulate
 from tracekit.store import Store
 
@@ -68,7 +69,7 @@ def store_counts(db: Path) -> dict[str, int]:
     try:
         return {
             t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
-            for t in ("events", "invocations", "runs", "steps", "fleet_calls")
+            for t in TABLES  # every table the lake exports
         }
     finally:
         con.close()

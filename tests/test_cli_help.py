@@ -63,7 +63,7 @@ def test_simulate_help_says_what_an_omitted_start_means() -> None:
 
 
 def test_arguments_read_as_their_names_in_usage() -> None:
-    assert "Usage: tracekit tree [OPTIONS] FILE" in _help("tree")
+    assert "Usage: tracekit tree [OPTIONS] [FILE]" in _help("tree")  # --run RUN --db needs none
     assert "Usage: tracekit ingest [OPTIONS] PATHS..." in _help("ingest")
     assert "Usage: tracekit sql [OPTIONS] QUERY" in _help("sql")
     assert "Usage: tracekit diff [OPTIONS] RUN_A [RUN_B]" in _help("diff")

@@ -31,6 +31,9 @@ SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM runs),
 """
 
 
+_BLOCK = 256 << 10  # DuckDB's block: a rewritten store may differ from the original by one
+
+
 def _state(db: Path) -> tuple[object, ...]:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -129,6 +132,8 @@ def test_an_ingest_interrupted_anywhere_leaves_a_consistent_store_and_resumes(
         assert state[2:4] == (0, 0)  # every run classified, no ingest left unfinished
         assert state in (before, whole), (i, lines, state[:4])
         outcomes.add("kept as it was" if state == before else "finished")
+        if state == before:  # nothing kept, nor the space the chunks it undid took
+            assert db.stat().st_size <= base.stat().st_size + _BLOCK, (i, db.stat().st_size)
         again = run_cli("ingest", str(traces), "--db", str(db))
         assert again.returncode == 0, again.stderr
         assert _state(db) == whole
@@ -144,3 +149,34 @@ def test_an_interrupted_new_store_is_not_left_behind(
     assert ran.returncode == 130, ran.stderr
     assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr
     assert not db.exists()
+
+
+def test_an_interrupted_ingest_gives_back_the_space_it_took(
+    fleet: tuple[Path, Path, tuple[object, ...]], tmp_path: Path
+) -> None:
+    """Stopped twice after its chunks reached the file itself: the store does not grow."""
+    from tracekit.cli.ingest import store_to_ingest_into
+    from tracekit.errors import IngestInterrupted
+
+    traces, base, _ = fleet
+    db = tmp_path / "s.duckdb"
+    shutil.copy(base, db)
+    for _ in range(2):
+        asked: list[int] = []
+        with (
+            pytest.raises(IngestInterrupted, match="nothing of it was kept"),
+            store_to_ingest_into(str(db)) as store,
+        ):
+
+            def stop(store: object = store, asked: list[int] = asked) -> int:
+                asked.append(1)
+                if len(asked) < 3:
+                    return 0
+                store.con.execute("CHECKPOINT")  # type: ignore[attr-defined]
+                return signal.SIGINT  # the committed chunks are in the file: undone, stop
+
+            store.ingest([str(traces)], stop=stop)
+        assert len(asked) >= 3  # stopped mid-way, not at the end
+        assert _state(db) == _state(base)
+        assert db.stat().st_size <= base.stat().st_size + _BLOCK
+        assert not db.with_name(db.name + ".compact").exists()

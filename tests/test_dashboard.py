@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from _fleet_helpers import HOSTILE, MARKUP, T0, all_cases, hostile_run, write
+from _fleet_helpers import ANSI, HOSTILE, MARKUP, T0, all_cases, hostile_run, write
 
 from tracekit.dashboards.graph import circle_edges, delegation_graph
 from tracekit.dashboards.page import build_dashboard, write_dashboard
@@ -37,6 +37,12 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     hand = write(base / "hand.jsonl", all_cases() + hostile_run("evil", t0=T0))
     with Store(base / "s.duckdb") as store:
         store.ingest([base / "fleet.jsonl", hand])
+        # a loop that went round the hostile circle (the loops table: issue 29's cost)
+        circle = f"{ANSI} -> {HOSTILE} -> {ANSI}"
+        store.con.execute(
+            "INSERT INTO loops VALUES ('evil', ?, 2, 'silent', NULL, ?, 5, 4, 900, 90, 120.0)",
+            [circle, HOSTILE],
+        )
     return write_dashboard(base / "out" / "fleet-health.html", db=base / "s.duckdb")
 
 
@@ -172,6 +178,8 @@ def test_browser_draws_every_plot_without_errors(page: Path, tmp_path: Path) -> 
                     p.querySelectorAll('.main-svg path, .main-svg rect').length)"""
             )
             hostile_cells = view.get_by_text(HOSTILE, exact=False).count()
+            loops = view.locator("section", has_text="Loop cost").locator("tbody tr")
+            loop_rows = [loops.nth(i).inner_text() for i in range(loops.count())]
             view.screenshot(path=str(tmp_path / "fleet-health.png"), full_page=True)
             if os.environ.get("TRACEKIT_SCREENSHOT"):  # `make screenshot`: the README's picture
                 view.screenshot(path=os.environ["TRACEKIT_SCREENSHOT"], scale="css")
@@ -180,6 +188,7 @@ def test_browser_draws_every_plot_without_errors(page: Path, tmp_path: Path) -> 
     assert errors == [] and dialogs == []
     assert len(drawn) == 4 and all(n > 10 for n in drawn), drawn
     assert hostile_cells > 0  # shown as text
+    assert any(HOSTILE in row and "silent" in row and "990" in row for row in loop_rows)
     assert (tmp_path / "fleet-health.png").stat().st_size > 50_000
 
 

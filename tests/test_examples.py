@@ -26,6 +26,8 @@ def _run(tmp_path: Path, script: str, *args: str) -> tuple[str, str, Path]:
         timeout=60,
     )
     assert ran.returncode == 0, ran.stderr
+    # it says where its trace went, and how to look at it
+    assert ran.stderr.splitlines()[-1] == f"trace appended to {out}: tracekit tree {out}"
     assert TRACEKIT is not None
     shown = subprocess.run(
         [TRACEKIT, "tree", "--color", "never", str(out)],
@@ -121,3 +123,16 @@ def test_lovia_triage(tmp_path: Path) -> None:
         "  lookup_invoice\n"
         "  ask_refunds -> refunds (ok)\n"
     )
+
+
+def test_lovia_triage_without_lovia_says_what_to_install() -> None:
+    """No lovia: one line naming the extra, exit 1, no traceback."""
+    hide = (
+        "import runpy, sys; sys.modules['lovia'] = None;"
+        f" sys.path.insert(0, {str(EXAMPLES)!r}); sys.argv = ['lovia_triage.py'];"
+        f" runpy.run_path({str(EXAMPLES / 'lovia_triage.py')!r}, run_name='__main__')"
+    )
+    ran = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1
+    assert ran.stderr.count("\n") == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert "pip install 'tracekit-agents[lovia]'" in ran.stderr

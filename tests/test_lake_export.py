@@ -81,7 +81,12 @@ def test_every_column_of_the_store_is_in_the_lake(sim_db: Path, tmp_path: Path) 
     con = duckdb.connect(str(sim_db), read_only=True)
     for table, columns in lake_tables(lake).items():
         stored = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
-        exported = pq.ParquetFile(next(lake.glob(f"{table}/*/*/*.parquet"))).schema_arrow.names
+        files = list(lake.glob(f"{table}/*/*/*.parquet"))
+        if not files:  # a table the simulated fleet leaves empty (loops): no partition
+            assert con.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+            assert {c for c, _ in columns} == set(stored) | {"day", "service"}
+            continue
+        exported = pq.ParquetFile(files[0]).schema_arrow.names
         assert set(stored) - {"service"} == set(exported), table
         assert {c for c, _ in columns} == set(stored) | {"day", "service"}
 

@@ -25,6 +25,7 @@ from _lake_helpers import (
     report_json,
     simulated_store,
 )
+from _loops_helpers import loop_store
 from _otel_helpers import otel_store
 
 from tracekit.errors import StoreError
@@ -55,6 +56,7 @@ def lakes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pat
         ("simulated", simulated_store(tmp, runs=400, seed=11)),
         ("hostile", hostile_store(tmp)),
         ("otel", otel_store(tmp, runs=150, seed=9)),
+        ("loops", loop_store(tmp)),  # the loop cost: its query on Spark too
     ):
         lake = tmp / f"{name}-lake"
         export_lake(db, lake)
@@ -79,7 +81,7 @@ def _same(duck: Any, spark: Any, where: str = "") -> None:
         assert duck == spark and type(duck) is type(spark), f"{where}: {duck!r} != {spark!r}"
 
 
-@pytest.mark.parametrize("fleet", ["simulated", "hostile", "otel"])
+@pytest.mark.parametrize("fleet", ["simulated", "hostile", "otel", "loops"])
 def test_the_fleet_report_on_spark_equals_duckdbs(
     spark_remote: str, lakes: dict[str, tuple[Path, Path]], fleet: str
 ) -> None:
@@ -90,6 +92,7 @@ def test_the_fleet_report_on_spark_equals_duckdbs(
     on_duckdb = report_json(fleet_report(lake=lake, now=NOW))
     assert on_duckdb == from_store
     assert from_store["runs"] > 0 and from_store["latency"] and from_store["circles"]
+    assert fleet != "loops" or len(from_store["loops"]) == 4
     on_spark = report_json(fleet_report(lake=lake, engine="spark", remote=spark_remote, now=NOW))
     spark_windowed = report_json(
         fleet_report(lake=lake, engine="spark", remote=spark_remote, since="2d", now=NOW)

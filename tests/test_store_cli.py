@@ -175,6 +175,16 @@ def _tree(*args: str) -> str:
     return CliRunner().invoke(app, ["tree", *args, "--color", "never"]).stdout
 
 
+def _why(db: Path, run_id: str) -> str:
+    """What ``tree RUN --db`` prints after the tree: why the run ended as it did (if not ok)."""
+    from tracekit import Store
+    from tracekit.store.cause import describe_cause
+
+    with Store(db, read_only=True) as store:
+        cause = store.root_cause(run_id)
+    return "".join(f"{line}\n" for line in (describe_cause(cause) if cause else []))
+
+
 @pytest.mark.parametrize("sample", SAMPLES, ids=[p.stem for p in SAMPLES])
 def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None:
     from tracekit import Store
@@ -187,9 +197,10 @@ def test_a_store_tree_equals_the_file_tree(sample: Path, tmp_path: Path) -> None
     assert started
     for run_id in started:
         from_store = _tree(run_id, "--db", str(db))
-        assert from_store and from_store == _tree(str(sample), "--run", run_id), run_id
-    if len(runs) == 1:  # the run's own file: the whole output is the same
-        assert from_store == _tree(str(sample))
+        from_file = _tree(str(sample), "--run", run_id)
+        assert from_file and from_store == from_file + _why(db, run_id), run_id
+    if len(runs) == 1:  # the run's own file: the same tree, then why it ended so
+        assert from_store == _tree(str(sample)) + _why(db, started[0])
 
 
 def _reusing(root: str, agent: str, ts: int, *, child: str | None = None) -> list[str]:
@@ -239,9 +250,32 @@ def test_tree_db_through_the_script(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     cli("ingest", str(sample), db=db)
     from_store = cli("tree", "run-fail", "--color", "never", "--db", str(db))
-    assert from_store.stdout == cli("tree", str(sample), "--color", "never").stdout
+    from_file = cli("tree", str(sample), "--color", "never").stdout
+    assert from_store.stdout == from_file + (
+        "outcome failed:child\n"
+        'began in agent refunds at depth 2 (REFUND_API_TIMEOUT): "refunds API did not answer in 3s"\n'
+    )
+    as_option = cli("tree", "--run", "run-fail", "--color", "never", "--db", str(db))
+    assert as_option.stdout == from_store.stdout  # --run RUN_ID with --db needs no FILE
     missing = cli("tree", "nope", "--db", str(db), check=False)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_tree_db_says_why_a_recursion_failed_as_the_run_page_does(tmp_path: Path) -> None:
+    sample = next(p for p in SAMPLES if p.stem == "recursion_circle")
+    db = tmp_path / "s.duckdb"
+    cli("ingest", str(sample), db=db)
+    shown = cli("tree", "run-circ", "--color", "never", "--db", str(db)).stdout.splitlines()
+    assert shown[-2:] == [
+        "outcome failed:recursion: circle billing -> orders -> billing"
+        " (wrong by construction: it will happen again)",
+        'refused in agent orders at depth 3 (AGENT_RECURSION): "orders is already running:'
+        ' orders -> billing -> orders"',
+    ]
+    as_json = cli("tree", "run-circ", "--format", "json", "--db", str(db)).stdout
+    json.loads(as_json)  # JSON stays JSON: the why is in it already
+    nothing = cli("tree", "--db", str(db), check=False)
+    assert nothing.returncode == 2 and "give a RUN_ID" in nothing.stderr
 
 
 def test_tree_db_shows_a_child_run_and_honours_run(tmp_path: Path) -> None:

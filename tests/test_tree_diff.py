@@ -200,7 +200,7 @@ def test_command_prints_the_changes(pair: tuple[Path, Path]) -> None:
     result = run_cli("diff", str(pair[0]), str(pair[1]))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[1] == "2 changes: 1 status, 1 slower (slower: +50% and +20ms)"
+    assert lines[1] == "2 changes: 1 status, 1 slower (slower counts past +50% and +20ms)"
     assert lines[2:] == [
         "~ billing/refunds: ok -> error REFUND_API_TIMEOUT",
         "> sql: 11ms -> 90ms (+79ms, x8.2)",

@@ -20,6 +20,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from _paths import scrub_paths
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -90,7 +91,7 @@ def otlp_json_line(spans: Any) -> str:
     """The spans as one line of the Collector's file exporter (integer enums, hex ids)."""
     message = encode_spans(list(spans))
     request = MessageToDict(message, use_integers_for_enums=True)
-    return json.dumps(_hex_ids(request), separators=(",", ":"))
+    return scrub_paths(json.dumps(_hex_ids(request), separators=(",", ":")))
 
 
 @dataclass
@@ -163,8 +164,14 @@ class Recorder:
         result: dict[str, Any],
         run_ok: bool,
         truth: Truth,
+        loop: Loop | None = None,
     ) -> None:
-        """Write the scenario's spans and its ground truth, then forget the spans."""
+        """Write the scenario's spans and its ground truth, then forget the spans.
+
+        A scenario whose agents went round (``loop``) adds the class it must be given
+        (``outcome``), its ``circle``, the framework ``limit`` that stopped it and how
+        many times the circle closed (``loop_revisits``).
+        """
         spans = self.exporter.get_finished_spans()
         if not spans:
             raise RuntimeError(f"{self.name}/{scenario}: no span was recorded")
@@ -180,11 +187,74 @@ class Recorder:
             "run_ok": run_ok,
             "invocations": truth.invocations,
         }
+        if loop is not None:
+            expected.update(loop.fields())
         text = json.dumps(expected, indent=2) + "\n"
         (self.folder / f"{scenario}.expected.json").write_text(text)
         self.written.append(scenario)
         self.exporter.clear()
         print(f"{self.name}/{scenario}: {len(spans)} spans")
+
+
+OUTCOMES = ("ok", "degraded", "failed:recursion", "failed:child")
+
+
+@dataclass
+class Loop:
+    """What a scenario whose agents went round must be classified as.
+
+    ``outcome`` is decided from how the run ended: a limit raised after the agents
+    cycled is ``failed:recursion``; cut off silently at a limit, or a limit the app
+    handled, is ``degraded``; agents that revisited and then finished are ``ok``; a
+    child that threw is ``failed:child``. ``limit`` is the limit's error type or the
+    framework's stop reason (None when no limit struck).
+    """
+
+    outcome: str
+    circle: str | None
+    limit: str | None
+    revisits: int
+
+    def fields(self) -> dict[str, Any]:
+        assert self.outcome in OUTCOMES, self.outcome
+        return {
+            "outcome": self.outcome,
+            "circle": self.circle,
+            "limit": self.limit,
+            "loop_revisits": self.revisits,
+        }
+
+
+def circle_of(agents: list[str]) -> tuple[str | None, int]:
+    """The repeated cycle in a sequence of agents, canonical, and how many times it closed.
+
+    The cycle is the shortest period (two agents or more) of the longest stretch of
+    the sequence that repeats it; it is written from its smallest rotation (so from
+    the alphabetically smallest agent) and ends where it began. It closed once each
+    time the stretch came back to the agent it started from. No stretch that closes
+    at least once: no circle.
+
+    >>> circle_of(["triage", "billing", "triage", "billing", "triage"])
+    ('billing -> triage -> billing', 2)
+    >>> circle_of(["triage", "billing", "refunds", "triage"])
+    ('billing -> refunds -> triage -> billing', 1)
+    """
+    best: tuple[int, int, int] | None = None  # (closures, -period, start)
+    for period in range(2, len(agents)):
+        start = 0
+        for end in range(period, len(agents) + 1):
+            if end < len(agents) and agents[end] == agents[end - period]:
+                continue
+            closures = (end - start - 1) // period
+            if closures and (best is None or (closures, -period) > best[:2]):
+                best = (closures, -period, start)
+            start = end - period + 1
+    if best is None:
+        return None, 0
+    closures, period, start = best[0], -best[1], best[2]
+    cycle = agents[start : start + period]
+    cycle = min(cycle[n:] + cycle[:n] for n in range(period))
+    return " -> ".join([*cycle, cycle[0]]), closures
 
 
 def started(agent: str) -> None:

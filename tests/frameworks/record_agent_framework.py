@@ -26,13 +26,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, memory_provider, started
+from _recording import Loop, Recorder, Truth, circle_of, go_offline, memory_provider, started
 
 go_offline()
 warnings.filterwarnings("ignore")
 
 from agent_framework import (  # noqa: E402
     Agent,
+    AgentResponse,
     BaseChatClient,
     ChatMiddlewareLayer,
     ChatResponse,
@@ -267,14 +268,88 @@ async def sequential(recorder: Recorder) -> None:
           responses, truth)  # fmt: skip
 
 
+def bouncer(name: str, target: str, times: int = 200, then: str | None = None) -> Agent:
+    """An agent whose model hands off to ``target`` ``times`` times, then answers ``then``."""
+    turns: list[Any] = [(f"handoff_to_{target}", {}) for _ in range(times)]
+    return agent(name, [*turns, *([then] if then else [])])
+
+
+async def outputs_until_raised(workflow: Any, text: str) -> tuple[list[Any], str | None]:
+    """Run a workflow streaming; the agent responses it output (those before a raise too),
+    and what it raised."""
+    turns: list[list[Any]] = []  # each agent turn's updates (a new author or response: a new turn)
+    raised = None
+    try:
+        async for event in workflow.run(text, stream=True):
+            if event.type == "output":
+                update = event.data
+                last = turns[-1][-1] if turns else None
+                if last is None or (last.author_name, last.response_id) != (
+                    update.author_name,
+                    update.response_id,
+                ):
+                    turns.append([])
+                turns[-1].append(update)
+    except Exception as exc:
+        raised = f"{type(exc).__name__}: {exc}"
+    return [AgentResponse.from_updates(t) for t in turns], raised
+
+
+def authors(responses: list[Any]) -> list[str]:
+    return [next(m.author_name for m in r.messages if m.author_name) for r in responses]
+
+
+async def pingpong_limit(recorder: Recorder) -> None:
+    workflow = handoffs([bouncer("triage", "billing"), bouncer("billing", "triage")])
+    recorder.start()
+    responses, raised = await outputs_until_raised(workflow, "Who handles my invoice?")
+    assert raised is not None and raised.startswith("WorkflowConvergenceException: "), raised
+    ran = authors(responses)
+    n = len(ran)
+    assert ran == ["triage", "billing"] * (n // 2) + ["triage"] * (n % 2), ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "pingpong_limit",
+        note="triage and billing hand off to each other (handoff_to_<agent>) until the "
+        "workflow's superstep limit (max_iterations, 100 by default; HandoffBuilder sets no "
+        f"other) raises {raised.split(':')[0]} out of the streamed run, after {n} agent "
+        "turns. The sequence is the workflow's outputs (one AgentResponse a turn).",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=truth_of(responses),
+        loop=Loop("failed:recursion", circle, "WorkflowConvergenceException", closures),
+    )
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    workflow = handoffs([bouncer("triage", "billing", 3, f"Your invoice INV-7 is 40 EUR. {DONE}"),
+                         bouncer("billing", "triage", 3)])  # fmt: skip
+    recorder.start()
+    responses = (await workflow.run("How much is my invoice?")).get_outputs()
+    ran = authors(responses)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    last = responses[-1]
+    recorder.write(
+        "loop_ok",
+        note="triage and billing hand off to each other three times each, then triage answers "
+        "(the termination condition sees DONE).",
+        result={"final_output": last.text, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=truth_of(responses),
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
 def main() -> None:
     provider, exporter = memory_provider("agent-framework-recording")
     trace.set_tracer_provider(provider)
     enable_instrumentation()
     recorder = Recorder("agent_framework", "agent-framework-core", "native OpenTelemetry", exporter)
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, loop, sequential]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, loop, sequential, pingpong_limit,
+         loop_ok]
+    ):  # fmt: skip
         asyncio.run(scenario(recorder))
     provider.shutdown()
 

@@ -26,7 +26,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider, started
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    instrumented_by,
+    memory_provider,
+    started,
+)
 
 go_offline()
 warnings.filterwarnings("ignore")
@@ -101,8 +110,10 @@ def agent(name: str, turns: list[Any], tools: list[Any] = ()) -> Agent:  # type:
     return Agent(name=name, id=name, model=model(name, *turns), tools=list(tools))
 
 
-def team(name: str, turns: list[Any], members: list[Any], tools: list[Any] = ()) -> Team:  # type: ignore[assignment]
-    return Team(name=name, id=name, model=model(name, *turns), members=members, tools=list(tools))
+def team(name: str, turns: list[Any], members: list[Any], tools: list[Any] = (),  # type: ignore[assignment]
+         **options: Any) -> Team:  # fmt: skip
+    return Team(name=name, id=name, model=model(name, *turns), members=members, tools=list(tools),
+                **options)  # fmt: skip
 
 
 def add(truth: Truth, output: Any, parent: int | None, nested: dict[str, str]) -> None:
@@ -225,6 +236,44 @@ def parallel_delegates(recorder: Recorder) -> None:
           "cannot call their leader, so no loop of agents can be written.", output, truth)  # fmt: skip
 
 
+def activations(output: Any) -> list[str]:
+    """The agents in the order they held control, from the leader's run output: the leader,
+    and after each member it delegated to (``member_responses``), the leader again."""
+    ran = [output.team_id]
+    for execution in output.tools or []:
+        if execution.tool_name == DELEGATE and not execution.tool_call_error:
+            ran += [execution.tool_args["member_id"], output.team_id]
+    return ran
+
+
+# Team(tool_call_limit=N) refuses the calls past N (a tool message 'Tool call limit
+# reached...' with tool_call_error, no ToolExecution) and the leader's model answers. A
+# recording of it would hold no span of the refusal (no tool span, and the scripted model
+# writes no LLM span): nothing tracekit could tell it by, so it is not recorded.
+def delegating(times: int, then: str) -> list[Any]:
+    return [*([delegate("billing", "Who handles this?")] for _ in range(times)), then]
+
+
+def loop_ok(recorder: Recorder) -> None:
+    billing = agent("billing", ["INV-7: 40 EUR."] * 3)
+    triage = team("triage", delegating(3, "Your invoice is 40 EUR."), [billing])
+    recorder.start()
+    output = triage.run("How much is my invoice?")
+    truth = truth_of(output)
+    ran = activations(output)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "loop_ok",
+        note="The triage team's leader delegates to billing three times (one model turn "
+        "each), then answers. The sequence is the leader's own tools and member_responses.",
+        result={"final_output": str(output.content), "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=truth,
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
 def main() -> None:
     provider, exporter = memory_provider("agno-recording")
     AgnoInstrumentor().instrument(tracer_provider=provider)
@@ -232,8 +281,8 @@ def main() -> None:
         "agno", "agno", instrumented_by("openinference-instrumentation-agno"), exporter
     )
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates, loop_ok]
+    ):  # fmt: skip
         scenario(recorder)
     provider.shutdown()
 

@@ -27,13 +27,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, memory_provider, started
+from _recording import Loop, Recorder, Truth, circle_of, go_offline, memory_provider, started
 
 go_offline()
 warnings.filterwarnings("ignore")
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
-from autogen_agentchat.conditions import TextMentionTermination  # noqa: E402
+from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermination  # noqa: E402
 from autogen_agentchat.messages import (  # noqa: E402
     HandoffMessage,
     ToolCallExecutionEvent,
@@ -263,11 +263,137 @@ async def loop(recorder: Recorder) -> None:
           "(kind handoff, no tool).", result, truth)  # fmt: skip
 
 
+def bouncer(name: str, target: str, times: int = 40, then: str | None = None) -> Any:
+    """A Swarm agent that hands off to ``target`` ``times`` times, then answers ``then``."""
+    turns: list[Any] = [[call(f"transfer_to_{target}")] for _ in range(times)]
+    return agent(name, [*turns, *([then] if then else [])], [], [target])
+
+
+def dangling_handoff(truth: Truth, messages: list[Any]) -> None:
+    """The last agent's handoff tool ran, but the limit stopped the team before its target
+    spoke: a tool the agent called, with no agent after it."""
+    results = {r.call_id: not r.is_error for m in messages if isinstance(m, ToolCallExecutionEvent)
+               for r in m.content}  # fmt: skip
+    last = [m for m in messages if isinstance(m, ToolCallRequestEvent)][-1]
+    for c in last.content:
+        if c.name.startswith("transfer_to_") and c.id in results:
+            truth.tool(len(truth.invocations) - 1, c.name, results[c.id])
+
+
+def ran_of(truth: Truth) -> list[str]:
+    return [i["agent"] for i in truth.invocations]
+
+
+async def silent_write(recorder: Recorder, scenario: str, team: Any, ring: list[str], turns: int,
+                 stop: str, note: str) -> None:  # fmt: skip
+    """Run ``team`` until its limit stops it silently: the stop reason, no error."""
+    recorder.start()
+    result = await team.run(task="Who handles my invoice?")
+    assert result.stop_reason == stop, result.stop_reason
+    truth = truth_of(result.messages)
+    ran = ran_of(truth)
+    assert ran == (ring * turns)[:turns], ran
+    dangling_handoff(truth, result.messages)
+    circle, closures = circle_of(ran)
+    final, last = final_of(result)
+    recorder.write(scenario, note=f"{note} The team's stop_reason: {stop!r}.",
+                   result={"final_output": final, "last_agent": last, "raised": None},
+                   run_ok=True, truth=truth, loop=Loop("degraded", circle, stop, closures))  # fmt: skip
+
+
+async def pingpong_silent(recorder: Recorder) -> None:
+    team = Swarm([bouncer("triage", "billing"), bouncer("billing", "triage")], max_turns=6)
+    await silent_write(recorder, "pingpong_silent", team, ["triage", "billing"], 6,
+                 "Maximum number of turns 6 reached.",
+                 "A Swarm where triage and billing hand off to each other (transfer_to_<agent>) "
+                 "until Swarm(max_turns=6) stops the run: run() returns a TaskResult, no error.")  # fmt: skip
+
+
+async def pingpong_max_messages(recorder: Recorder) -> None:
+    team = Swarm([bouncer("triage", "billing"), bouncer("billing", "triage")],
+                 termination_condition=MaxMessageTermination(7))  # fmt: skip
+    await silent_write(recorder, "pingpong_max_messages", team, ["triage", "billing"], 6,
+                 "Maximum number of messages 7 reached, current message count: 7",
+                 "A Swarm where triage and billing hand off to each other until "
+                 "MaxMessageTermination(7) (the task and six HandoffMessages) stops the run: "
+                 "run() returns a TaskResult, no error.")  # fmt: skip
+
+
+async def ring_silent(recorder: Recorder) -> None:
+    team = Swarm([bouncer("triage", "billing"), bouncer("billing", "refunds"),
+                  bouncer("refunds", "triage")], max_turns=8)  # fmt: skip
+    await silent_write(recorder, "ring_silent", team, ["triage", "billing", "refunds"], 8,
+                 "Maximum number of turns 8 reached.",
+                 "A Swarm ring of three: triage hands off to billing, billing to refunds, refunds "
+                 "to triage, until Swarm(max_turns=8) stops the run, no error.")  # fmt: skip
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    team = Swarm([bouncer("triage", "billing", 3, f"Your invoice INV-7 is 40 EUR. {DONE}"),
+                  bouncer("billing", "triage", 3)],
+                 termination_condition=TextMentionTermination(DONE))  # fmt: skip
+    recorder.start()
+    result = await team.run(task="How much is my invoice?")
+    truth = truth_of(result.messages)
+    ran = ran_of(truth)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    assert (circle, closures) == ("billing -> triage -> billing", 3)
+    final, last = final_of(result)
+    recorder.write("loop_ok",
+                   note="A Swarm where triage and billing hand off to each other three times "
+                   "each, then triage answers (TextMentionTermination). The team's stop_reason: "
+                   f"{result.stop_reason!r}.",
+                   result={"final_output": final, "last_agent": last, "raised": None},
+                   run_ok=True, truth=truth, loop=Loop("ok", circle, None, closures))  # fmt: skip
+
+
+class Unavailable(ScriptedClient):
+    """A model client that raises, as a model whose service is down does."""
+
+    async def create(self, *args: Any, **kwargs: Any) -> CreateResult:
+        started(self.agent)
+        raise RuntimeError("model service unavailable")
+
+
+async def last_agent_raises(recorder: Recorder) -> None:
+    billing = AssistantAgent("billing", model_client=Unavailable("billing", []),
+                             description="The billing agent.")  # fmt: skip
+    team = Swarm([bouncer("triage", "billing", 1), billing],
+                 termination_condition=TextMentionTermination(DONE))  # fmt: skip
+    recorder.start()
+    seen: list[Any] = []
+    try:
+        async for message in team.run_stream(task="How much is my invoice?"):
+            seen.append(message)
+    except Exception as exc:  # its message goes on with the traceback (local paths): cut it
+        raised = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    else:
+        raise AssertionError("the team run was meant to raise")
+    assert "model service unavailable" in raised, raised
+    truth = truth_of([m for m in seen if hasattr(m, "source")])
+    assert ran_of(truth) == ["triage"], truth
+    b = truth.agent("billing", 0, "handoff", "transfer_to_billing")
+    truth.failed(b)
+    recorder.write(
+        "last_agent_raises",
+        note="A Swarm: triage hands off to billing, whose model raises (RuntimeError: model "
+        "service unavailable). AutoGen does not catch it: the team run raises, and nothing "
+        "runs after billing. The messages are what run_stream yielded before it raised.",
+        result={"final_output": None, "last_agent": "billing", "raised": raised},
+        run_ok=False,
+        truth=truth,
+        loop=Loop("failed:child", None, None, 0),
+    )
+
+
 def main() -> None:
     provider, exporter = memory_provider("autogen-recording")
     trace.set_tracer_provider(provider)
     recorder = Recorder("autogen", "autogen-agentchat", "native OpenTelemetry", exporter)
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, loop]):
+    scenarios = [handoff_chain, handoff_then_tool_agent, tool_raises, loop, pingpong_silent,
+                 pingpong_max_messages, ring_silent, loop_ok, last_agent_raises]  # fmt: skip
+    for scenario in recorder.chosen(scenarios):
         asyncio.run(scenario(recorder))
     provider.shutdown()
 

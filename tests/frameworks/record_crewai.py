@@ -29,7 +29,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    instrumented_by,
+    memory_provider,
+)
 
 os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
 os.environ["CREWAI_TRACING_ENABLED"] = "false"
@@ -53,6 +61,7 @@ from crewai.tools import tool  # noqa: E402
 from openinference.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
 
 DELEGATE = "Delegate work to coworker"
+FORCED: list[str] = []  # the models asked for a forced final answer (max_iter reached)
 ASK = "Ask question to coworker"
 SEEN: list[tuple[Any, str, Any]] = []  # (when, kind, what) from the event bus
 _lock = threading.Lock()
@@ -95,6 +104,10 @@ class ScriptedLLM(BaseLLM):
 
     def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
              from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:  # fmt: skip
+        last = messages[-1] if isinstance(messages, list) and messages else {}
+        if "MUST give your absolute best final answer" in str(last.get("content", "")):
+            FORCED.append(self.model)  # the executor's forced answer at max_iter
+            return final("Sorry, we could not find out; an agent will call you back.")
         if not self.turns:
             raise AssertionError(f"{self.model}'s scripted model ran out of turns")
         return self.turns.pop(0)
@@ -173,10 +186,11 @@ def _key(name: str) -> str:
     return name.lower().replace(" ", "_")
 
 
-def write(recorder: Recorder, scenario: str, note: str, out: Any, truth: Truth) -> None:
+def write(recorder: Recorder, scenario: str, note: str, out: Any, truth: Truth,
+          loop: Loop | None = None) -> None:  # fmt: skip
     recorder.write(scenario, note=note,
                    result={"final_output": out.raw, "last_agent": truth.invocations[0]["agent"], "raised": None},
-                   run_ok=True, truth=truth)  # fmt: skip
+                   run_ok=True, truth=truth, loop=loop)  # fmt: skip
 
 
 def handoff_chain(recorder: Recorder) -> None:
@@ -254,6 +268,42 @@ def ask_then_delegate(recorder: Recorder) -> None:
           "call the manager back, so CrewAI allows no loop of agents.", out, truth)  # fmt: skip
 
 
+def activations(truth: Truth) -> list[str]:
+    """The agents in the order they held control: the manager, and after each coworker it
+    delegated to, the manager again."""
+    manager = truth.invocations[0]["agent"]
+    return [manager, *(a for i in truth.invocations[1:] for a in (i["agent"], manager))]
+
+
+def manager_loop(recorder: Recorder, delegations: int, then: str | None, max_iter: int) -> Any:
+    billing = agent("billing", [final("INV-7: 40 EUR.")] * 10)
+    # A new task each time: CrewAI answers a tool call it has seen from its cache.
+    turns = [delegate("billing", f"Who handles this? (try {n + 1})") for n in range(delegations)]
+    triage = agent("triage", [*turns, *([final(then)] if then else [])])
+    triage.max_iter = max_iter
+    recorder.start()
+    FORCED.clear()
+    out = crew(triage, [billing], "Who handles my invoice?")
+    return out, truth_of()
+
+
+# A manager stopped at max_iter (CrewAI asks its model for a final answer without tools,
+# 'Now it's time you MUST give your absolute best final answer...') leaves the same spans
+# as one that answered on its own (no LLM spans: create_llm_spans=False): nothing tracekit
+# could tell it by, so it is not recorded.
+
+
+def loop_ok(recorder: Recorder) -> None:
+    out, truth = manager_loop(recorder, 3, "Your invoice is 40 EUR.", 25)
+    assert not FORCED and out.raw == "Your invoice is 40 EUR.", (FORCED, out.raw)
+    ran = activations(truth)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    write(recorder, "loop_ok",
+          "A hierarchical crew whose manager (triage) delegates to billing three times, then "
+          "answers (max_iter 25).", out, truth, Loop("ok", circle, None, closures))  # fmt: skip
+
+
 def main() -> None:
     provider, exporter = memory_provider("crewai-recording")
     CrewAIInstrumentor().instrument(
@@ -263,8 +313,8 @@ def main() -> None:
         "crewai", "crewai", instrumented_by("openinference-instrumentation-crewai"), exporter
     )
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, ask_then_delegate]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, ask_then_delegate, loop_ok]
+    ):  # fmt: skip
         scenario(recorder)
     provider.shutdown()
 

@@ -18,11 +18,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    in_start_order,
+    memory_provider,
+    started,
+)
 
 go_offline()
 
-from google.adk.agents import LlmAgent  # noqa: E402
+from google.adk.agents import LlmAgent, LoopAgent, RunConfig  # noqa: E402
+from google.adk.agents.invocation_context import LlmCallsLimitExceededError  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
 from google.adk.models.llm_request import LlmRequest  # noqa: E402
 from google.adk.models.llm_response import LlmResponse  # noqa: E402
@@ -325,13 +335,192 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
 
 
+APP: list[Any] = []  # the app's own tracer, around a run it handles
+
+
+async def events_of(root: Any, text: str, config: RunConfig | None = None,
+                    seen: list[Any] | None = None) -> list[Any]:  # fmt: skip
+    """Run ``root``; the session's events, as the runner gave them (into ``seen`` too, so a
+    run that raises keeps those it gave before)."""
+    runner = InMemoryRunner(agent=root, app_name="recording")
+    session = await runner.session_service.create_session(app_name="recording", user_id="u1")
+    message = types.Content(role="user", parts=[types.Part(text=text)])
+    events = seen if seen is not None else []
+    async for event in runner.run_async(user_id="u1", session_id=session.id, new_message=message,
+                                        run_config=config or RunConfig()):  # fmt: skip
+        events.append(event)
+    return events
+
+
+def sequence_of(first: str, events: list[Any]) -> list[str]:
+    """The agents that held control, from the events: the first, then each transfer's target
+    (``EventActions.transfer_to_agent``)."""
+    return [first, *(e.actions.transfer_to_agent for e in events if e.actions.transfer_to_agent)]
+
+
+def transfers(name: str, target: str, times: int = 40, then: str | None = None) -> LlmAgent:
+    """An agent whose model transfers to ``target`` ``times`` times, then answers ``then``."""
+    turns = [[call("transfer_to_agent", agent_name=target)] for _ in range(times)]
+    return LlmAgent(name=name, model=model(name, *turns, *([[say(then)]] if then else [])),
+                    instruction=f"You are {name}.")  # fmt: skip
+
+
+def transfer_truth(ran: list[str], failed: bool) -> Truth:
+    """Each agent transferred to the next (transfer_to_agent): the runner runs the target
+    when the transferring agent's run has ended, so a limit raised fails only the last."""
+    truth = Truth()
+    for n, name in enumerate(ran):
+        if n == 0:
+            truth.agent(name)
+        else:
+            truth.agent(name, n - 1, "handoff", "transfer_to_agent")
+    if failed:
+        truth.failed(len(ran) - 1)
+    return truth
+
+
+async def limited(root: LlmAgent, limit: int) -> tuple[str, list[str]]:
+    seen: list[Any] = []
+    try:
+        await events_of(root, "Who handles my invoice?", RunConfig(max_llm_calls=limit), seen)
+    except LlmCallsLimitExceededError as exc:
+        return f"{type(exc).__name__}: {exc}", sequence_of(root.name, seen)
+    raise AssertionError("the run was meant to exceed max_llm_calls")
+
+
+async def pingpong_limit(recorder: Recorder) -> None:
+    billing = transfers("billing", "triage")
+    triage = transfers("triage", "billing")
+    triage.sub_agents = [billing]
+    billing.parent_agent = triage
+    recorder.start()
+    raised, ran = await limited(triage, 6)
+    assert raised == "LlmCallsLimitExceededError: Max number of llm calls limit of `6` exceeded"
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "pingpong_limit",
+        note="triage transfers to its sub-agent billing, billing back to its parent "
+        "(transfer_to_agent) and so on, until RunConfig(max_llm_calls=6): the seventh model "
+        "call raises LlmCallsLimitExceededError in triage, out of runner.run_async. The "
+        "sequence is the events' transfer_to_agent actions.",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=transfer_truth(ran, True),
+        loop=Loop("failed:recursion", circle, "LlmCallsLimitExceededError", closures),
+    )
+
+
+async def ring_limit(recorder: Recorder) -> None:
+    billing, refunds = transfers("billing", "refunds"), transfers("refunds", "triage")
+    triage = LlmAgent(name="triage", instruction="You are triage.", sub_agents=[billing, refunds],
+                      model=model("triage", *[[call("transfer_to_agent", agent_name="billing")]] * 40))  # fmt: skip
+    recorder.start()
+    raised, ran = await limited(triage, 7)
+    assert raised.startswith("LlmCallsLimitExceededError: "), raised
+    assert ran == ["triage", "billing", "refunds"] * 2 + ["triage", "billing"], ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "ring_limit",
+        note="A ring of three: triage transfers to billing, billing to its peer refunds, "
+        "refunds to its parent triage, until RunConfig(max_llm_calls=7) raises "
+        "LlmCallsLimitExceededError at the eighth model call, billing's.",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=transfer_truth(ran, True),
+        loop=Loop("failed:recursion", circle, "LlmCallsLimitExceededError", closures),
+    )
+
+
+async def handled_limit(recorder: Recorder) -> None:
+    billing = transfers("billing", "triage")
+    triage = transfers("triage", "billing")
+    triage.sub_agents = [billing]
+    billing.parent_agent = triage
+    recorder.start()
+    # The app's own span holds the run; the app catches the limit and answers.
+    with APP[0].start_as_current_span("POST /chat"):
+        raised, ran = await limited(triage, 4)
+    assert ran == ["triage", "billing"] * 2 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "handled_limit",
+        note="triage and billing transfer to each other until RunConfig(max_llm_calls=4) "
+        "raises LlmCallsLimitExceededError out of runner.run_async; the app catches it and "
+        "answers with an apology, so the request ends normally. The app's span (POST /chat, "
+        "ended well) is the parent of ADK's spans.",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=transfer_truth(ran, True),
+        loop=Loop("degraded", circle, "LlmCallsLimitExceededError", closures),
+    )
+
+
+async def ring_silent(recorder: Recorder) -> None:
+    def step(name: str, text: str) -> LlmAgent:
+        return LlmAgent(name=name, model=model(name, *[[say(text)]] * 10),
+                        instruction=f"You are {name}.")  # fmt: skip
+
+    loop = LoopAgent(name="desk", max_iterations=3,
+                     sub_agents=[step("billing", "Ask refunds."), step("refunds", "Ask billing.")])  # fmt: skip
+    recorder.start()
+    events = await events_of(loop, "Who handles my refund?")
+    ran = [e.author for e in events if e.content and e.content.parts]
+    assert ran == ["billing", "refunds"] * 3, ran
+    assert not any(e.actions.escalate for e in events)
+    circle, closures = circle_of(ran)
+    truth = Truth()  # the LoopAgent is an agent of ADK's that runs its sub-agents in turn
+    desk = truth.agent("desk")
+    for name in ran:
+        truth.agent(name, desk, "delegate", None)
+    recorder.write(
+        "ring_silent",
+        note="A LoopAgent (max_iterations=3) over billing and refunds, neither of which "
+        "escalates: the loop runs them in turn three times and stops, with no error and no "
+        "answer to the task. The sequence is the events' authors (the LoopAgent writes none).",
+        result={
+            "final_output": events[-1].content.parts[0].text,
+            "last_agent": ran[-1],
+            "raised": None,
+        },
+        run_ok=True,
+        truth=truth,
+        loop=Loop("degraded", circle, "max_iterations", closures),
+    )
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    billing = transfers("billing", "triage", 3)
+    triage = transfers("triage", "billing", 3, "Your invoice INV-7 is 40 EUR.")
+    triage.sub_agents = [billing]
+    billing.parent_agent = triage
+    recorder.start()
+    events = await events_of(triage, "How much is my invoice?")
+    ran = sequence_of("triage", events)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    text = events[-1].content.parts[0].text
+    assert text == "Your invoice INV-7 is 40 EUR.", text
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "loop_ok",
+        note="triage and billing transfer to each other three times each (transfer_to_agent), "
+        "under the default max_llm_calls (500); then triage answers.",
+        result={"final_output": text, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=transfer_truth(ran, False),
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
 async def main() -> None:
     provider, exporter = memory_provider("google-adk-recording")
     trace.set_tracer_provider(provider)  # ADK's spans go to the global provider
+    APP.append(provider.get_tracer("app"))
     recorder = Recorder("google_adk", "google-adk", "native OpenTelemetry", exporter)
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates, pingpong_limit,
+         ring_limit, handled_limit, ring_silent, loop_ok]
+    ):  # fmt: skip
         SEEN.clear()
         await scenario(recorder)
     provider.shutdown()

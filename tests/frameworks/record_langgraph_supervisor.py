@@ -22,26 +22,33 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, instrumented_by, memory_provider, started
+from _recording import Loop, Recorder, Truth, circle_of, instrumented_by, memory_provider, started
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph_supervisor import create_supervisor
 from openinference.instrumentation import TraceConfig
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import agent_tool, call, model, plain_tool  # offline from here on
-from record_langgraph_swarm import truth_of, write
+from record_langgraph_swarm import APP, truth_of, write
+
+TIMES = 40  # turns enough for any loop the recursion limit cuts
 
 
 def agent(name: str, turns: list[Any], tools: list[Any]) -> Any:
     return create_react_agent(model(name, *turns), tools, name=name)
 
 
-def run(workers: list[Any], turns: list[Any], text: str) -> tuple[list[Any], str | None]:
-    """Run the supervisor (its model playing ``turns``) over ``workers``."""
+def run(
+    workers: list[Any], turns: list[Any], text: str, limit: int | None = None
+) -> tuple[list[Any], str | None]:
+    """Run the supervisor (its model playing ``turns``) over ``workers``; ``limit`` is the
+    graph's ``recursion_limit`` (LangGraph's default, 10007 in this version, without it)."""
     graph = create_supervisor(
         workers, model=model("supervisor", *turns), output_mode="full_history"
     ).compile(checkpointer=InMemorySaver(), name="supervisor_graph")
-    config = {"configurable": {"thread_id": "t1"}}
+    config: dict[str, Any] = {"configurable": {"thread_id": "t1"}}
+    if limit is not None:
+        config["recursion_limit"] = limit
     started("supervisor")
     raised = None
     try:
@@ -143,17 +150,103 @@ def loop(recorder: Recorder) -> None:
           "-> billing -> supervisor), then answers.", messages, raised, truth)  # fmt: skip
 
 
+def worker(name: str, answer: str) -> Any:
+    """A worker that answers every task it is handed (and hands back to the supervisor)."""
+    return agent(name, [answer] * TIMES, [])
+
+
+def handing(*targets: str, then: str | None = None) -> list[Any]:
+    """The supervisor's turns: hand to each target in turn (round and round), then answer."""
+    if then is not None:
+        return [*([call(f"transfer_to_{t}")] for t in targets), then]
+    return [[call(f"transfer_to_{targets[n % len(targets)]}")] for n in range(TIMES)]
+
+
+def limited(
+    recorder: Recorder, workers: list[Any], turns: list[Any], limit: int
+) -> tuple[list[Any], str, Truth, list[str]]:
+    recorder.start()
+    messages, raised = run(workers, turns, "Where is my refund?", limit)
+    prefix = f"GraphRecursionError: Recursion limit of {limit} reached"
+    assert raised is not None and raised.startswith(prefix), raised
+    # The limit strikes between the graph's steps: every agent's step ended.
+    truth = truth_of(messages, None)
+    return messages, raised, truth, [i["agent"] for i in truth.invocations]
+
+
+def pingpong_limit(recorder: Recorder) -> None:
+    workers = [worker("billing", "Still checking the invoice.")]
+    messages, raised, truth, ran = limited(recorder, workers, handing("billing"), 8)
+    assert ran == ["supervisor", "billing"] * 4, ran
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> supervisor -> billing", circle
+    write(recorder, "pingpong_limit",
+          "The supervisor hands to billing again after each answer (billing hands back with "
+          "the scripted handoff-back messages) until the graph's recursion_limit (8) raises "
+          "GraphRecursionError; every agent step ended.", messages, raised, truth,
+          Loop("failed:recursion", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def ring_limit(recorder: Recorder) -> None:
+    workers = [worker("billing", "Ask refunds."), worker("refunds", "Ask billing.")]
+    turns = handing("billing", "refunds")
+    messages, raised, truth, ran = limited(recorder, workers, turns, 10)
+    assert ran == ["supervisor", "billing", "supervisor", "refunds"] * 2 + ["supervisor", "billing"]
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> supervisor -> refunds -> supervisor -> billing", circle
+    write(recorder, "ring_limit",
+          "Three agents round a ring: the supervisor hands to billing, billing back, the "
+          "supervisor to refunds, refunds back, and again, until the recursion_limit (10) "
+          "raises GraphRecursionError.", messages, raised, truth,
+          Loop("failed:recursion", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def handled_limit(recorder: Recorder) -> None:
+    workers = [worker("billing", "Still checking the invoice.")]
+    # The app's own span holds the run; the app catches the limit and answers, so its
+    # span ends well (the framework's run raised all the same).
+    with APP[0].start_as_current_span("POST /chat"):
+        messages, raised, truth, ran = limited(recorder, workers, handing("billing"), 6)
+    assert ran == ["supervisor", "billing"] * 3, ran
+    circle, closures = circle_of(ran)
+    write(recorder, "handled_limit",
+          "The supervisor hands to billing again after each answer until the recursion_limit "
+          "(6) raises GraphRecursionError out of the graph's invoke; the app catches it and "
+          "answers, so the request ends normally. The app's span (POST /chat, ended well) is "
+          "the parent of the graph's root span, which carries the error.", messages, raised,
+          truth, Loop("degraded", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def loop_ok(recorder: Recorder) -> None:
+    workers = [worker("billing", "INV-7: 40 EUR.")]
+    turns = handing("billing", "billing", "billing", then="40 EUR, checked three times.")
+    recorder.start()
+    messages, raised = run(workers, turns, "How much is my invoice?")
+    assert raised is None and messages[-1].content == "40 EUR, checked three times.", raised
+    truth = truth_of(messages, raised)
+    ran = [i["agent"] for i in truth.invocations]
+    assert ran == ["supervisor", "billing"] * 3 + ["supervisor"], ran
+    circle, closures = circle_of(ran)
+    assert (circle, closures) == ("billing -> supervisor -> billing", 3)
+    write(recorder, "loop_ok",
+          "The supervisor hands to billing three times, under the default recursion_limit "
+          "(10007), then answers.", messages, raised, truth, Loop("ok", circle, None, closures))  # fmt: skip
+
+
 def main() -> None:
     provider, exporter = memory_provider("langgraph-supervisor-recording")
     # The graph's state (every message, on every span) is most of the bytes; the graph's
     # shape is all in the names and the metadata without it.
     config = TraceConfig(hide_inputs=True, hide_outputs=True)
     LangChainInstrumentor().instrument(tracer_provider=provider, config=config)
+    APP.append(provider.get_tracer("app"))
     recorder = Recorder(
         "langgraph_supervisor", "langgraph-supervisor",
         instrumented_by("openinference-instrumentation-langchain"), exporter,
     )  # fmt: skip
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, loop]):
+    scenarios = [handoff_chain, handoff_then_tool_agent, tool_raises, loop, pingpong_limit,
+                 ring_limit, handled_limit, loop_ok]  # fmt: skip
+    for scenario in recorder.chosen(scenarios):
         scenario(recorder)
     provider.shutdown()
 

@@ -21,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, instrumented_by, memory_provider, started
+from _recording import Loop, Recorder, Truth, circle_of, instrumented_by, memory_provider, started
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
@@ -30,6 +30,7 @@ from openinference.instrumentation.langchain import LangChainInstrumentor
 from record_langgraph import SPOKE, agent_tool, call, model, plain_tool  # offline from here on
 
 HANDOFF = "transfer_to_"
+APP: list[Any] = []  # the app's own tracer, around a run it handles
 
 
 def agent(name: str, turns: list[Any], tools: list[Any]) -> Any:
@@ -43,14 +44,19 @@ def handoff(target: str) -> Any:
     return create_handoff_tool(agent_name=target)
 
 
-def run(agents: list[Any], text: str) -> tuple[list[Any], str | None]:
-    """Run a swarm of ``agents`` (the first speaks first); its messages, and what it raised."""
+def run(agents: list[Any], text: str, limit: int | None = None) -> tuple[list[Any], str | None]:
+    """Run a swarm of ``agents`` (the first speaks first); its messages, and what it raised.
+
+    ``limit`` is the graph's ``recursion_limit`` (LangGraph's default, 10007 in this version, without it).
+    """
     from langgraph_swarm import create_swarm
 
     graph = create_swarm(agents, default_active_agent=agents[0].name).compile(
         checkpointer=InMemorySaver(), name="swarm"
     )
-    config = {"configurable": {"thread_id": "t1"}}
+    config: dict[str, Any] = {"configurable": {"thread_id": "t1"}}
+    if limit is not None:
+        config["recursion_limit"] = limit
     started(agents[0].name)
     raised = None
     try:
@@ -111,7 +117,7 @@ def final_text(messages: list[Any], raised: str | None) -> str | None:
 
 
 def write(recorder: Recorder, scenario: str, note: str, messages: list[Any], raised: str | None,
-          truth: Truth) -> None:  # fmt: skip
+          truth: Truth, loop: Loop | None = None) -> None:  # fmt: skip
     recorder.write(
         scenario,
         note=note,
@@ -122,6 +128,7 @@ def write(recorder: Recorder, scenario: str, note: str, messages: list[Any], rai
         },
         run_ok=raised is None,
         truth=truth,
+        loop=loop,
     )
     SPOKE.clear()
 
@@ -202,17 +209,114 @@ def loop(recorder: Recorder) -> None:
           truth)  # fmt: skip
 
 
+def bouncer(name: str, target: str, times: int = 40, then: str | None = None) -> Any:
+    """An agent whose model hands off to ``target`` ``times`` times (then answers ``then``)."""
+    turns: list[Any] = [[call(f"transfer_to_{target}")] for _ in range(times)]
+    return agent(name, [*turns, *([then] if then else [])], [handoff(target)])
+
+
+def loop_truth(messages: list[Any]) -> tuple[Truth, list[str]]:
+    """The truth of a run the graph's recursion limit stopped (or of a loop that ended):
+    every agent's step ended (the limit strikes between steps, on the graph), so no
+    invocation failed."""
+    truth = truth_of(messages, None)
+    # The last agent's handoff tool ran (its ToolMessage is in the state) but the limit
+    # struck before its target's step: a tool the agent called, with no agent after it.
+    results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+    last = [m for m in messages if isinstance(m, AIMessage)][-1]
+    for tool_call in last.tool_calls:
+        if tool_call["name"].startswith(HANDOFF) and tool_call["id"] in results:
+            ok = results[tool_call["id"]].status != "error"
+            truth.tool(len(truth.invocations) - 1, tool_call["name"], ok)
+    return truth, [i["agent"] for i in truth.invocations]
+
+
+def pingpong_limit(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "triage")]
+    recorder.start()
+    messages, raised = run(agents, "Who handles my invoice?", limit=8)
+    assert raised is not None and raised.startswith("GraphRecursionError: Recursion limit of 8"), (
+        raised
+    )
+    truth, ran = loop_truth(messages)
+    assert ran == ["triage", "billing"] * 4, ran
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> triage -> billing", circle
+    write(recorder, "pingpong_limit",
+          "triage and billing hand off to each other (transfer_to_<agent>) until the graph's "
+          "recursion_limit (8) stops the run: GraphRecursionError, raised by the swarm's "
+          "invoke after eight agent steps that all ended.", messages, raised, truth,
+          Loop("failed:recursion", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def ring_limit(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "refunds"),
+              bouncer("refunds", "triage")]  # fmt: skip
+    recorder.start()
+    messages, raised = run(agents, "Who handles my refund?", limit=9)
+    assert raised is not None and raised.startswith("GraphRecursionError: Recursion limit of 9"), (
+        raised
+    )
+    truth, ran = loop_truth(messages)
+    assert ran == ["triage", "billing", "refunds"] * 3, ran
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> refunds -> triage -> billing", circle
+    write(recorder, "ring_limit",
+          "A ring of three: triage hands to billing, billing to refunds, refunds back to "
+          "triage, until the graph's recursion_limit (9) raises GraphRecursionError.",
+          messages, raised, truth,
+          Loop("failed:recursion", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def handled_limit(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "triage")]
+    recorder.start()
+    # The app's own span (a web request's, say) holds the run; the app catches the
+    # limit and answers, so its span ends well (the framework's run raised all the same).
+    with APP[0].start_as_current_span("POST /chat"):
+        messages, raised = run(agents, "Who handles my invoice?", limit=6)
+        assert raised is not None and raised.startswith("GraphRecursionError"), raised
+    truth, ran = loop_truth(messages)
+    assert ran == ["triage", "billing"] * 3, ran
+    circle, closures = circle_of(ran)
+    write(recorder, "handled_limit",
+          "triage and billing hand off to each other until the recursion_limit (6) raises "
+          "GraphRecursionError out of the swarm's invoke; the app catches it and answers with "
+          "an apology, so the request ends normally. The app's span (POST /chat, ended well) "
+          "is the parent of the graph's root span, which carries the error.", messages, raised,
+          truth, Loop("degraded", circle, "GraphRecursionError", closures))  # fmt: skip
+
+
+def loop_ok(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing", 3, "Your invoice INV-7 is 40 EUR."),
+              bouncer("billing", "triage", 3)]  # fmt: skip
+    recorder.start()
+    messages, raised = run(agents, "How much is my invoice?")
+    assert raised is None and messages[-1].content == "Your invoice INV-7 is 40 EUR.", raised
+    truth, ran = loop_truth(messages)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    assert (circle, closures) == ("billing -> triage -> billing", 3)
+    write(recorder, "loop_ok",
+          "triage and billing hand off to each other three times each, under the default "
+          "recursion_limit (10007); then triage answers.", messages, raised, truth,
+          Loop("ok", circle, None, closures))  # fmt: skip
+
+
 def main() -> None:
     provider, exporter = memory_provider("langgraph-swarm-recording")
     # The graph's state (every message, on every span) is most of the bytes; the graph's
     # shape is all in the names and the metadata without it.
     config = TraceConfig(hide_inputs=True, hide_outputs=True)
     LangChainInstrumentor().instrument(tracer_provider=provider, config=config)
+    APP.append(provider.get_tracer("app"))
     recorder = Recorder(
         "langgraph_swarm", "langgraph-swarm",
         instrumented_by("openinference-instrumentation-langchain"), exporter,
     )  # fmt: skip
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, loop]):
+    scenarios = [handoff_chain, handoff_then_tool_agent, tool_raises, loop, pingpong_limit,
+                 ring_limit, handled_limit, loop_ok]  # fmt: skip
+    for scenario in recorder.chosen(scenarios):
         scenario(recorder)
     provider.shutdown()
 

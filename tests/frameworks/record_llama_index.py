@@ -25,7 +25,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, instrumented_by, memory_provider, started
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    instrumented_by,
+    memory_provider,
+    started,
+)
 
 go_offline()
 warnings.filterwarnings("ignore")
@@ -125,12 +134,18 @@ def truth_of(events: list[Any], nested: dict[str, tuple[str, list[Any]]] | None 
 
 
 def write(
-    recorder: Recorder, scenario: str, note: str, events: list[Any], result: Any, truth: Truth
+    recorder: Recorder,
+    scenario: str,
+    note: str,
+    events: list[Any],
+    result: Any,
+    truth: Truth,
+    loop: Loop | None = None,
 ) -> None:
     last = [e.current_agent_name for e in events if isinstance(e, AgentOutput)][-1]
     recorder.write(scenario, note=note,
                    result={"final_output": str(result.response.content), "last_agent": last, "raised": None},
-                   run_ok=True, truth=truth)  # fmt: skip
+                   run_ok=True, truth=truth, loop=loop)  # fmt: skip
 
 
 async def handoff_chain(recorder: Recorder) -> None:
@@ -216,12 +231,140 @@ async def loop(recorder: Recorder) -> None:
           "second invocation.", events, result, truth)  # fmt: skip
 
 
+SORRY = "Sorry, we could not finish; an agent will call you back."
+
+
+def bouncer(name: str, target: str, times: int = 40, then: str | None = None) -> FunctionAgent:
+    """An agent whose model hands off to ``target`` ``times`` times, then answers ``then``;
+    asked for a last answer (the workflow's early-stopping prompt) it apologises."""
+    script: list[Any] = [[call("handoff", to_agent=target, reason="yours")] for _ in range(times)]
+    script += [then] if then else []
+
+    def respond(messages: Any, **kwargs: Any) -> ChatMessage:
+        started(name)
+        if "maximum number of iterations" in str(messages[-1].content):
+            return ChatMessage(role="assistant", blocks=[TextBlock(text=SORRY)])
+        turn = script.pop(0)
+        if isinstance(turn, str):
+            return ChatMessage(role="assistant", blocks=[TextBlock(text=turn)])
+        return ChatMessage(role="assistant", blocks=list(turn))
+
+    model = MockFunctionCallingLLM(response_generator=respond, is_chat_model=True)
+    return FunctionAgent(name=name, description=f"The {name} agent.", llm=model,
+                         can_handoff_to=[target])  # fmt: skip
+
+
+async def run_collecting(
+    workflow: Any, text: str, **kwargs: Any
+) -> tuple[list[Any], Any, str | None]:
+    """Run a workflow; the events it streamed (those before a raise too), its result, and what
+    it raised."""
+    handler = workflow.run(user_msg=text, **kwargs)
+    events: list[Any] = []
+    try:
+        async for event in handler.stream_events():
+            events.append(event)
+        return events, await handler, None
+    except Exception as exc:
+        return events, None, f"{type(exc).__name__}: {exc}"
+
+
+def speakers(events: list[Any]) -> list[str]:
+    ran: list[str] = []
+    for event in events:
+        if isinstance(event, AgentOutput) and (not ran or ran[-1] != event.current_agent_name):
+            ran.append(event.current_agent_name)
+    return ran
+
+
+async def limited_write(recorder: Recorder, scenario: str, agents: list[FunctionAgent],
+                        limit: int, ring: list[str], note: str) -> None:  # fmt: skip
+    workflow = AgentWorkflow(agents=agents, root_agent=agents[0].name)
+    recorder.start()
+    events, _, raised = await run_collecting(
+        workflow, "Who handles my invoice?", max_iterations=limit
+    )
+    assert raised is not None and raised.startswith(
+        f"WorkflowRuntimeError: Max iterations of {limit} reached!"
+    ), raised
+    ran = speakers(events)
+    assert ran == (ring * limit)[:limit], ran
+    truth = truth_of(events)
+    # The limit struck in the workflow's own step (parse_agent_output), after the agent's turn.
+    circle, closures = circle_of(ran)
+    recorder.write(
+        scenario,
+        note=f"{note} The sequence is the stream's AgentOutput events (current_agent_name).",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=truth,
+        loop=Loop("failed:recursion", circle, "WorkflowRuntimeError", closures),
+    )
+
+
+async def pingpong_limit(recorder: Recorder) -> None:
+    await limited_write(recorder, "pingpong_limit",
+                        [bouncer("triage", "billing"), bouncer("billing", "triage")], 6,
+                        ["triage", "billing"],
+                        "triage and billing hand off to each other (the workflow's handoff tool) "
+                        "until run(max_iterations=6): parsing the sixth agent output raises "
+                        "WorkflowRuntimeError (early_stopping_method 'force', the default), "
+                        "before billing's sixth handoff runs.")  # fmt: skip
+
+
+async def ring_limit(recorder: Recorder) -> None:
+    await limited_write(recorder, "ring_limit",
+                        [bouncer("triage", "billing"), bouncer("billing", "refunds"),
+                         bouncer("refunds", "triage")], 7, ["triage", "billing", "refunds"],
+                        "A ring of three handoffs (triage -> billing -> refunds -> triage ...) "
+                        "until run(max_iterations=7) raises WorkflowRuntimeError.")  # fmt: skip
+
+
+async def handled_limit(recorder: Recorder) -> None:
+    workflow = AgentWorkflow(agents=[bouncer("triage", "billing"), bouncer("billing", "triage")],
+                             root_agent="triage", early_stopping_method="generate")  # fmt: skip
+    recorder.start()
+    events, result, raised = await run_collecting(workflow, "Who handles my invoice?",
+                                                  max_iterations=4)  # fmt: skip
+    assert raised is None and str(result.response.content) == SORRY, (raised, result)
+    ran = speakers(events)
+    assert ran == ["triage", "billing"] * 2, ran
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "handled_limit",
+        note="triage and billing hand off to each other until run(max_iterations=4); the "
+        "workflow's early_stopping_method='generate' asks the current agent's model for a last "
+        "answer (DEFAULT_EARLY_STOPPING_PROMPT) instead of raising, and returns it.",
+        result={"final_output": SORRY, "last_agent": ran[-1], "raised": None},
+        run_ok=True,
+        truth=truth_of(events),
+        loop=Loop("degraded", circle, "max_iterations", closures),
+    )
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    workflow = AgentWorkflow(agents=[bouncer("triage", "billing", 3, "Your invoice INV-7 is 40 EUR."),
+                                     bouncer("billing", "triage", 3)], root_agent="triage")  # fmt: skip
+    recorder.start()
+    events, result, raised = await run_collecting(workflow, "How much is my invoice?")
+    assert raised is None and str(result.response.content) == "Your invoice INV-7 is 40 EUR."
+    ran = speakers(events)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    write(recorder, "loop_ok",
+          "triage and billing hand off to each other three times each, under the default "
+          "max_iterations (20); then triage answers.", events, result, truth_of(events),
+          Loop("ok", circle, None, closures))  # fmt: skip
+
+
 def main() -> None:
     provider, exporter = memory_provider("llama-index-recording")
     LlamaIndexInstrumentor().instrument(tracer_provider=provider)
     recorder = Recorder("llama_index", "llama-index-core",
                         instrumented_by("openinference-instrumentation-llama-index"), exporter)  # fmt: skip
-    for scenario in recorder.chosen([handoff_chain, handoff_then_tool_agent, tool_raises, loop]):
+    scenarios = [handoff_chain, handoff_then_tool_agent, tool_raises, loop, pingpong_limit,
+                 ring_limit, handled_limit, loop_ok]  # fmt: skip
+    for scenario in recorder.chosen(scenarios):
         asyncio.run(scenario(recorder))
     provider.shutdown()
 

@@ -19,8 +19,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _recording import (
+    Loop,
     Recorder,
     Truth,
+    circle_of,
     go_offline,
     in_start_order,
     instrumented_by,
@@ -30,8 +32,8 @@ from _recording import (
 
 go_offline()
 
-from agents import Agent, Runner, function_tool, generation_span  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
+from agents import Agent, MaxTurnsExceeded, Runner, function_tool, generation_span  # noqa: E402
+from agents.items import HandoffOutputItem, ModelResponse  # noqa: E402
 from agents.models.interface import Model  # noqa: E402
 from agents.usage import Usage  # noqa: E402
 from openai.types.responses import (  # noqa: E402
@@ -42,6 +44,7 @@ from openai.types.responses import (  # noqa: E402
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
 
 _ids = count(1)
+APP: list[Any] = []  # the app's own tracer, around a run it handles
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
 
 
@@ -348,9 +351,145 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
 
 
+def bouncer(name: str, times: int = 40, then: str | None = None) -> Agent[Any]:
+    """An agent whose model hands off (to its only handoff) ``times`` times, then answers."""
+    turns: list[list[Any]] = [[call("transfer")] for _ in range(times)]
+    return Agent(name=name, instructions=f"You are {name}.",
+                 model=ScriptedModel(f"scripted-{name}", *turns, *([[say(then)]] if then else [])))  # fmt: skip
+
+
+def ring(*agents: Agent[Any]) -> Agent[Any]:
+    """Each agent hands off to the next, the last to the first; each model calls
+    ``transfer_to_<next>`` (the SDK's handoff tool name)."""
+    for agent, target in zip(agents, [*agents[1:], agents[0]], strict=True):
+        agent.handoffs = [target]
+        for turn in agent.model.turns:  # type: ignore[union-attr]
+            for item in turn:
+                if isinstance(item, ResponseFunctionToolCall):
+                    item.name = f"transfer_to_{target.name}"
+    return agents[0]
+
+
+def sequence_of(first: str, items: list[Any]) -> list[str]:
+    """The agents that ran, from the run's own items: the first, then each handoff's target."""
+    return [first, *(i.target_agent.name for i in items if isinstance(i, HandoffOutputItem))]
+
+
+def handoff_truth(ran: list[str]) -> Truth:
+    truth = Truth()
+    for n, agent in enumerate(ran):
+        if n == 0:
+            truth.agent(agent)
+        else:
+            truth.agent(agent, n - 1, "handoff", f"handoff to {agent}")
+    return truth
+
+
+async def limited(first: Agent[Any], limit: int) -> tuple[str, list[str]]:
+    """Run until ``max_turns`` stops it; what the SDK raised, and the agents that ran."""
+    try:
+        await Runner.run(first, "Who handles my invoice?", max_turns=limit)
+    except MaxTurnsExceeded as exc:
+        assert exc.run_data is not None
+        return f"{type(exc).__name__}: {exc}", sequence_of(first.name, exc.run_data.new_items)
+    raise AssertionError("the run was meant to hit max_turns")
+
+
+async def pingpong_limit(recorder: Recorder) -> None:
+    first = ring(bouncer("triage"), bouncer("billing"))
+    recorder.start()
+    raised, ran = await limited(first, 6)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    truth = handoff_truth(ran)
+    truth.failed(len(ran) - 1)  # the runner raised with triage the current agent
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> triage -> billing", circle
+    recorder.write(
+        "pingpong_limit",
+        note="triage and billing hand off to each other (Agent.handoffs) until max_turns (6): "
+        "after six model turns the runner raises MaxTurnsExceeded, with triage (handed to by "
+        "the sixth turn) the current agent. The sequence is the run's own HandoffOutputItems "
+        "(MaxTurnsExceeded.run_data.new_items).",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=truth,
+        loop=Loop("failed:recursion", circle, "MaxTurnsExceeded", closures),
+    )
+
+
+async def ring_limit(recorder: Recorder) -> None:
+    first = ring(bouncer("triage"), bouncer("billing"), bouncer("refunds"))
+    recorder.start()
+    raised, ran = await limited(first, 7)
+    assert ran == ["triage", "billing", "refunds"] * 2 + ["triage", "billing"], ran
+    truth = handoff_truth(ran)
+    truth.failed(len(ran) - 1)
+    circle, closures = circle_of(ran)
+    assert circle == "billing -> refunds -> triage -> billing", circle
+    recorder.write(
+        "ring_limit",
+        note="A ring of three: triage hands off to billing, billing to refunds, refunds to "
+        "triage, until max_turns (7) raises MaxTurnsExceeded, with billing the current agent.",
+        result={"final_output": None, "last_agent": ran[-1], "raised": raised},
+        run_ok=False,
+        truth=truth,
+        loop=Loop("failed:recursion", circle, "MaxTurnsExceeded", closures),
+    )
+
+
+async def handled_limit(recorder: Recorder) -> None:
+    first = ring(bouncer("triage"), bouncer("billing"))
+    answer = "Sorry, we could not route your question; an agent will call you back."
+    recorder.start()
+    # The app's own span (a web request's, say) holds the run, and ends well.
+    with APP[0].start_as_current_span("POST /chat"):
+        result = await Runner.run(first, "Who handles my invoice?", max_turns=4,
+                                  error_handlers={"max_turns": lambda _: answer})  # fmt: skip
+    assert result.final_output == answer, result.final_output
+    ran = sequence_of(first.name, result.new_items)
+    assert ran == ["triage", "billing"] * 2 + ["triage"], ran
+    assert result.last_agent.name == ran[-1]
+    truth = handoff_truth(ran)
+    truth.failed(len(ran) - 1)  # the limit struck in triage's turn; the handler answered
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "handled_limit",
+        note="triage and billing hand off to each other until max_turns (4); the SDK's "
+        "max-turns error handler (Runner.run(error_handlers={'max_turns': ...})) answers with "
+        "an apology, which is the run's final output: the run returns normally. The app's "
+        "span (POST /chat, ended well) holds the run: without it the spans are those of a "
+        "raised MaxTurnsExceeded (the last agent span in error, the workflow span ok).",
+        result={"final_output": answer, "last_agent": ran[-1], "raised": None},
+        run_ok=True,
+        truth=truth,
+        loop=Loop("degraded", circle, "MaxTurnsExceeded", closures),
+    )
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    first = ring(bouncer("triage", 3, "Your invoice INV-7 is 40 EUR."), bouncer("billing", 3))
+    recorder.start()
+    result = await Runner.run(first, "How much is my invoice?")
+    assert result.final_output == "Your invoice INV-7 is 40 EUR.", result.final_output
+    ran = sequence_of(first.name, result.new_items)
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    circle, closures = circle_of(ran)
+    assert (circle, closures) == ("billing -> triage -> billing", 3)
+    recorder.write(
+        "loop_ok",
+        note="triage and billing hand off to each other three times each, under the default "
+        "max_turns (10); then triage answers.",
+        result={"final_output": result.final_output, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=handoff_truth(ran),
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
 async def main() -> None:
     provider, exporter = memory_provider("openai-agents-recording")
     OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    APP.append(provider.get_tracer("app"))
     recorder = Recorder(
         "openai_agents",
         "openai-agents",
@@ -358,8 +497,9 @@ async def main() -> None:
         exporter,
     )
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates, pingpong_limit,
+         ring_limit, handled_limit, loop_ok]
+    ):  # fmt: skip
         await scenario(recorder)
     provider.shutdown()
 

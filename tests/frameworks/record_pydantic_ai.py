@@ -21,14 +21,25 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    in_start_order,
+    memory_provider,
+    started,
+)
 
 go_offline()
 
 from pydantic_ai import Agent, ModelRetry, RunContext, Tool, ToolOutput  # noqa: E402
+from pydantic_ai.exceptions import UsageLimitExceeded  # noqa: E402
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.instrumented import InstrumentationSettings  # noqa: E402
+from pydantic_ai.usage import UsageLimits  # noqa: E402
 
 LOG: list[tuple[str, str, bool]] = []  # (agent, tool, ok): what the plain tools saw happen
 SPOKE: list[str] = []  # the agents whose model gave a final text answer, in order
@@ -311,6 +322,155 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
 
 
+RAN: list[str] = []  # the agents whose run began, in order (the app's own log)
+DESK: dict[str, Agent[None, str]] = {}  # the agents of a loop, by name: they call each other
+
+
+def looping(name: str, target: str, *, times: int = 40, then: str | None = None,
+            via: str = "handoff", handle: bool = False) -> Agent[None, str]:  # fmt: skip
+    """An agent that hands to ``target`` (``via`` "handoff", an output function) or asks
+    it (``via`` "tool") ``times`` times, then answers ``then``. The target is looked up
+    when called, so agents can call each other. With ``handle``, a handoff that raises
+    UsageLimitExceeded is caught and answered with an apology."""
+    node = f"transfer_to_{target}" if via == "handoff" else f"ask_{target}"
+
+    async def run_target(ctx: RunContext[None], request: str) -> str:
+        RAN.append(target)
+        try:
+            result = await DESK[target].run(request, usage=ctx.usage, usage_limits=LIMITS[0])
+        except UsageLimitExceeded:
+            if not handle:
+                raise
+            return "Sorry, we could not finish; an agent will call you back."
+        return result.output
+
+    turns = [[call(node, request="Who handles this?")] for _ in range(times)]
+    model = scripted(name, *turns, *([[TextPart(then)]] if then else []))
+    if via == "handoff":
+        made = agent(name, model, [], [ToolOutput(run_target, name=node)])
+    else:
+        made = agent(name, model, [Tool(run_target, name=node, description=f"Ask {target}.")])
+    DESK[name] = made
+    return made
+
+
+LIMITS: list[UsageLimits] = [UsageLimits()]
+
+
+async def run_loop(first: Agent[None, str], limit: int | None) -> tuple[Any, str | None]:
+    """Run ``first`` under ``request_limit`` (Pydantic AI's default, 50, without it)."""
+    LIMITS[0] = UsageLimits(request_limit=limit) if limit else UsageLimits()
+    RAN.clear()
+    RAN.append(first.name)
+    try:
+        return await first.run("Who handles my invoice?", usage_limits=LIMITS[0]), None
+    except UsageLimitExceeded as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def chain_truth(ran: list[str], via: str, failed_from: int | None) -> Truth:
+    """Each run inside its caller's output function (or tool); from ``failed_from`` on, the
+    runs raised (the limit struck in the innermost and went out through its callers)."""
+    truth = Truth()
+    for n, name in enumerate(ran):
+        if n == 0:
+            truth.agent(name)
+        else:
+            node = f"transfer_to_{name}" if via == "handoff" else f"ask_{name}"
+            truth.agent(name, n - 1, "handoff" if via == "handoff" else "delegate", node)
+    if failed_from is not None:
+        truth.failed(*range(failed_from, len(ran)))
+    return truth
+
+
+async def run_and_write(recorder: Recorder, scenario: str, agents: list[Agent[None, str]], limit: int,
+                  ring: list[str], via: str, note: str) -> None:  # fmt: skip
+    recorder.start()
+    result, raised = await run_loop(agents[0], limit)
+    assert result is None and raised is not None, raised
+    assert raised.startswith("UsageLimitExceeded: ") and f"request_limit of {limit}" in raised
+    ran = list(RAN)
+    assert ran == (ring * limit)[: limit + 1], ran
+    circle, closures = circle_of(RAN)
+    recorder.write(
+        scenario,
+        note=note,
+        result={"final_output": None, "last_agent": RAN[-1], "raised": raised},
+        run_ok=False,
+        truth=chain_truth(RAN, via, 0),
+        loop=Loop("failed:recursion", circle, "UsageLimitExceeded", closures),
+    )
+    SPOKE.clear()
+
+
+async def pingpong_limit(recorder: Recorder) -> None:
+    agents = [looping("triage", "billing"), looping("billing", "triage")]
+    await run_and_write(recorder, "pingpong_limit", agents, 6, ["triage", "billing"], "handoff",
+                  "triage and billing hand off to each other (output functions that run the "
+                  "other agent, sharing the usage and UsageLimits(request_limit=6)) until the "
+                  "seventh agent run's request would exceed the request_limit: "
+                  "UsageLimitExceeded, raised in that run and out through every run around it.")  # fmt: skip
+
+
+async def ring_limit(recorder: Recorder) -> None:
+    agents = [looping("triage", "billing"), looping("billing", "refunds"),
+              looping("refunds", "triage")]  # fmt: skip
+    await run_and_write(recorder, "ring_limit", agents, 6, ["triage", "billing", "refunds"], "handoff",
+                  "A ring of three handoffs (triage -> billing -> refunds -> triage ...) until "
+                  "UsageLimits(request_limit=6) raises UsageLimitExceeded in the seventh run.")  # fmt: skip
+
+
+async def delegation_limit(recorder: Recorder) -> None:
+    agents = [looping("planner", "critic", via="tool"), looping("critic", "planner", via="tool")]
+    await run_and_write(recorder, "delegation_limit", agents, 6, ["planner", "critic"], "tool",
+                  "Mutual delegation: planner asks critic through a tool whose body runs critic, "
+                  "critic asks planner the same way, until UsageLimits(request_limit=6) raises "
+                  "UsageLimitExceeded in the seventh run, out through every tool and run.")  # fmt: skip
+
+
+async def handled_limit(recorder: Recorder) -> None:
+    agents = [looping("triage", "billing", handle=True), looping("billing", "triage", handle=True)]
+    recorder.start()
+    result, raised = await run_loop(agents[0], 4)
+    answer = "Sorry, we could not finish; an agent will call you back."
+    assert raised is None and result.output == answer, (raised, result)
+    assert RAN == ["triage", "billing"] * 2 + ["triage"], RAN
+    circle, closures = circle_of(RAN)
+    recorder.write(
+        "handled_limit",
+        note="triage and billing hand off to each other until UsageLimits(request_limit=4) "
+        "raises UsageLimitExceeded in the fifth run; the handoff that ran it (billing's output "
+        "function) catches it and answers with an apology, which every run around it returns: "
+        "the run ends normally.",
+        result={"final_output": answer, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=chain_truth(RAN, "handoff", len(RAN) - 1),
+        loop=Loop("degraded", circle, "UsageLimitExceeded", closures),
+    )
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    agents = [looping("triage", "billing", times=3, then="Your invoice INV-7 is 40 EUR."),
+              looping("billing", "triage", times=3)]  # fmt: skip
+    recorder.start()
+    result, raised = await run_loop(agents[0], None)
+    assert raised is None and result.output == "Your invoice INV-7 is 40 EUR.", raised
+    assert RAN == ["triage", "billing"] * 3 + ["triage"], RAN
+    circle, closures = circle_of(RAN)
+    assert (circle, closures) == ("billing -> triage -> billing", 3)
+    recorder.write(
+        "loop_ok",
+        note="triage and billing hand off to each other three times each (output functions), "
+        "under the default request_limit (50); the seventh run, triage's, answers, and every "
+        "run around it returns that answer.",
+        result={"final_output": result.output, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=chain_truth(RAN, "handoff", None),
+        loop=Loop("ok", circle, None, closures),
+    )
+    SPOKE.clear()
+
+
 async def main() -> None:
     provider, exporter = memory_provider("pydantic-ai-recording")
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
@@ -322,6 +482,11 @@ async def main() -> None:
         handoff_then_tool_agent,
         tool_raises,
         parallel_delegates,
+        pingpong_limit,
+        ring_limit,
+        delegation_limit,
+        handled_limit,
+        loop_ok,
     ]
     for scenario in recorder.chosen(scenarios):
         await scenario(recorder)

@@ -25,8 +25,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from _recording import (
+    Loop,
     Recorder,
     Truth,
+    circle_of,
     go_offline,
     in_start_order,
     instrumented_by,
@@ -76,6 +78,9 @@ class ScriptedModel(Model):
             STARTING.release()
         if not self.turns:
             raise AssertionError(f"{self.agent}'s scripted model ran out of turns")
+        if isinstance(self.turns[0], str):  # a text: the answer asked for at max_steps
+            return ChatMessage(role=MessageRole.ASSISTANT, content=self.turns.pop(0),
+                               token_usage=TokenUsage(input_tokens=120, output_tokens=30))  # fmt: skip
         return ChatMessage(
             role=MessageRole.ASSISTANT,
             content="",
@@ -138,7 +143,8 @@ class Agent(ToolCallingAgent):
         return super().run(*args, **kwargs)
 
 
-def agent(name: str, turns: list[Any], tools: list[Tool] = (), managed: list[Any] = ()) -> Any:  # type: ignore[assignment]
+def agent(name: str, turns: list[Any], tools: list[Tool] = (), managed: list[Any] = (),  # type: ignore[assignment]
+          max_steps: int = 6) -> Any:  # fmt: skip
     return Agent(
         tools=list(tools),
         model=ScriptedModel(name, turns),
@@ -146,7 +152,7 @@ def agent(name: str, turns: list[Any], tools: list[Tool] = (), managed: list[Any
         name=name,
         description=f"The {name} agent.",
         verbosity_level=LogLevel.OFF,
-        max_steps=6,
+        max_steps=max_steps,
     )
 
 
@@ -314,6 +320,147 @@ def parallel_delegates(recorder: Recorder) -> None:
     )
 
 
+def activations(manager: Any, managed: set[str]) -> list[str]:
+    """The agents in the order they held control, from the manager's own memory: each of
+    its action steps (its model's turn), then the managed agents that step called."""
+    ran: list[str] = []
+    for step in manager.memory.steps:
+        if isinstance(step, ActionStep):
+            ran.append(manager.name)
+            message = step.model_output_message
+            calls = message.tool_calls if message is not None and message.tool_calls else []
+            ran += [tc.function.name for tc in calls if tc.function.name in managed]
+    return ran
+
+
+def asks(*workers: str, steps: int) -> list[Any]:
+    """The manager's turns: call each worker in turn, round and round, ``steps`` times."""
+    return [[call(workers[n % len(workers)], task="Who handles this?")] for n in range(steps)]
+
+
+def max_steps_write(recorder: Recorder, scenario: str, workers: list[str], note: str,
+                    full: bool) -> None:  # fmt: skip
+    """Run until max_steps; ``full`` asks run() for its RunResult (whose state the root
+    span's output then shows) rather than the answer alone."""
+    helpers = [agent(w, [answer(f"Ask {w} again later.")] * 10) for w in workers]
+    manager = agent("triage", [*asks(*workers, steps=4), "I could not find out, sorry."],
+                    managed=helpers, max_steps=4)  # fmt: skip
+    recorder.start()
+    result = manager.run("Who handles my invoice?", return_full_result=full)
+    output = result.output if full else result
+    assert not full or result.state == "max_steps_error", result.state
+    last = manager.memory.steps[-1]
+    assert type(last.error).__name__ == "AgentMaxStepsError", last.error
+    ran = activations(manager, set(workers))
+    agents = {"triage": manager, **{h.name: h for h in helpers}}
+    truth = Truth()
+    t = truth.agent("triage")
+    for name in ran[1:]:
+        if name != "triage":
+            i = truth.agent(name, t, "delegate", None)
+            for tool, ok in calls_of(agents[name]):
+                truth.tool(i, tool, ok)
+    for tool, ok in calls_of(manager):
+        if tool not in workers:
+            truth.tool(t, tool, ok)
+    circle, closures = circle_of(ran)
+    recorder.write(
+        scenario,
+        note=f"{note} The sequence is the manager's memory: its action steps, each followed by "
+        "the managed agent it called.",
+        result={"final_output": output, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=truth,
+        loop=Loop("degraded", circle, "AgentMaxStepsError", closures),
+    )
+
+
+def pingpong_silent(recorder: Recorder) -> None:
+    max_steps_write(recorder, "pingpong_silent", ["billing"],
+                         "triage (max_steps=4) hands the task to its managed agent billing at "
+                         "every step; billing answers and control comes back, until max_steps: "
+                         "smolagents asks triage's model for a final answer without tools and "
+                         "returns it, recording AgentMaxStepsError in the last memory step "
+                         "(run(return_full_result=True) gives RunResult.state "
+                         "'max_steps_error'); nothing is raised.", full=True)  # fmt: skip
+
+
+def ring_silent(recorder: Recorder) -> None:
+    max_steps_write(recorder, "ring_silent", ["billing", "refunds"],
+                         "triage (max_steps=4) hands the task to billing, then refunds, then "
+                         "billing, then refunds (its managed agents), until max_steps: the "
+                         "answer is asked for without tools and run() returns it; "
+                         "AgentMaxStepsError is only in the last memory step; nothing is "
+                         "raised.", full=False)  # fmt: skip
+
+
+def loop_ok(recorder: Recorder) -> None:
+    billing = agent("billing", [answer("INV-7: 40 EUR.")] * 3)
+    manager = agent("triage", [*asks("billing", steps=3), answer("Your invoice is 40 EUR.")],
+                    managed=[billing])  # fmt: skip
+    recorder.start()
+    result = manager.run("How much is my invoice?", return_full_result=True)
+    assert result.state == "success" and result.output == "Your invoice is 40 EUR.", result
+    ran = activations(manager, {"billing"})
+    assert ran == ["triage", "billing"] * 3 + ["triage"], ran
+    truth = Truth()
+    t = truth.agent("triage")
+    for _ in range(3):
+        i = truth.agent("billing", t, "delegate", None)
+        truth.tool(i, "final_answer")
+    truth.tool(t, "final_answer")
+    circle, closures = circle_of(ran)
+    recorder.write(
+        "loop_ok",
+        note="triage hands the task to its managed agent billing three times (one step each), "
+        "then answers (max_steps 6). The sequence is triage's memory: its action steps, each "
+        "followed by the managed agent it called.",
+        result={"final_output": result.output, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=truth,
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
+class Unavailable(ScriptedModel):
+    """A model that raises, as a model whose service is down does."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> ChatMessage:
+        if getattr(self, "starting", False):
+            self.starting = False
+            STARTING.release()
+        raise RuntimeError("model service unavailable")
+
+
+def managed_model_raises(recorder: Recorder) -> None:
+    billing = Agent(tools=[], model=Unavailable("billing", []), name="billing",
+                    description="The billing agent.", verbosity_level=LogLevel.OFF)  # fmt: skip
+    manager = agent("triage", [[call("billing", task="How much is INV-7?")],
+                               answer("Billing is unavailable; try again later.")],
+                    managed=[billing])  # fmt: skip
+    recorder.start()
+    final = manager.run("How much is my invoice?")
+    assert final == "Billing is unavailable; try again later.", final
+    first = manager.memory.steps[1]
+    assert isinstance(first, ActionStep) and "model service unavailable" in str(first.error)
+    truth = Truth()
+    t = truth.agent("triage")
+    b = truth.agent("billing", t, "delegate", None)
+    truth.failed(b)
+    truth.tool(t, "final_answer")
+    recorder.write(
+        "managed_model_raises",
+        note="triage hands the task to its managed agent billing, whose model raises "
+        "(RuntimeError: model service unavailable): billing's run raises AgentGenerationError, "
+        "triage's step records it as its error (AgentToolExecutionError) and triage's model "
+        "carries on and answers. The run returns normally.",
+        result={"final_output": final, "last_agent": "triage", "raised": None},
+        run_ok=True,
+        truth=truth,
+        loop=Loop("degraded", None, None, 0),
+    )
+
+
 def main() -> None:
     provider, exporter = memory_provider("smolagents-recording")
     SmolagentsInstrumentor().instrument(tracer_provider=provider)
@@ -322,8 +469,9 @@ def main() -> None:
         exporter,
     )  # fmt: skip
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates, pingpong_silent,
+         ring_silent, loop_ok, managed_model_raises]
+    ):  # fmt: skip
         scenario(recorder)
     provider.shutdown()
 

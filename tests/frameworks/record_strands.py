@@ -20,7 +20,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _recording import Recorder, Truth, go_offline, in_start_order, memory_provider, started
+from _recording import (
+    Loop,
+    Recorder,
+    Truth,
+    circle_of,
+    go_offline,
+    in_start_order,
+    memory_provider,
+    started,
+)
 
 go_offline()
 # Strands logs every failed model call and tool with its traceback; these are on purpose.
@@ -339,11 +348,98 @@ async def parallel_delegates(recorder: Recorder) -> None:
     )
 
 
+def bouncer(name: str, target: str, times: int = 40, then: str | None = None) -> Agent:
+    """An agent whose model hands off to ``target`` ``times`` times, then answers ``then``
+    (after a handoff the agent's turn goes on to a text, as a real model's does)."""
+    turns: list[Any] = [t for _ in range(times) for t in (handoff(target), f"Over to {target}.")]
+    return agent(name, ScriptedModel(name, *turns, *([then] if then else [])), [])
+
+
+def history_truth(history: list[str], dangling: bool) -> Truth:
+    """Each agent handed off to the next (handoff_to_agent); with ``dangling`` the last one's
+    handoff ran too, but the swarm stopped before its target."""
+    truth = Truth()
+    for n, name in enumerate(history):
+        if n == 0:
+            truth.agent(name)
+        else:
+            truth.agent(name, n - 1, "handoff", "handoff_to_agent")
+    if dangling:
+        truth.tool(len(history) - 1, "handoff_to_agent")
+    return truth
+
+
+async def stopped_write(recorder: Recorder, scenario: str, swarm: Swarm, ring: list[str],
+                        runs: int, limit: str, note: str) -> None:  # fmt: skip
+    """Run ``swarm`` until a limit of its stops it: status FAILED, returned, nothing raised."""
+    recorder.start()
+    result = await swarm.invoke_async("Who handles my invoice?")
+    history = [node.node_id for node in result.node_history]
+    assert result.status.value == "failed", result.status
+    assert history == (ring * runs)[:runs], history
+    circle, closures = circle_of(history)
+    recorder.write(
+        scenario,
+        note=f"{note} invoke_async returns a SwarmResult with status FAILED; the reason is "
+        "only in Strands' debug log. The sequence is SwarmResult.node_history.",
+        result={"final_output": None, "last_agent": history[-1], "raised": None},
+        run_ok=True,
+        truth=history_truth(history, True),
+        loop=Loop("degraded", circle, limit, closures),
+    )
+
+
+async def pingpong_silent(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "triage")]
+    await stopped_write(recorder, "pingpong_silent", Swarm(agents, entry_point=agents[0], max_handoffs=6), ["triage", "billing"], 6,
+                        "max_handoffs", "triage and billing hand off to each other "
+                        "(handoff_to_agent) until Swarm(max_handoffs=6) stops the swarm.")  # fmt: skip
+
+
+async def pingpong_repetitive(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "triage")]
+    swarm = Swarm(agents, entry_point=agents[0], repetitive_handoff_detection_window=4,
+                  repetitive_handoff_min_unique_agents=3)  # fmt: skip
+    await stopped_write(recorder, "pingpong_repetitive", swarm, ["triage", "billing"], 4,
+                        "repetitive_handoff_detection", "triage and billing hand off to each "
+                        "other until the swarm's repetitive-handoff detection (window 4, at "
+                        "least 3 distinct agents) stops it.")  # fmt: skip
+
+
+async def ring_silent(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing"), bouncer("billing", "refunds"),
+              bouncer("refunds", "triage")]  # fmt: skip
+    await stopped_write(recorder, "ring_silent", Swarm(agents, entry_point=agents[0], max_iterations=8),
+                        ["triage", "billing", "refunds"], 8, "max_iterations",
+                        "A ring of three: triage hands off to billing, billing to refunds, refunds "
+                        "to triage, until Swarm(max_iterations=8) stops the swarm.")  # fmt: skip
+
+
+async def loop_ok(recorder: Recorder) -> None:
+    agents = [bouncer("triage", "billing", 3, "Your invoice INV-7 is 40 EUR."),
+              bouncer("billing", "triage", 3)]  # fmt: skip
+    recorder.start()
+    text, last, history = await run_swarm(*agents, task="How much is my invoice?")
+    assert history == ["triage", "billing"] * 3 + ["triage"], history
+    assert text == "Your invoice INV-7 is 40 EUR.", text
+    circle, closures = circle_of(history)
+    recorder.write(
+        "loop_ok",
+        note="triage and billing hand off to each other three times each, under the swarm's "
+        "default limits (max_handoffs and max_iterations 20); then triage answers.",
+        result={"final_output": text, "last_agent": last, "raised": None},
+        run_ok=True,
+        truth=history_truth(history, False),
+        loop=Loop("ok", circle, None, closures),
+    )
+
+
 async def main() -> None:
     recorder = Recorder("strands", "strands-agents", "native OpenTelemetry", EXPORTER)
     for scenario in recorder.chosen(
-        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates]
-    ):
+        [handoff_chain, handoff_then_tool_agent, tool_raises, parallel_delegates, pingpong_silent,
+         pingpong_repetitive, ring_silent, loop_ok]
+    ):  # fmt: skip
         SEEN.clear()
         await scenario(recorder)
     PROVIDER.shutdown()

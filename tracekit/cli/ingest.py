@@ -11,6 +11,9 @@ that received any line (accepted or rejected), is always kept.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -20,15 +23,19 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from tracekit._util.text import escape
 from tracekit.cli.interrupt import deferred_interrupts
-from tracekit.errors import IngestInterrupted
+from tracekit.errors import IngestInterrupted, TraceFileError
 from tracekit.store import Store
 from tracekit.store.db import default_path
 
 if TYPE_CHECKING:
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory
 
-__all__ = ["ingest_into", "store_to_ingest_into"]
+__all__ = ["ingest_into", "refuse_what_is_no_trace", "store_to_ingest_into"]
+
+_HEAD = 1 << 16  # what is read of a named file to tell that it holds no trace
+_LOOKED_AT = 5  # its first non-blank lines
 
 
 def ingest_into(
@@ -54,6 +61,49 @@ def ingest_into(
     return report
 
 
+def refuse_what_is_no_trace(paths: Sequence[str]) -> None:
+    """Refuse, before anything is stored, a named file that is no trace (a README, a picture).
+
+    As ``tracekit tree`` does: one line, exit code 2. A trace's lines are JSON
+    (v1 records or OTLP documents); a file none of whose first lines opens a
+    JSON value is something else. Directories are walked for trace files only,
+    and ``-`` is read as it comes.
+
+    Raises:
+        TraceFileError: the first such file.
+    """
+    from tracekit.intake import formats
+
+    for given in paths:
+        if given == "-" or not os.path.isfile(given):
+            continue
+        why = _not_a_trace(given)
+        if why is not None:
+            raise TraceFileError(
+                escape(given),
+                f"not a trace ({why}); nothing was stored",
+                hint=f"tracekit ingest reads {formats.described()}: see docs/trace-format.md.",
+            )
+
+
+def _not_a_trace(path: str) -> str | None:
+    """Why the head of ``path`` is no trace, or None if it may be one (or cannot be read here)."""
+    try:
+        with open(path, "rb") as raw:
+            zipped = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            head = gzip.GzipFile(fileobj=raw).read(_HEAD) if zipped else raw.read(_HEAD)
+    except (OSError, EOFError):
+        return None  # unreadable or damaged: the ingest itself says so, in its words
+    if b"\0" in head:
+        return "binary data"
+    lines = [line.strip() for line in head.splitlines() if line.strip()][:_LOOKED_AT]
+    if not lines or any(line[:1] in (b"{", b"[") for line in lines):
+        return None
+    first = lines[0][:40].decode("utf-8", "replace")
+    return f"no JSON in its first {len(lines)} lines: {first!r}"
+
+
 def _interrupted(signum: int, what: str) -> IngestInterrupted:
     signum = signum or signal.SIGINT
     name = signal.Signals(signum).name
@@ -69,9 +119,14 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
     """
     path = Path(db) if db is not None else default_path()
     created = not path.exists()
+    size = 0 if created else path.stat().st_size
     store = Store(path)
+    shrink = False
     try:
         yield store
+    except IngestInterrupted:  # nothing of it was kept: nor is the space it took
+        shrink = _grew_for_nothing(store, path, size)
+        raise
     finally:
         unused = created and _holds_nothing(store)
         store.close()
@@ -79,6 +134,23 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
             _remove(path)
             if sys.exc_info()[0] is None:
                 print(f"{path}: no store created, nothing was ingested", file=sys.stderr)
+        elif shrink:
+            _compact(path)
+
+
+def _grew_for_nothing(store: Store, path: Path, size: int) -> bool:
+    """The store file grew during an ingest that kept nothing, and is small enough to rewrite."""
+    from tracekit.store.compact import COMPACT_UP_TO
+
+    grew = path.exists() and path.stat().st_size > size
+    return grew and size <= COMPACT_UP_TO and not _holds_nothing(store)
+
+
+def _compact(path: Path) -> None:
+    from tracekit.store.compact import compact
+
+    with contextlib.suppress(duckdb.Error):  # the store is as it was, only larger
+        compact(path)
 
 
 def _holds_nothing(store: Store) -> bool:

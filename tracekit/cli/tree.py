@@ -197,18 +197,23 @@ def store_tree_view(
     ``run_id`` is a root run or a child run (whose subtree is shown, as from
     its file); ``run``, if given, is the run of that tree to show instead.
     ``wait`` is how long to wait for another process that writes the store.
+    As text, a root run that did not end ok is followed by why, as its run
+    page says it: the outcome, the circle, where the failure began and its message.
 
     Raises:
         RunNotFoundError: the store has no such run, or its tree has no run ``run``.
         StoreLockedError: still locked after ``wait`` seconds.
     """
     from tracekit.cli.remote import open_reader
+    from tracekit.store.cause import describe_cause  # duckdb: only when a store is read
 
+    shown = run if run is not None else run_id
     with open_reader(db, server, wait) as store:
         events = store.events(run_id)
-    return render_forest(
+        cause = store.root_cause(shown) if fmt == "text" else None
+    view = render_forest(
         build_forest(events),
-        run_id=run if run is not None else run_id,
+        run_id=shown,
         fmt=fmt,
         max_depth=max_depth,
         errors_only=errors_only,
@@ -218,3 +223,5 @@ def store_tree_view(
         fold=fold,
         expand=expand,
     )
+    why = describe_cause(cause) if cause is not None else []
+    return TreeView("\n".join([view.stdout, *why]), view.stderr)

@@ -25,6 +25,7 @@ from tracekit._util.theme import CODE_COLORS, OUTCOME_COLORS
 from tracekit.failures import OUTCOMES
 
 __all__ = [
+    "FEW_CALLS",
     "failure_rate_figure",
     "label",
     "latency_figure",
@@ -88,6 +89,11 @@ def outcomes_figure(over_time: pd.DataFrame) -> go.Figure:
 def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
     """Child failures per call to each origin agent, stacked by the code the failure began with.
 
+    Each agent's label carries its counts (failed runs of its calls). An agent
+    with fewer than :data:`FEW_CALLS` calls is marked, drawn faint and listed
+    below the others, and the axis is scaled to the agents with enough calls:
+    one call that failed is not a 100% rate to flatten every other bar.
+
     Args:
         failures: ``outcome``, ``origin_agent``, ``origin_code``, ``runs``, ``rate``
             (:func:`tracekit.fleet.child_failures`); only ``failed:child`` rows are drawn.
@@ -96,9 +102,11 @@ def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
     failures = failures[failures["outcome"] == "failed:child"]
     if failures.empty:
         return style(fig, title="Child-failure rate by origin agent: no child failures")
-    totals = failures.groupby("origin_agent", dropna=False)["rate"].sum().nlargest(_TOP)
-    agents = list(totals.sort_values().index)
+    per_agent = _per_agent(failures)
+    agents = list(per_agent.index)
     shown = failures[failures["origin_agent"].isin(agents)]
+    few = per_agent["calls"] < FEW_CALLS
+    names = [_rate_label(a, int(r.runs), int(r.calls)) for a, r in per_agent.iterrows()]
     codes = list(
         shown.groupby("origin_code", dropna=False)["runs"].sum().sort_values(ascending=False).index
     )
@@ -107,23 +115,51 @@ def failure_rate_figure(failures: pd.DataFrame) -> go.Figure:
         rate = rows.groupby("origin_agent", dropna=False)["rate"].sum().reindex(agents)
         runs = rows.groupby("origin_agent", dropna=False)["runs"].sum().reindex(agents)
         fig.add_bar(
-            y=[_esc(a) for a in agents],
+            y=names,
             x=rate.fillna(0).to_numpy(),
             orientation="h",
             name=_esc(code),
-            marker={"color": CODE_COLORS[n % len(CODE_COLORS)]},
+            marker={"color": CODE_COLORS[n % len(CODE_COLORS)], "opacity": [0.35 if f else 1.0 for f in few]},
             customdata=runs.fillna(0).astype(int).to_numpy(),
             hovertemplate=f"%{{y}}: {_esc(code)}<br>%{{x:.2%}} of calls, %{{customdata:,}} runs<extra></extra>",
-        )
+        )  # fmt: skip
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="runs failed there, per call to the agent", tickformat=".1%")
-    style(fig, title="Child-failure rate by origin agent", height=max(380, 150 + 26 * len(agents)))
+    sure = per_agent.loc[~few, "rate"]
+    if not sure.empty and per_agent["rate"].max() > sure.max():
+        # scaled to the agents with enough calls; a small sample's longer bar runs off the edge
+        fig.update_xaxes(range=[0, float(sure.max()) * 1.15])
+    title = "Child-failure rate by origin agent"
+    if few.any():
+        title += f" · faint: fewer than {FEW_CALLS} calls, a rough rate"
+    style(fig, title=title, height=max(380, 150 + 26 * len(agents)))
     # many codes: the legend goes under the plot, where it cannot cover the title
     fig.update_layout(
         legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0.0},
         margin={"t": 50, "b": 20},
     )
     return fig
+
+
+#: Fewer calls than this to an agent and its rate is marked as a small sample.
+FEW_CALLS: Final = 20
+
+
+def _per_agent(failures: pd.DataFrame) -> pd.DataFrame:
+    """Runs, calls and rate by origin agent, the top ones; listed bottom up, small samples lowest."""
+    rows = failures.assign(calls=(failures["runs"] / failures["rate"].where(failures["rate"] > 0)))
+    agents = rows.groupby("origin_agent", dropna=False).agg(
+        runs=("runs", "sum"), rate=("rate", "sum"), calls=("calls", "max")
+    )
+    agents["calls"] = agents["calls"].fillna(agents["runs"]).round().astype(int)
+    agents["sure"] = agents["calls"] >= FEW_CALLS
+    top = agents.sort_values(["sure", "rate"], ascending=False).head(_TOP)
+    return top.sort_values(["sure", "rate"])
+
+
+def _rate_label(agent: Any, runs: int, calls: int) -> str:
+    few = ", few" if calls < FEW_CALLS else ""
+    return f"{_esc(agent)} · {runs:,} of {calls:,} call{'s' * (calls != 1)}{few}"
 
 
 def latency_figure(latency: pd.DataFrame) -> go.Figure:

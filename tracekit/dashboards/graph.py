@@ -3,7 +3,8 @@
 Graphviz's ``dot`` places the agents and routes the edges
 (:mod:`tracekit.dashboards.graph_layout`): callers before callees, each name
 inside its agent's box, the groups of agents packed to the page's width.
-An agent's box is coloured by the share of calls to it where a failure began;
+An agent's box is coloured by the share of its own calls (as a callee, and
+as the entry agent of runs) where a failure began;
 edges that belong to a recursion circle are drawn thick in the recursion
 colour. Names are HTML-escaped (plotly renders a subset of HTML in text).
 
@@ -27,7 +28,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from tracekit._util.theme import NEUTRAL, RECURSION_COLOR
-from tracekit.dashboards.fleet_figures import label
+from tracekit.dashboards.fleet_figures import FEW_CALLS, label
 from tracekit.dashboards.graph_layout import Layout, layout
 
 __all__ = ["GRAPH_WIDTH", "circle_edges", "delegation_graph"]
@@ -130,6 +131,10 @@ def _rates(
     return calls, [began.get(n, 0) / max(c, 1) for n, c in zip(names, calls, strict=True)]
 
 
+def _few(calls: int) -> str:
+    return "<br><i>few calls: a rough rate</i>" if calls < FEW_CALLS else ""
+
+
 def _node_traces(
     edges: pd.DataFrame, placed: Layout, hot: set[tuple[str, str]], origins: pd.DataFrame | None
 ) -> tuple[list[go.Scatter], list[dict[str, Any]]]:
@@ -152,8 +157,8 @@ def _node_traces(
         y=ys,
         mode="markers",
         hovertext=[
-            f"<b>{label(n)}</b><br>{c:,} calls in, {r:.1%} failed there"
-            f" (began in it, not passed through)"
+            f"<b>{label(n)}</b><br>{round(r * c):,} of its {c:,} calls failed there ({r:.1%}:"
+            f" began in it, not passed through){_few(c)}"
             for n, c, r in zip(names, calls, rates, strict=True)
         ],
         hoverinfo="text",
@@ -211,7 +216,7 @@ def delegation_graph(
 ) -> go.Figure:
     """Draw caller -> callee edges; the edges of the given circles stand out.
 
-    An agent's colour is the share of calls to it where a failure began
+    An agent's colour is the share of its own calls where a failure began
     (``origins``): a caller that only wrapped its callee's failure is not
     blamed for it.
 

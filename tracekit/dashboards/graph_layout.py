@@ -4,8 +4,9 @@ Each group of agents that call each other (a service, usually) is laid out
 by ``dot`` as a layered graph, callers before callees, with its edges routed
 around the agents as splines. Each agent is a box sized to hold its name, so
 a name sits inside its own box and no box, name or edge lands on another.
-The groups are then packed in rows no wider than the page: a group laid out
-left to right that is too wide is laid out top to bottom instead.
+The groups are then packed in rows no wider than the page, each row's spare
+width spread evenly around its groups: a group laid out left to right that is
+too wide is laid out top to bottom instead.
 
 Everything is in pixels (one Graphviz point is one pixel), y growing upwards
 as in a plot. ``dot`` runs through the ``graphviz`` package (Graphviz itself
@@ -212,10 +213,13 @@ def layout(pairs: Iterable[tuple[str, str]], *, width: float) -> Layout:
     top = 0.0
     for row in rows:
         height = max(g.height for g in row)
-        x = 0.0
+        # the row's spare width spread evenly around its groups: the page's width is used
+        spare = max(width - sum(g.width for g in row) - _GAP * (len(row) - 1), 0.0)
+        air = spare / (len(row) + 1)
+        x = air
         for group in row:  # each group centred in its row's height
             _shift(group, x, -top - (height + group.height) / 2, placed)
-            x += group.width + _GAP
+            x += group.width + _GAP + air
         placed.width = max(placed.width, x - _GAP)
         top += height + _GAP
     placed.height = top - _GAP

@@ -42,6 +42,7 @@ from tracekit.dashboards.sections import (
     circles_table,
     degraded_table,
     failures_table,
+    loops_section,
     nothing_here,
     script_json,
     version_text,
@@ -218,8 +219,12 @@ def live_content(
     service: str | None = None,
     agent: str | None = None,
     outcome: str | None = None,
+    waiting: int = 0,
 ) -> dict[str, Any]:
     """The page's content for these filters, as the script draws it.
+
+    ``waiting``: spans the collector holds until their trace's root arrives
+    (counted on the incomplete card).
 
     Returns ``{"version", "window", "html", "figures"}``: the body with a
     placeholder for each figure, and the figures as plotly JSON.
@@ -230,7 +235,7 @@ def live_content(
     report = fleet_report(store, since=since, service=service, agent=agent)
     window = html.unescape(window_text(report))
     if not report.runs:
-        body = nothing_here(store_span(store))
+        body = nothing_here(store_span(store), waiting=waiting)
         return {"version": version, "window": window, "html": body, "figures": []}
     figures = [json.loads(fig.to_json()) for fig in fleet_figures(store, report)]
     examples = circle_examples(store, report.filter)
@@ -241,7 +246,7 @@ def live_content(
     degraded = report.degraded.head(_RECENT_RUNS)  # the page stays light on a big store
     links = _links([*worst["run_id"], *examples.values(), *degraded["run_id"]])
     links.update(_links(recent["run_id"]))
-    body = _live_body(report, examples, worst, recent, links, outcome)
+    body = _live_body(report, examples, worst, recent, links, outcome, waiting)
     return {"version": version, "window": window, "html": body, "figures": figures}
 
 
@@ -260,14 +265,16 @@ def _live_body(
     recent: pd.DataFrame,
     links: dict[str, str],
     outcome: str | None,
+    waiting: int = 0,
 ) -> str:
     which = f"outcome {cell_text(outcome)}" if outcome else "every outcome"
-    return f"""{cards(report)}
+    return f"""{cards(report, waiting=waiting)}
 <section>{_fig(0)}</section>
 <section><h2>Recursion circles</h2>
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Each links to an example run.</p>
 {circles_table(report, examples, links)}
 <div class="graph">{_fig(1)}</div></section>
+{loops_section(report)}
 <div class="grid2"><section>{_fig(2)}</section><section>{_fig(3)}</section></div>
 <section style="margin-top:18px"><h2>Failures by origin</h2>
 <p class="note">Where each failed run's failure began: the deepest invocation, however many levels wrapped it.</p>
@@ -322,6 +329,7 @@ def run_page(store: Any, run_id: str) -> str:
 <header><h1>Run <code>{name}</code></h1><p><a class="run" href="/">← fleet health</a></p></header>
 <main>
 <section><h2>Root cause</h2>{_root_cause(store, run_id)}</section>
+{_run_loops(store, run_id)}
 <section><h2>Tree</h2>{tree_to_html(tree, max_steps=_MAX_STEPS)}</section>
 <section><h2>Timeline</h2><div id="timeline"></div></section>
 </main>
@@ -333,32 +341,52 @@ Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}})
 """
 
 
-# The message of a failed step that began a degraded run: the first of that
-# name to fail in its agent's run (the origin invocation's, or the root run's).
-_ROOT_CAUSE: Final = """
-SELECT r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
-    CASE WHEN r.origin_step IS NULL THEN i.error_message ELSE (
-        SELECT s.error_message FROM steps s
-        WHERE s.run_id = coalesce(i.run_id, r.run_id) AND s.name = r.origin_step AND NOT s.ok
-        ORDER BY s.ts_ms LIMIT 1
-    ) END,
-    r.service, r.agent
-FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
-WHERE r.run_id = ?
+# The circles this run's agents went round, costliest first.
+_RUN_LOOPS: Final = """
+SELECT circle, stopped, revisits, invocations, model_calls, input_tokens, output_tokens,
+    duration_ms, limit_code
+FROM loops WHERE run_id = ?
+ORDER BY coalesce(input_tokens, 0) + coalesce(output_tokens, 0) DESC, circle, stopped
 """
 
 
+def _run_loops(store: Any, run_id: str) -> str:
+    """The run's loops and what each cost; nothing when its agents went round no circle."""
+    frame = store.con.execute(_RUN_LOOPS, [run_id]).df()
+    if frame.empty:
+        return ""
+    rows = table(
+        frame,
+        [("circle", "circle", "circle"), ("stopped", "stopped", "text"),
+         ("revisits", "revisits", "num"), ("model_calls", "model calls", "num"),
+         ("input_tokens", "input tokens", "num"), ("output_tokens", "output tokens", "num"),
+         ("duration_ms", "time inside", "ms"), ("limit_code", "limit", "text")],
+        "",
+        name="loops",
+    )  # fmt: skip
+    return (
+        '<section><h2>Loops</h2><p class="note">The circles this run\'s agents went round,'
+        f" how each stopped and what it cost inside.</p>{rows}</section>"
+    )
+
+
 def _root_cause(store: Any, run_id: str) -> str:
-    row = store.con.execute(_ROOT_CAUSE, [run_id]).fetchone()
-    if row is None:  # a child run: its root tells the story
+    cause = store.root_cause(run_id)
+    if cause is None:  # a child run: its root tells the story
         return '<p class="note">A child run: its root run\'s page has the root cause.</p>'
-    outcome, circle, agent, code, step, message, service, entry = row
-    what = f"<p>Outcome <b>{cell_text(outcome)}</b> · service {cell_text(service)} · entry agent {cell_text(entry)}</p>"
-    if isinstance(circle, str):
-        return f'{what}<p>Recursion circle <span class="circle">{cell_text(circle)}</span>: wrong by construction, it will happen again.</p>'
-    said = f": {cell_text(message)}" if isinstance(message, str) and message else ""
-    if isinstance(step, str):
-        return f"{what}<p>The failure began in step <code>{cell_text(step)}</code> of agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}; the agent went on.</p>"
-    if isinstance(agent, str):
-        return f"{what}<p>The failure began in agent <code>{cell_text(agent)}</code> ({cell_text(code)}){said}.</p>"
+    what = f"<p>Outcome <b>{cell_text(cause.outcome)}</b> · service {cell_text(cause.service)} · entry agent {cell_text(cause.entry)}</p>"
+    said = f": {cell_text(cause.message)}" if cause.message else ""
+    agent, code = cell_text(cause.agent), cell_text(cause.code)
+    depth = f" at depth {cause.depth}" if cause.depth else ""
+    if cause.circle:
+        refused = (
+            f" Refused in agent <code>{agent}</code>{depth} ({code}){said}." if cause.agent else ""
+        )
+        return f'{what}<p>Recursion circle <span class="circle">{cell_text(cause.circle)}</span>: wrong by construction, it will happen again.{refused}</p>'
+    if cause.step:
+        return f"{what}<p>The failure began in step <code>{cell_text(cause.step)}</code> of agent <code>{agent}</code> ({code}){said}; the agent went on.</p>"
+    if cause.agent:
+        return (
+            f"{what}<p>The failure began in agent <code>{agent}</code>{depth} ({code}){said}.</p>"
+        )
     return f'{what}<p class="empty">No failure in this run.</p>'

@@ -32,6 +32,7 @@ from tracekit.dashboards.sections import (
     circles_table,
     degraded_table,
     failures_table,
+    loops_section,
     nothing_here,
     version_text,
     window_text,
@@ -118,6 +119,7 @@ def _body(store: Any, report: FleetReport) -> str:
 <p class="note">A circle of agents is wrong by construction: the flow will take that route again. Act on each one, even if it happened once.</p>
 {circles_table(report, examples, links)}
 <div class="graph">{plots[1]}</div></section>
+{loops_section(report)}
 <div class="grid2"><section>{plots[2]}</section><section>{plots[3]}</section></div>
 <div class="grid2"><section><h2>Own time by agent</h2>
 <p class="note">Own time: a call's duration less the time its own calls took (overlaps counted once). The slow agent has a long own time; one that only waits has a long total.</p>

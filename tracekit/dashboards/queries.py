@@ -52,21 +52,31 @@ def circle_examples(store: Any, flt: FleetFilter) -> dict[str, str]:
 
 
 def origin_failures(store: Any, flt: FleetFilter) -> pd.DataFrame:
-    """Calls to each agent in the window and how many failures began there.
+    """Each agent's own calls in the window and how many failures began there.
 
-    A failure that began in an agent counts against it once; the callers that
-    only wrapped it (``failure_role = 'wrapped'``) are not blamed. Columns:
-    ``agent``, ``calls``, ``origins``.
+    An agent's calls are its invocations and the runs it is the entry agent
+    of: an entry agent is not judged by the few refused re-entries into it
+    alone. A failure that began in an agent counts against it once; the
+    callers that only wrapped it (``failure_role = 'wrapped'``) are not
+    blamed. Columns: ``agent``, ``calls``, ``origins``.
     """
-    where, params = flt.calls_where("i")
+    calls, call_params = flt.calls_where("i")
+    runs, run_params = flt.runs_where("r")
     return _frame(
         store,
         f"""
-        SELECT i.agent, count(*) AS calls,
-            count(*) FILTER (WHERE i.failure_role = 'origin') AS origins
-        FROM invocations i WHERE i.root_run_id IS NOT NULL AND {where} GROUP BY i.agent
+        WITH own AS (
+            SELECT i.agent, i.failure_role = 'origin' AS began
+            FROM invocations i WHERE i.root_run_id IS NOT NULL AND {calls}
+            UNION ALL
+            SELECT r.agent, r.outcome LIKE 'failed:%' AND r.origin_invocation_id IS NULL
+                AND r.origin_agent IS NOT NULL AND r.origin_step IS NULL
+            FROM runs r WHERE r.agent IS NOT NULL AND {runs}
+        )
+        SELECT agent, count(*) AS calls, count(*) FILTER (WHERE began) AS origins
+        FROM own GROUP BY agent
         """,
-        params,
+        call_params + run_params,
     )
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "circles_table",
     "degraded_table",
     "failures_table",
+    "loops_section",
+    "loops_table",
     "nothing_here",
     "script_json",
     "version_text",
@@ -98,9 +100,15 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def cards(report: FleetReport) -> str:
-    """One card for the runs (with the window's sessions), one for each outcome."""
+def cards(report: FleetReport, *, waiting: int = 0) -> str:
+    """One card for the runs (with the window's sessions), one for each outcome.
+
+    ``waiting``: spans a live collector holds for traces whose root has not
+    arrived; they are counted on the incomplete card (made for them if needed).
+    """
     shares = report.outcomes.set_index("outcome")
+    if waiting and "incomplete" not in shares.index:
+        shares.loc["incomplete", ["runs", "share"]] = [0, 0.0]
     out = [
         f'<div class="card" style="--c:#1f2328"><div class="l">runs</div>'
         f'<div class="n">{report.runs:,}</div>{sessions_line(report.sessions)}</div>'
@@ -109,7 +117,8 @@ def cards(report: FleetReport) -> str:
         runs, share = int(shares.loc[outcome, "runs"]), float(shares.loc[outcome, "share"])
         extra = ""
         if outcome == "incomplete":
-            extra = f'<div class="s">{report.incomplete["crashed"]:,} crashed, {report.incomplete["running"]:,} running</div>'
+            extra = f'<div class="s">{report.incomplete.get("crashed", 0):,} crashed, {report.incomplete.get("running", 0):,} running</div>'
+            extra += _waiting_line(waiting)
         elif outcome == "failed:recursion":
             extra = f'<div class="s">{len(report.circles):,} circle{"s" * (len(report.circles) != 1)}</div>'
         out.append(
@@ -117,6 +126,16 @@ def cards(report: FleetReport) -> str:
             f'<div class="n">{_pct(share)}</div><div class="s">{runs:,} run{"s" * (runs != 1)}</div>{extra}</div>'
         )
     return f'<div class="cards">{"".join(out)}</div>'
+
+
+def _waiting_line(waiting: int) -> str:
+    if not waiting:
+        return ""
+    return f'<div class="s">+ {_waiting_spans(waiting)} for their trace\'s root</div>'
+
+
+def _waiting_spans(waiting: int) -> str:
+    return f"{waiting:,} span{' is' if waiting == 1 else 's are'} waiting"
 
 
 def circles_table(report: FleetReport, examples: dict[str, str], links: dict[str, str]) -> str:
@@ -132,6 +151,44 @@ def circles_table(report: FleetReport, examples: dict[str, str], links: dict[str
         "No recursion circle in this window.",
         links=links, name="circles",
     )  # fmt: skip
+
+
+def loops_table(report: FleetReport) -> str:
+    """The cost of each circle's loops, split by how they stopped: costliest circle first."""
+    return table(
+        report.loops,
+        [("circle", "circle", "circle"), ("stopped", "stopped", "text"), ("runs", "runs", "num"),
+         ("revisits", "revisits", "num"), ("model_calls", "model calls", "num"),
+         ("input_tokens", "input tokens", "num"), ("output_tokens", "output tokens", "num"),
+         ("duration_ms", "time inside", "ms"), ("tokens_per_run", "tokens / run", "num"),
+         ("model_calls_per_run", "model calls / run", "num"), ("ms_per_run", "time / run", "ms"),
+         ("limit_codes", "limit", "text")],
+        "No agents went round a circle in this window.",
+        name="circles and stops",
+    )  # fmt: skip
+
+
+def loops_section(report: FleetReport) -> str:
+    """The loop cost section both pages show (with its totals by how the loops stopped)."""
+    return f"""<section><h2>Loop cost</h2>
+<p class="note">What the agents spent going round each circle: tokens, model calls and time inside it, in total and per run, split by how the loop stopped. <b>limit</b>: a framework's limit raised; <b>silent</b>: cut off at a limit without an error; <b>refused</b>: refused on the call path; <b>finished</b>: ended ok after its revisits. The silent and finished loops look healthy elsewhere and burn as much.{_loop_totals(report)}</p>
+{loops_table(report)}</section>"""
+
+
+_STOPS: Final = ("limit", "silent", "refused", "finished")
+
+
+def _loop_totals(report: FleetReport) -> str:
+    frame = report.loops
+    if frame.empty:
+        return ""
+    tokens = frame["input_tokens"].fillna(0) + frame["output_tokens"].fillna(0)
+    spent = tokens.groupby(frame["stopped"]).sum().to_dict()
+    order = [k for k in _STOPS if k in spent] + sorted(set(spent) - set(_STOPS))
+    parts = [f"{cell_text(k)} {int(spent[k]):,}" for k in order if spent[k]]
+    return f" Tokens inside circles: {int(tokens.sum()):,}" + (
+        f" ({', '.join(parts)})." if parts else "."
+    )
 
 
 def worst_table(worst: pd.DataFrame, links: dict[str, str]) -> str:
@@ -191,8 +248,8 @@ def window_text(report: FleetReport) -> str:
     return what
 
 
-def nothing_here(span: StoreSpan) -> str:
-    """An empty window: where the data is, instead of empty axes."""
+def nothing_here(span: StoreSpan, *, waiting: int = 0) -> str:
+    """An empty window: where the data is, instead of empty axes (and what is on its way)."""
     if not span.runs or span.first is None or span.last is None:
         where = "The store holds no run yet: <code>tracekit ingest FILE</code> adds some."
     else:
@@ -201,6 +258,8 @@ def nothing_here(span: StoreSpan) -> str:
             f" {span.first:%Y-%m-%d %H:%M} UTC, the last {span.last:%Y-%m-%d %H:%M} UTC."
             " Widen <code>--since</code> (or drop it, or the service and agent filters) to see them."
         )
+    if waiting:
+        where += f" {_waiting_spans(waiting)} for their trace's root to arrive."
     return f'<section class="nothing"><h2>No run in this window</h2><p>{where}</p></section>'
 
 

@@ -17,7 +17,7 @@ from tracekit.fleet.queries import Rows
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["to_frame"]
+__all__ = ["circles_frame", "outcomes_frame", "to_frame", "without_column"]
 
 _INTEGERS: Final = {
     "TINYINT": "int8",
@@ -60,3 +60,45 @@ def to_frame(rows: Rows) -> pd.DataFrame:
         values = [row[at] for row in rows.rows]
         data[name] = pd.Series(values, dtype=_dtype(kind, values))
     return pd.DataFrame(data, columns=list(rows.columns))
+
+
+def without_column(rows: Rows, column: str) -> Rows:
+    """The rows less one column."""
+    at = rows.columns.index(column)
+    return Rows(
+        rows.columns[:at] + rows.columns[at + 1 :],
+        rows.types[:at] + rows.types[at + 1 :],
+        [row[:at] + row[at + 1 :] for row in rows.rows],
+    )
+
+
+def outcomes_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
+    """The outcomes table as a frame; its comparison columns NA without a previous window."""
+    import pandas as pd
+
+    data = rows.records()
+    frame = pd.DataFrame({"outcome": [r["outcome"] for r in data]})
+    frame["runs"] = pd.Series([r["runs"] for r in data], dtype="int64")
+    frame["share"] = pd.Series([r["share"] for r in data], dtype="float64")
+    for column, dtype in (
+        ("previous_runs", "int64"),
+        ("previous_share", "float64"),
+        ("change", "float64"),
+    ):
+        if compare:
+            frame[column] = pd.Series([r[column] for r in data], dtype=dtype)
+        else:
+            frame[column] = pd.NA
+    return frame
+
+
+def circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
+    """The circles table as a frame; ``new`` NA without a previous window."""
+    import pandas as pd
+
+    frame = to_frame(without_column(rows, "new"))
+    if compare:
+        frame["new"] = pd.Series(rows.column("new"), dtype=bool)
+    else:
+        frame["new"] = pd.NA
+    return frame

@@ -1,12 +1,12 @@
 """The fleet report's SQL, without pandas: each query returns plain rows (:class:`Rows`).
 
-``tracekit fleet`` reads the store in five queries, both windows at once
+``tracekit fleet`` reads the store in a few queries, both windows at once
 where it compares them: one ``GROUP BY`` of the runs by window, outcome and
 origin (outcome shares, incomplete runs, failures by origin); one of the
 circles (with whether the previous window saw each); the newest degraded
 runs; one ``GROUP BY`` of the calls by caller and callee (the delegation
 edges, and the calls made to each failure's origin agent); the latency
-percentiles. :mod:`tracekit.fleet.tables` turns the rows into the report's
+percentiles (the loops' cost: :mod:`tracekit.fleet.loops`). :mod:`tracekit.fleet.tables` turns the rows into the report's
 tables; :mod:`tracekit.fleet` into DataFrames.
 
 Run-level queries count root runs that started in the window, of the

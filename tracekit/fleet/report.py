@@ -43,7 +43,8 @@ import duckdb
 from tracekit._util.sql import StoreOrConnection, connection
 from tracekit.errors import StoreError
 from tracekit.failures.outcomes import STALE_AFTER_MS
-from tracekit.fleet.frames import to_frame
+from tracekit.fleet.frames import circles_frame, outcomes_frame, to_frame, without_column
+from tracekit.fleet.loops import loop_rows
 from tracekit.fleet.memory import within_memory
 from tracekit.fleet.queries import (
     FleetFilter,
@@ -86,6 +87,7 @@ __all__ = [
     "delegation_edges",
     "fleet_report",
     "incomplete_states",
+    "loop_costs",
     "open_for_report",
     "outcome_shares",
     "outcomes_over_time",
@@ -125,7 +127,7 @@ def outcome_shares(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     Columns: ``outcome``, ``runs``, ``share`` (0..1).
     """
     groups = run_groups(connection(store), flt or FleetFilter(), None, 0.0)
-    return _outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
+    return outcomes_frame(outcomes_table(groups, compare=False), compare=False)[
         ["outcome", "runs", "share"]
     ]
 
@@ -148,7 +150,7 @@ def recursion_circles(store: Any, flt: FleetFilter | None = None) -> pd.DataFram
     ``last_seen``, ``action`` (always True).
     """
     table = circles_table(circle_rows(connection(store), flt or FleetFilter()), compare=False)
-    return to_frame(_without(table, "new"))
+    return to_frame(without_column(table, "new"))
 
 
 def child_failures(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
@@ -204,6 +206,24 @@ def agent_tokens(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     return to_frame(token_rows(con, flt or FleetFilter(), source))
 
 
+def loop_costs(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
+    """What every circle's loops cost in the window, split by how they stopped.
+
+    A loop stopped at a framework's limit (``limit``), was cut off without an
+    error (``silent``), was refused on the call path (``refused``) or ran and
+    finished (``finished``): the silent ones burn as much as the refused ones.
+    Columns: ``circle``, ``stopped``, ``runs``, ``revisits``, ``invocations``,
+    ``model_calls``, ``input_tokens``, ``output_tokens``, ``duration_ms`` (sums
+    over the runs), ``tokens_per_run``, ``model_calls_per_run``, ``ms_per_run``
+    and ``limit_codes``; costliest circle first.
+
+    Example:
+        >>> loop_costs(store)[["circle", "stopped", "runs", "input_tokens"]].iloc[0].tolist()
+        ['billing -> triage -> billing', 'silent', 3, 5400]
+    """
+    return to_frame(loop_rows(connection(store), flt or FleetFilter()))
+
+
 def delegation_edges(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     """Who calls whom: caller agent to callee agent, with counts and failure rates.
 
@@ -224,49 +244,19 @@ def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFra
     return to_frame(over_time_rows(connection(store), flt or FleetFilter()))
 
 
-def _without(rows: Rows, column: str) -> Rows:
-    at = rows.columns.index(column)
-    return Rows(
-        rows.columns[:at] + rows.columns[at + 1 :],
-        rows.types[:at] + rows.types[at + 1 :],
-        [row[:at] + row[at + 1 :] for row in rows.rows],
-    )
-
-
-def _outcomes_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
-    import pandas as pd
-
-    data = rows.records()
-    frame = pd.DataFrame({"outcome": [r["outcome"] for r in data]})
-    frame["runs"] = pd.Series([r["runs"] for r in data], dtype="int64")
-    frame["share"] = pd.Series([r["share"] for r in data], dtype="float64")
-    for column, dtype in (
-        ("previous_runs", "int64"),
-        ("previous_share", "float64"),
-        ("change", "float64"),
-    ):
-        if compare:
-            frame[column] = pd.Series([r[column] for r in data], dtype=dtype)
-        else:
-            frame[column] = pd.NA
-    return frame
-
-
-def _circles_frame(rows: Rows, *, compare: bool) -> pd.DataFrame:
-    import pandas as pd
-
-    frame = to_frame(_without(rows, "new"))
-    if compare:
-        frame["new"] = pd.Series(rows.column("new"), dtype=bool)
-    else:
-        frame["new"] = pd.NA
-    return frame
-
-
 #: Rows of each list of runs (or circles) a report holds unless asked for more.
 DEFAULT_LIMIT: Final = 50
 
-_TABLES: Final = ("outcomes", "circles", "failures", "degraded", "latency", "edges", "tokens")
+_TABLES: Final = (
+    "outcomes",
+    "circles",
+    "failures",
+    "degraded",
+    "latency",
+    "edges",
+    "tokens",
+    "loops",
+)
 
 
 @dataclass(slots=True)
@@ -275,7 +265,8 @@ class FleetReport:
 
     ``outcomes`` has, beside ``runs`` and ``share``, ``previous_runs``,
     ``previous_share`` and ``change`` (share points) against the previous
-    window of the same length, when there is a window. ``sessions`` counts
+    window of the same length, when there is a window. ``loops`` is the cost
+    of each circle's loops by how they stopped (:func:`loop_costs`). ``sessions`` counts
     the window's sessions (``sessions``), those with a failed run
     (``failed``) and their runs (``runs``). ``circles`` marks the
     circles not seen in the previous window as ``new``. ``tables`` holds the
@@ -301,9 +292,9 @@ class FleetReport:
             compare = self.previous_runs is not None
             rows = self.tables[name]
             if name == "outcomes":
-                self._frames[name] = _outcomes_frame(rows, compare=compare)
+                self._frames[name] = outcomes_frame(rows, compare=compare)
             elif name == "circles":
-                self._frames[name] = _circles_frame(rows, compare=compare)
+                self._frames[name] = circles_frame(rows, compare=compare)
             else:
                 self._frames[name] = to_frame(rows)
         return self._frames[name]
@@ -342,6 +333,11 @@ class FleetReport:
     def tokens(self) -> pd.DataFrame:
         """Own model tokens by agent: totals and median per call."""
         return self.frame("tokens")
+
+    @property
+    def loops(self) -> pd.DataFrame:
+        """The cost of each circle's loops by how they stopped (a page of ``totals["loops"]``)."""
+        return self.frame("loops")
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         """The report as rich tables: ``rich.print(report)`` or ``console.print(report)``."""
@@ -402,7 +398,7 @@ def fleet_report(
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
-    Five queries (:mod:`tracekit.fleet.queries`) read both windows at once.
+    A few queries (:mod:`tracekit.fleet.queries`), both windows at once where they compare.
 
     Args:
         store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
@@ -475,6 +471,7 @@ def _report(
     groups = run_groups(con, flt, prev, _running_since(now))
     edges = edge_rows(con, flt, source)
     circles = circles_table(circle_rows(con, flt, prev), compare=prev is not None)
+    loops = loop_rows(con, flt)
     tables = {
         "outcomes": outcomes_table(groups, compare=prev is not None),
         "circles": page.cut(circles),
@@ -483,6 +480,7 @@ def _report(
         "latency": latency_rows(con, flt, source, approx=percentiles == "approx"),
         "edges": edges_table(edges, flt.agent),
         "tokens": token_rows(con, flt, source),
+        "loops": page.cut(loops),
     }
     return FleetReport(
         filter=flt,
@@ -491,6 +489,10 @@ def _report(
         tables=tables,
         previous_runs=sum(outcome_counts(groups, False).values()) if prev else None,
         sessions=session_counts(con, flt),
-        totals={"degraded": outcome_counts(groups).get("degraded", 0), "circles": len(circles)},
+        totals={
+            "degraded": outcome_counts(groups).get("degraded", 0),
+            "circles": len(circles),
+            "loops": len(loops),
+        },
         page={"limit": page.limit, "offset": page.offset},
     )

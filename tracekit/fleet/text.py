@@ -136,6 +136,11 @@ _NUMERIC: Final = frozenset(
         "output",
         "median input",
         "median output",
+        "revisits",
+        "model calls",
+        "time",
+        "tokens/run",
+        "time/run",
     }
 )
 
@@ -276,6 +281,38 @@ def _tokens(report: FleetReport) -> Table | Text:
     )
 
 
+def _loops(report: FleetReport) -> Table | Text:
+    def cells(row: dict[str, Any]) -> list[Text]:
+        stopped = row["stopped"]
+        return [
+            _text(row["circle"], "magenta"),
+            _text(stopped, _STOPPED_STYLES.get(stopped, "")),
+            Text(f"{row['runs']:,}"),
+            _count(row["revisits"]),
+            _count(row["model_calls"]),
+            _count(row["input_tokens"]),
+            _count(row["output_tokens"]),
+            _ms(row["duration_ms"]),
+            _count(row["tokens_per_run"]),
+            _ms(row["ms_per_run"]),
+        ]
+
+    rows = report.tables.get("loops", Rows((), (), []))
+    return _table(
+        "Loop cost by circle and how it stopped (silent and finished loops burn tokens too)",
+        ["circle", "stopped", "runs", "revisits", "model calls", "input", "output", "time",
+         "tokens/run", "time/run"],
+        rows,
+        cells,
+        "no agents went round a circle",
+        report.totals.get("loops"),
+    )  # fmt: skip
+
+
+# A loop that stopped without a word is the one to see: it reads as healthy elsewhere.
+_STOPPED_STYLES: Final = {"limit": "red", "silent": "bold yellow", "refused": "magenta"}
+
+
 def _count(value: Any) -> Text:
     if _missing(value):
         return Text("-", style="dim")
@@ -343,6 +380,17 @@ def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) 
 def renderables(report: FleetReport) -> Iterator[RenderableType]:
     """The window line, then each table, a blank line before each."""
     yield _window(report)
-    for part in (_outcomes, _sessions, _circles, _failures, _degraded, _latency, _tokens, _edges):
+    parts = (
+        _outcomes,
+        _sessions,
+        _circles,
+        _loops,
+        _failures,
+        _degraded,
+        _latency,
+        _tokens,
+        _edges,
+    )
+    for part in parts:
         yield Text()
         yield part(report)

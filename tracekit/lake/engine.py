@@ -40,8 +40,9 @@ from typing import Any, Final
 
 import duckdb
 
+from tracekit._util.extras import install_line
 from tracekit.errors import LakeError
-from tracekit.lake.layout import LATER_COLUMNS, TABLES
+from tracekit.lake.layout import LATER_COLUMNS, LATER_TABLES, TABLES
 
 __all__ = [
     "Cursor",
@@ -108,6 +109,9 @@ def lake_tables(lake: PathLike) -> dict[str, list[tuple[str, str]]]:
         for column, kind in later:
             if name in merged:
                 merged[name].setdefault(column, kind)
+    for name, columns in LATER_TABLES.items():
+        if merged and name not in merged:  # every writer predates the table: empty
+            merged[name] = dict(columns)
     return {
         name: [
             *[(c, k) for c, k in columns.items() if c not in ("day", "service")],
@@ -305,7 +309,7 @@ def _import_spark() -> Any:
         except ImportError as exc:
             raise LakeError(
                 f"the Spark engine needs pyspark with Spark Connect ({exc})",
-                hint="pip install 'pyspark[connect]>=4.0'",
+                hint=install_line("spark"),
             ) from None
     return SparkSession
 

@@ -466,9 +466,15 @@ def export_lake(
         StoreLockedError: a writer holds the store (still, after ``wait``).
         LakeError: the lake cannot be written, or this writer is already exporting.
     """
-    _make_lake(Path(to))
+    # The store is opened first: an export that cannot read it makes no folder.
     con = _open_store(Path(db), wait)
+    made = not Path(to).exists()
     try:
+        _make_lake(Path(to))
         return export_store(con, to, writer=writer or default_writer(db))
+    except BaseException:
+        if made:  # a lake this export created holds nothing anyone wrote: no stray folder
+            shutil.rmtree(to, ignore_errors=True)
+        raise
     finally:
         con.close()

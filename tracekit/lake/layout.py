@@ -34,6 +34,7 @@ from tracekit.errors import LakeError
 __all__ = [
     "DEFAULT_PARTITION",
     "LATER_COLUMNS",
+    "LATER_TABLES",
     "MANIFEST",
     "PARTITION_KEYS",
     "STAGING",
@@ -101,6 +102,27 @@ LATER_COLUMNS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "steps": (("error_code", "VARCHAR"), ("error_message", "VARCHAR")),
 }
 
+#: Tables a later store schema added that the readers' queries use: a lake whose
+#: writers all predate them reads them as empty rather than failing (``loops``: v10).
+LATER_TABLES: Final[dict[str, tuple[tuple[str, str], ...]]] = {
+    "loops": (
+        ("run_id", "VARCHAR"),
+        ("circle", "VARCHAR"),
+        ("revisits", "INTEGER"),
+        ("stopped", "VARCHAR"),
+        ("limit_code", "VARCHAR"),
+        ("origin_agent", "VARCHAR"),
+        ("invocations", "INTEGER"),
+        ("model_calls", "INTEGER"),
+        ("input_tokens", "BIGINT"),
+        ("output_tokens", "BIGINT"),
+        ("duration_ms", "DOUBLE"),
+    ),
+}
+
+# A loop has no day or service of its own: it takes its run's.
+_RUN_OF_LOOP: Final = "LEFT JOIN runs r ON r.run_id = t.run_id"
+
 #: Every exported table, in the order they are written.
 TABLES: Final[dict[str, TableLayout]] = {
     table.name: table
@@ -110,6 +132,7 @@ TABLES: Final[dict[str, TableLayout]] = {
         TableLayout("runs", _day("coalesce(t.start_at, t.end_at)"), "t.service"),
         TableLayout("steps", _day_of_ms("t.ts_ms"), "s.service", _STEP_SERVICE),
         TableLayout("fleet_calls", _day("t.start_at"), "t.service"),
+        TableLayout("loops", _day("coalesce(r.start_at, r.end_at)"), "r.service", _RUN_OF_LOOP),
     )
 }
 

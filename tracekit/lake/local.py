@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import IO, Final
 
+from tracekit._util.extras import install_line
 from tracekit.errors import LakeError
 
 __all__ = ["LocalSpark", "free_port"]
@@ -43,7 +44,7 @@ def _spark_home() -> Path:
         import pyspark
     except ImportError:
         raise LakeError(
-            "a local Spark server needs pyspark", hint="pip install 'pyspark[connect]>=4.0'"
+            "a local Spark server needs pyspark", hint=install_line("spark")
         ) from None
     return Path(pyspark.__file__).parent
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
 
 __all__ = ["TOKEN_ENV", "ServerClient", "ServerError", "server_for"]
@@ -166,6 +167,13 @@ class ServerClient:
 
         data = self._get(f"/api/runs/{_segment(run_id)}/records", {})
         return [decode_event(line) for line in data.splitlines() if line]
+
+    def root_cause(self, run_id: str) -> RootCause | None:
+        """As :meth:`Store.root_cause <tracekit.store.Store.root_cause>`."""
+        from tracekit.store.cause import RootCause
+
+        data = json.loads(self._get(f"/api/runs/{_segment(run_id)}/cause", {}))
+        return None if data is None else RootCause(**data)
 
     def fleet(self, *, fmt: str, width: int, color: bool, **filters: Any) -> str:
         """The fleet report, rendered by the server as ``tracekit fleet`` renders it."""

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import duckdb
@@ -196,6 +196,7 @@ class Collector:
             stats = self.sources.setdefault(source, SourceStats())
             stats.received += kept + refused
             stats.refused += refused
+            stats.batches += 1
         message = ""
         if refused:
             message = f"{refused} span{'s' if refused > 1 else ''} refused: {first_reason}"
@@ -227,6 +228,11 @@ class Collector:
         """:meth:`submit` for a thread (the gRPC handlers)."""
         self.spool.append(entry).result(timeout)
         return self.count(entry)
+
+    def source_counts(self) -> dict[str, SourceStats]:
+        """What each source has received since the server started (a copy)."""
+        with self._stats_lock:
+            return {k: replace(v) for k, v in self.sources.items()}
 
     def ingest_status(self) -> dict[str, Any]:
         """The live reconciliation, per source (what ``GET /api/ingest`` answers)."""

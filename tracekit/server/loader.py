@@ -46,6 +46,7 @@ class SourceStats:
 
     received: int = 0
     refused: int = 0  # at the request: counted as rejected once loaded
+    batches: int = 0  # requests (or gRPC calls) whose spans reached the spool
 
 
 @dataclass

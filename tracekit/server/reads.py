@@ -195,7 +195,8 @@ def _records(request: Request) -> Callable[[Store], Response]:
 
 
 def _tree(request: Request) -> Callable[[Store], Response]:
-    """A run's tree as the JSON of ``tracekit tree --json``, or as its text (``?format=text``)."""
+    """A run's tree as the JSON of ``tracekit tree --json``, or as ``tracekit tree RUN --db``'s text."""
+    from tracekit.store.cause import describe_cause
     from tracekit.tree.build import build_forest
     from tracekit.tree.forest import forest_to_json
     from tracekit.tree.text import describe_forest
@@ -206,10 +207,10 @@ def _tree(request: Request) -> Callable[[Store], Response]:
         run = forest.run(run_id, source=f"{store.path}:{run_id}")
         if request.query_params.get("format") == "text":
             errors = request.query_params.get("errors") in ("1", "true", "yes")
-            return Response(
-                describe_forest(forest, run_id=run_id, errors_only=errors) + "\n",
-                media_type="text/plain; charset=utf-8",
-            )
+            cause = store.root_cause(run_id)  # then why, as tracekit tree RUN --db prints it
+            why = describe_cause(cause) if cause is not None else []
+            text = "\n".join([describe_forest(forest, run_id=run_id, errors_only=errors), *why])
+            return Response(text + "\n", media_type="text/plain; charset=utf-8")
         return Response(forest_to_json(forest, [run]), media_type="application/json")
 
     return work
@@ -353,19 +354,28 @@ def _live(request: Request) -> Callable[[Store], Response]:
     from tracekit.dashboards.live import live_content
 
     def work(store: Store) -> Response:
-        version = _version(store)
+        waiting = _waiting_spans(request)
+        version = f"{_version(store)}+{waiting}"  # spans arriving change the page too
         if request.query_params.get("version") == version:
             return JSONResponse({"version": version, "unchanged": True})
         outcome = request.query_params.get("outcome") or None
 
         def build() -> bytes:
-            content = live_content(store, version=version, outcome=outcome, **_filters(request))
+            content = live_content(
+                store, version=version, outcome=outcome, waiting=waiting, **_filters(request)
+            )
             return json.dumps(content, allow_nan=False, default=str).encode()
 
         key = _page_key(request, version, "since", "service", "agent", "outcome")
         return Response(_page_cache(request).get(key, build), media_type="application/json")
 
     return work
+
+
+def _waiting_spans(request: Request) -> int:
+    """Spans the collector holds until their trace's root arrives (0 if it cannot say)."""
+    loader = getattr(request.app.state.collector, "loader", None)
+    return int(getattr(loader, "pending_spans", 0) or 0)
 
 
 def _run_page(request: Request) -> Callable[[Store], Response]:

@@ -19,6 +19,7 @@ from tracekit.server.app import create_app
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError, sidecar_path, write_sidecar
 from tracekit.server.lake_export import LakeExporter, LakeOptions
+from tracekit.server.metrics import metrics_route
 from tracekit.server.protocol import protocol_class
 from tracekit.server.reads import read_routes
 from tracekit.server.store_api import store_routes
@@ -64,7 +65,10 @@ def serve(config: ServeConfig, *, lake: LakeOptions | None = None) -> None:
         print(f"tracekit serve: listening on {url} (store {running.store.path})", file=sys.stderr)
 
     app = create_app(
-        config, collector=collector, on_ready=ready, extra_routes=[*read_routes(), *store_routes()]
+        config,
+        collector=collector,
+        on_ready=ready,
+        extra_routes=[*read_routes(), *store_routes(), metrics_route()],
     )
     server = _server_class()(
         uvicorn.Config(

@@ -1,7 +1,7 @@
 """The rest of the store's reads over HTTP, so every read command works while the server runs.
 
 With :mod:`tracekit.server.reads` these answer every method of
-:class:`~tracekit.store.StoreReader` (rejects, sessions, find), plus a run
+:class:`~tracekit.store.StoreReader` (rejects, sessions, find, a run's root cause), plus a run
 against its fleet (``tracekit diff --against-fleet``) and a consistent
 snapshot of the whole store (``tracekit export``).
 """
@@ -67,6 +67,14 @@ def _find(request: Request) -> Callable[[Store], Response]:
     return work
 
 
+def _cause(request: Request) -> Callable[[Store], Response]:
+    def work(store: Store) -> Response:
+        cause = store.root_cause(request.path_params["run_id"])
+        return JSONResponse(None if cause is None else cause._asdict())
+
+    return work
+
+
 def _against_fleet(request: Request) -> Callable[[Store], Response]:
     """``?rare=0.05&format=text|json``: ``tracekit diff RUN --against-fleet``."""
     from tracekit.fleet.rare import against_fleet, describe_against_fleet
@@ -107,5 +115,6 @@ def store_routes() -> list[BaseRoute]:
             per_request(_against_fleet),
             methods=["GET"],
         ),
+        Route("/api/runs/{run_id:path}/cause", per_request(_cause), methods=["GET"]),
         Route("/api/snapshot", _snapshot, methods=["POST"]),
     ]

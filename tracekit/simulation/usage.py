@@ -1,7 +1,7 @@
 """Model usage of a simulated invocation and the sessions runs belong to.
 
 Both are drawn without touching the fleet's own random stream, so a seed
-gives the same runs, outcomes and times as before they existed: an
+gives the same runs, outcomes and times with usage drawn or without: an
 invocation's tokens follow from its id (itself drawn from the seed), its
 agent's model and scale from the agent's name, and sessions from a stream of
 their own (``Random(f"{seed}:sessions")``).

@@ -416,6 +416,7 @@ def _read_source(
     ingest_id, report = target
     try:
         with open_stream(source) as stream:
+            read = _Compressed(stream)  # a .gz: its bar counts the file's bytes, not inflated ones
             chunks = read_chunks(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
@@ -437,13 +438,27 @@ def _read_source(
                     record_progress(con, ingest_id, report.counts, end=mark)
                 if chunk.damage:
                     report.damage = f"{chunk.damage} at line {chunk.last_line};" + _LOST
-                advance(chunk.end - end if not source.gz else len(chunk.data))
+                advance(chunk.end - end if not source.gz else read.step())
                 end, end_line = next_end
                 _check(stop)
     except OSError as exc:
         raise TraceFileError(source.label, f"cannot read ({exc})") from None
     report.held_back = not final and end < source.path.stat().st_size
     return end, end_line
+
+
+class _Compressed:
+    """How far a gzip stream has read its file: the progress of a ``.gz`` source, in file bytes."""
+
+    def __init__(self, stream: object) -> None:
+        self._file = getattr(stream, "fileobj", None)  # gzip.GzipFile's compressed file
+        self._at = 0
+
+    def step(self) -> int:
+        """The compressed bytes read since the last call."""
+        at = self._file.tell() if self._file is not None else self._at
+        done, self._at = at - self._at, at
+        return done
 
 
 _Batch = tuple[Chunk, pa.Table, Refused, Tables]

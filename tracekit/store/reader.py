@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
 
 __all__ = ["StoreReader"]
@@ -48,6 +49,10 @@ class StoreReader(Protocol):
 
     def events(self, run_id: str) -> list[Event]:
         """The v1 records of a run's whole tree."""
+        ...
+
+    def root_cause(self, run_id: str) -> RootCause | None:
+        """Why a root run ended as it did; None for a child run."""
         ...
 
     def rejects(self, limit: int | None = None) -> pd.DataFrame:

@@ -285,29 +285,36 @@ WHERE outcome = 'ok' AND run_id IN (
 );
 """
 
-# v10 (numbered by the integrator after v9): ``loops``, one row a run and
-# circle its agents went round (stopped at a limit, cut off silently or
-# handled, refused on the call path, or run and finished), with what the
-# circle cost. Derived by classification (:mod:`tracekit.store.classify`):
-# rebuilt with a run's class, never doubled. Runs already classified that
-# activate an agent twice are classified again by the next write, so that a
-# store made before gets its rows (and the outcomes of runs a limit stopped).
-_V10: Final = """
-CREATE TABLE IF NOT EXISTS loops (
-    run_id         VARCHAR NOT NULL,  -- the root run (runs.run_id)
-    circle         VARCHAR NOT NULL,  -- canonical: 'billing -> triage -> billing'
-    revisits       INTEGER NOT NULL,  -- times the run went round it (1: closed once)
-    stopped        VARCHAR NOT NULL,  -- 'limit' raised | 'silent' cut off or handled
-                                      -- | 'refused' on the call path | 'finished' ran and ended
-    limit_code     VARCHAR,           -- the limit (GraphRecursionError, max_turns, ...)
-    origin_agent   VARCHAR,           -- where it stopped
-    invocations    INTEGER NOT NULL,  -- activations inside the circle
-    model_calls    INTEGER,           -- their model calls
-    input_tokens   BIGINT,            -- their own tokens
-    output_tokens  BIGINT,
-    duration_ms    DOUBLE             -- first entry of the cycle to the end of the last
-);
+# v9: another branch's migration; a no-op here until the integrator puts it in its place.
+_V9: Final = "SELECT 1;"
 
+# v10: ``loops``, one row for each circle a run's agents went round, however it
+# stopped: a framework's limit raised ('limit'), cut off without an error
+# ('silent'), refused on the call path ('refused') or ended ok after its
+# revisits ('finished'); with the cost spent inside the circle. Written by the
+# classification; the fleet report, the dashboards and ``/metrics`` read it.
+_V10: Final = """
+CREATE TABLE loops (
+    run_id         VARCHAR NOT NULL,
+    circle         VARCHAR NOT NULL,
+    revisits       INTEGER NOT NULL,
+    stopped        VARCHAR NOT NULL /* 'limit' | 'silent' | 'refused' | 'finished' */,
+    limit_code     VARCHAR,
+    origin_agent   VARCHAR,
+    invocations    INTEGER NOT NULL,
+    model_calls    INTEGER,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    duration_ms    DOUBLE
+);
+"""
+
+# v11: ``loops`` gets its rows. Classification writes them (and classifies again
+# the runs a limit stopped while their agents went round a circle: they are
+# ``failed:recursion`` or ``degraded`` now); the runs already classified that
+# activate an agent twice (only those can go round one) are classified again
+# by the next write.
+_V11: Final = """
 UPDATE runs SET classified_at = NULL
 WHERE run_id IN (
     SELECT DISTINCT run_id FROM (
@@ -318,7 +325,9 @@ WHERE run_id IN (
 );
 """
 
-SCHEMA_VERSION: Final = 9
+SCHEMA_VERSION: Final = 11
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V10)
+MIGRATIONS: Final[tuple[str, ...]] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+)  # fmt: skip

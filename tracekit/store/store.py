@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from tracekit.events import Event
+    from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
     from tracekit.tree import AgentTree
@@ -266,6 +267,17 @@ class Store:
         from tracekit.events import decode_event  # msgspec: only when records are read
 
         return [decode_event(raw) for (raw,) in rows]
+
+    def root_cause(self, run_id: str) -> RootCause | None:
+        """Why root run ``run_id`` ended as it did; None for a child run.
+
+        Example:
+            >>> store.root_cause("run-fail").outcome  # doctest: +SKIP
+            'failed:child'
+        """
+        from tracekit.store.cause import root_cause
+
+        return root_cause(self.con, run_id)
 
     def tree(self, run_id: str) -> AgentTree:
         """The delegation tree of a run (a root, or a child run's subtree), as from its file."""

@@ -3,7 +3,7 @@
 One line a change, its sign first::
 
     diff: run r1 (front_desk, ok, 40ms) -> run r2 (front_desk, error, 95ms)
-    4 changes: 1 added, 1 removed, 1 status, 1 slower (slower: +50% and +20ms)
+    4 changes: 1 added, 1 removed, 1 status, 1 slower (slower counts past +50% and +20ms)
     + billing/refunds: escalate -> refunds (error AGENT_FAILED, 5ms), 3 invocations
     - billing/sql[1]: delegate -> sql (ok, 11ms)
     ~ billing: ok -> error AGENT_FAILED
@@ -15,7 +15,7 @@ Example:
     >>> from tracekit.tree.diff import diff_steps
     >>> print(describe_diff(diff_steps([], [])))
     diff: run ? -> run ?
-    no differences (slower: +50% and +20ms)
+    no differences (no call slower past +50% and +20ms)
 """
 
 from __future__ import annotations
@@ -100,9 +100,9 @@ def _counts(diff: RunDiff) -> str:
     counts = diff.counts()
     total = sum(counts.values())
     if not total:
-        return f"no differences (slower: {diff.slower})"
+        return f"no differences (no call slower past {diff.slower})"
     listed = ", ".join(f"{n} {kind}" for kind, n in counts.items() if n)
-    return f"{total} change{'s' * (total != 1)}: {listed} (slower: {diff.slower})"
+    return f"{total} change{'s' * (total != 1)}: {listed} (slower counts past {diff.slower})"
 
 
 def describe_diff(diff: RunDiff, *, color: bool = False) -> str:

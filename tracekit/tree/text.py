@@ -360,10 +360,19 @@ def describe_bad_lines(bad_lines: Sequence[TraceReadError], lines_read: int) -> 
     Example:
         >>> describe_bad_lines([TraceReadError("t.jsonl", 3, "{", "not JSON")], 10)
         ['skipped 1 bad line of 10 (the tree shows every good line):', '  t.jsonl:3: not JSON']
+        >>> describe_bad_lines([TraceReadError("t.gz", 11, "", "gzip stream damaged")], 10)[0]
+        'read 10 lines, then the stream ended damaged (the tree shows every good line):'
     """
     if not bad_lines:
         return []
-    head = f"skipped {_plural(len(bad_lines), 'bad line', 'bad lines')} of {lines_read}"
+    # a damaged stream's end is no line read: it is named after the last line, not counted
+    bad = sum(1 for error in bad_lines if error.line <= lines_read)
+    head = f"skipped {_plural(bad, 'bad line', 'bad lines')} of {lines_read}"
+    if bad < len(bad_lines):
+        head = f"read {_plural(lines_read, 'line', 'lines')}" + (
+            f", skipped {_plural(bad, 'bad line', 'bad lines')}" if bad else ""
+        )
+        head += ", then the stream ended damaged"
     lines = [f"{head} (the tree shows every good line):"]
     lines.extend(f"  {escape(str(error))}" for error in bad_lines[:_SHOWN])
     if len(bad_lines) > _SHOWN:

@@ -124,7 +124,10 @@ def fleet_command(
 
 def dashboard_command(
     out: Annotated[
-        str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")
+        str,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="The HTML file to write (its folder must exist)."
+        ),
     ] = "dashboards/fleet-health.html",
     db: FleetDbOption = None,
     since: SinceOption = None,
@@ -137,6 +140,7 @@ def dashboard_command(
     from tracekit.cli.remote import server_url
     from tracekit.dashboards.page import save_page, write_dashboard
 
+    _check_out_folder(out)
     url = server_url(db, server)
     if url is not None:
         from tracekit.server.client import ServerClient
@@ -146,3 +150,23 @@ def dashboard_command(
     else:
         path = write_dashboard(out, db=db, since=since, service=service, agent=agent, wait=wait)
     print(f"dashboard written to {path}", file=sys.stderr)
+
+
+_DEFAULT_OUT = "dashboards/fleet-health.html"
+
+
+def _check_out_folder(out: str) -> None:
+    """Refuse an --out whose folder is missing (a typo must not make folders); the default's is made."""
+    from pathlib import Path
+
+    from tracekit._util.text import escape
+    from tracekit.errors import TracekitError
+
+    folder = Path(out).parent
+    if out == _DEFAULT_OUT:
+        folder.mkdir(parents=True, exist_ok=True)
+    elif not folder.is_dir():
+        raise TracekitError(
+            f"--out {escape(out)}: the folder {escape(str(folder))} does not exist",
+            hint=f"Create it first (mkdir -p {escape(str(folder))}), or write elsewhere.",
+        )

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tracekit.cli.commands.options import DbOption
+from tracekit.errors import TracekitError
 
 
 def serve_command(
@@ -63,6 +64,10 @@ def serve_command(
     """
     from pathlib import Path
 
+    _check_port("--port", port)
+    if grpc_port is not None:
+        _check_port("--grpc-port", grpc_port)
+        _check_grpc()
     from tracekit.server import ServeConfig, serve
     from tracekit.store.db import default_path
 
@@ -76,3 +81,23 @@ def serve_command(
 
         options = LakeOptions(Path(lake), every_seconds(export_every), writer)
     serve(config, lake=options)
+
+
+def _check_port(option: str, port: int) -> None:
+    """A port outside 0-65535 is one line, not the socket layer's traceback."""
+    if not 0 <= port <= 65535:
+        raise TracekitError(
+            f"{option} {port}: a port is a number from 0 to 65535",
+            hint=f"For example {option} 4318 (0: any free port).",
+        )
+
+
+def _check_grpc() -> None:
+    """OTLP/gRPC needs grpcio, the one part of the collector that is an extra."""
+    from tracekit._util.extras import install_line, installed
+
+    if not installed("grpc"):
+        raise TracekitError(
+            "--grpc-port needs grpcio, which is not installed",
+            hint=f"{install_line('serve')} (OTLP/HTTP on --port needs nothing more).",
+        )

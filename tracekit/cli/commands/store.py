@@ -58,15 +58,26 @@ def ingest_command(
     last ingest stopped. Bad lines go to the rejects table (tracekit rejects).
     A new store into which nothing went (a missing file, no trace) is not kept.
     """
-    from tracekit.cli.ingest import ingest_into
+    from tracekit.cli.ingest import ingest_into, refuse_what_is_no_trace
     from tracekit.cli.progress import progress_bar
     from tracekit.cli.remote import server_url
 
+    refuse_what_is_no_trace(paths)
     url = server_url(db, None)
     if url is not None:  # tracekit serve holds the store: it loads what it is sent
         _forward(paths, url)
         return
     report = ingest_into(db, paths, format.value, progress_bar())
+    _print_sources(report)
+    if report.totals.rejected:
+        bad = plural(report.totals.rejected, "bad line")
+        print(f"{bad} kept in the rejects table: tracekit rejects")
+    print(report.reconciliation())
+
+
+def _print_sources(report: Any) -> None:
+    """A line a source (up to 20); where the OTLP spans went, per file or, joined, for all."""
+    otlp = [source.spans for source in report.sources if source.spans is not None]
     for source in report.sources if len(report.sources) <= 20 else []:
         c = source.counts
         if source.skipped:
@@ -77,12 +88,15 @@ def ingest_command(
             f"{_clean(source.source)}: {c.read} read, {c.accepted} accepted,"
             f" {c.rejected} rejected, {plural(c.duplicates, 'duplicate')}{note}"
         )
-        if source.spans is not None:  # OTLP: where every span read went
+        if source.spans is not None and len(otlp) == 1:  # OTLP: where every span read went
             print(f"  {source.spans.line()}")
-    if report.totals.rejected:
-        bad = plural(report.totals.rejected, "bad line")
-        print(f"{bad} kept in the rejects table: tracekit rejects")
-    print(report.reconciliation())
+    if len(otlp) > 1:  # a trace may run over several files: its spans are counted once joined
+        from tracekit.intake.otlp.counts import SpanCounts
+
+        joined = SpanCounts()
+        for spans in otlp:
+            joined.add(spans)
+        print(f"the {len(otlp)} OTLP files, their traces joined: {joined.line()}")
 
 
 def _forward(paths: list[str], url: str) -> None:

@@ -20,9 +20,13 @@ from tracekit.cli.quick import DEFAULT_WAIT
 
 def tree_command(
     file: Annotated[
-        str,
-        typer.Argument(help="A trace file (v1 JSONL or OTLP JSON, gzip or not), or - for stdin."),
-    ],
+        str | None,
+        typer.Argument(
+            metavar="FILE",
+            help="A trace file (v1 JSONL or OTLP JSON, gzip or not), or - for stdin;"
+            " with --db, a run id.",
+        ),
+    ] = None,
     run: Annotated[
         str | None,
         typer.Option(
@@ -86,16 +90,20 @@ def tree_command(
 
     Bad lines are skipped (stderr says which) unless --strict; whatever was odd
     in the trace (orphans, cycles, duplicates, runs still open) is summed up on stderr.
-    With --db, FILE is a run id (a root or a child run) and its tree is read from the store.
+    With --db, FILE is a run id (a root or a child run; or give it as --run) and its tree
+    is read from the store, followed, for a run that did not end ok, by why: its outcome,
+    its circle, where the failure began and its message.
     """
     shown = tuple(step.value for step in show or ())
     if db is not None or server is not None:
         from tracekit.cli.tree import store_tree_view
 
+        if file is None and run is None:
+            raise typer.BadParameter("give a RUN_ID (or --run RUN_ID) to read from the store")
         view = store_tree_view(
             db,
-            file,
-            run=run,
+            file if file is not None else str(run),
+            run=run if file is not None else None,
             fmt=format.value,
             max_depth=max_depth,
             errors_only=errors,
@@ -110,6 +118,8 @@ def tree_command(
         return
     from tracekit.cli.tree import print_tree
 
+    if file is None:
+        raise typer.BadParameter("give a trace FILE (or - for stdin; a RUN_ID with --db STORE)")
     print_tree(
         file, run, format.value, color.value, max_depth, errors, strict, shown, fold, expand or []
     )

@@ -1,6 +1,6 @@
 """tracekit for lovia: a ``Tracer`` that turns lovia's spans into tracekit records.
 
-Install with ``pip install 'tracekit[lovia]'`` and pass the tracer to a run::
+Install with ``pip install 'tracekit-agents[lovia]'`` and pass the tracer to a run::
 
     from lovia import Runner
     from tracekit import AgentTracer, JsonlSink

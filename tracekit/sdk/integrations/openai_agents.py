@@ -1,6 +1,6 @@
 """tracekit for the OpenAI Agents SDK: a ``TracingProcessor`` that writes v1 records.
 
-Install with ``pip install 'tracekit[openai-agents]'`` and register the
+Install with ``pip install 'tracekit-agents[openai-agents]'`` and register the
 processor beside (``add_trace_processor``) or instead of
 (``set_trace_processors``) the SDK's own exporter::
 
@@ -46,7 +46,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agents.tracing import Span, Trace, TracingProcessor
+from tracekit._util.extras import install_line
+
+try:
+    from agents.tracing import Span, Trace, TracingProcessor
+except ModuleNotFoundError:  # one line that says what to install, not a bare import error
+    raise ModuleNotFoundError(
+        f"tracekit.sdk.integrations.openai_agents needs the OpenAI Agents SDK:"
+        f" {install_line('openai-agents')}"
+    ) from None
 
 from tracekit.errors import AgentError
 from tracekit.sdk import AgentTracer, Scope

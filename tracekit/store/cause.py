@@ -1,0 +1,121 @@
+"""Why a run ended as it did: its outcome, its circle, and where its failure began.
+
+The run page, ``tracekit tree RUN --db`` and the server's API read the same
+row: the classification of a root run (:mod:`tracekit.failures`) with the
+message of its origin (the failed invocation's, or for a degraded run the
+failed step's that began it).
+
+Example:
+    >>> cause = RootCause("r1", "failed:recursion", "critic -> planner -> critic",
+    ...     "planner", "LoopDetected", None, "delegation loop", "desk", "planner", 2)
+    >>> print("\\n".join(describe_cause(cause)))
+    outcome failed:recursion: circle critic -> planner -> critic (wrong by construction: it will happen again)
+    refused in agent planner at depth 2 (LoopDetected): "delegation loop"
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final, NamedTuple
+
+import duckdb
+
+from tracekit._util.text import escape
+
+__all__ = ["RootCause", "describe_cause", "root_cause"]
+
+# The message of a failed step that began a degraded run: the first of that
+# name to fail in its agent's run (the origin invocation's, or the root run's).
+_ROOT_CAUSE: Final = """
+SELECT r.run_id, r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
+    CASE WHEN r.origin_step IS NULL THEN coalesce(i.error_message, r.error_message) ELSE (
+        SELECT s.error_message FROM steps s
+        WHERE s.run_id = coalesce(i.run_id, r.run_id) AND s.name = r.origin_step AND NOT s.ok
+        ORDER BY s.ts_ms LIMIT 1
+    ) END,
+    r.service, r.agent, i.depth, i.error
+FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
+WHERE r.run_id = ?
+"""
+
+
+class RootCause(NamedTuple):
+    """A root run's outcome and the origin of its failure (None where there is none)."""
+
+    run_id: str
+    outcome: str | None
+    circle: str | None
+    agent: str | None  # the origin's agent
+    code: str | None
+    step: str | None  # a degraded run's failed step
+    message: str | None
+    service: str | None
+    entry: str | None  # the run's root agent
+    depth: int | None  # the origin's depth (1: called by the root agent)
+
+
+def root_cause(con: duckdb.DuckDBPyConnection, run_id: str) -> RootCause | None:
+    """The root cause of root run ``run_id``, or None for a child run (or no such run)."""
+    row = con.execute(_ROOT_CAUSE, [run_id]).fetchone()
+    if row is None:
+        return None
+    *fields, error = row
+    cause = RootCause(*fields)
+    if cause.step is None and isinstance(error, str):  # the message of the code it began with
+        cause = cause._replace(message=_message_of(error, cause.code, cause.message))
+    return cause
+
+
+def _message_of(error: str, code: str | None, fallback: str | None) -> str | None:
+    """The message of the innermost error with ``code`` in an invocation's error (causes nested).
+
+    An origin invocation may wrap a cause that no callee raised (a failed
+    step's exception, say): the run's origin code is that cause's, and so is
+    the message to show beside it.
+    """
+    try:
+        found = json.loads(error)
+    except ValueError:
+        return fallback
+    message = fallback
+    while isinstance(found, dict):
+        if found.get("code") == code and isinstance(found.get("message"), str):
+            message = found["message"]
+        found = found.get("cause")
+    return message
+
+
+_OUTCOMES: Final = {
+    "incomplete": "no end was seen (crashed, or still running)",
+    "cancelled": "the run was cancelled",
+}
+
+
+def describe_cause(cause: RootCause) -> list[str]:
+    """The cause in one or two lines of text, names escaped; nothing for a run that ended ok."""
+    outcome = cause.outcome or "unclassified"
+    if outcome == "ok":
+        return []
+    head = f"outcome {escape(outcome)}"
+    if cause.circle:
+        head += f": circle {escape(cause.circle)} (wrong by construction: it will happen again)"
+    elif outcome in _OUTCOMES:
+        head += f": {_OUTCOMES[outcome]}"
+    origin = _origin(cause)
+    return [head, origin] if origin else [head]
+
+
+def _origin(cause: RootCause) -> str | None:
+    """Where the failure began: the agent (and step), its code, its message."""
+    if cause.agent is None and cause.code is None:
+        return None
+    verb = "refused in" if cause.circle or cause.outcome == "failed:refused" else "began in"
+    where = f"agent {escape(cause.agent or cause.entry or '?')}"
+    if cause.step:
+        where = f"step {escape(cause.step)} of {where}"
+    if cause.depth:
+        where += f" at depth {cause.depth}"
+    code = f" ({escape(cause.code)})" if cause.code else ""
+    said = f': "{escape(cause.message)}"' if cause.message else ""
+    went_on = "; the agent went on" if cause.step else ""
+    return f"{verb} {where}{code}{said}{went_on}"
