@@ -71,6 +71,9 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
     created = not path.exists()
     store = Store(path)
     try:
+        for notice in [*store.notices, store.stale() if not created else None]:
+            if notice:
+                print(notice, file=sys.stderr)
         yield store
     finally:
         unused = created and _holds_nothing(store)

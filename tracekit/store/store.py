@@ -23,7 +23,7 @@ import duckdb
 
 from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
-from tracekit.store.db import connect, default_path
+from tracekit.store.db import connect, default_path, take_notices
 from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from tracekit.events import Event
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
+    from tracekit.store.rederive import ProgressFactory as TraceProgress
+    from tracekit.store.rederive import RederiveReport
     from tracekit.tree import AgentTree
 
 __all__ = ["Store"]
@@ -71,6 +73,8 @@ class Store:
         self.path = Path(path) if path is not None else default_path()
         self.read_only = read_only
         self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only, wait=wait)
+        #: What opening it had to say (what a migration could not keep), once.
+        self.notices: list[str] = take_notices(self.path)
 
     @classmethod
     def over(cls, con: duckdb.DuckDBPyConnection, path: PathLike) -> Store:
@@ -85,6 +89,7 @@ class Store:
         view.read_only = True
         view.con = con
         view._borrowed = True  # the database is writable: sql() must still roll back
+        view.notices = []
         return view
 
     def __enter__(self) -> Store:
@@ -155,6 +160,35 @@ class Store:
         return ingest_records(
             self.con, lines, source=source, first_line=first_line, refused=refused
         )
+
+    def rederive(
+        self,
+        *,
+        since: str | None = None,
+        service: str | None = None,
+        progress: TraceProgress | None = None,
+    ) -> RederiveReport:
+        """Derive the stored traces again from their spans under today's rules, and classify.
+
+        Each trace's earlier rows are replaced, so the store equals a fresh
+        ingest of the same files. ``since`` (``"2h"``, a date) and ``service``
+        choose the traces by their spans' start and service.
+
+        Example:
+            >>> with Store("samples.duckdb") as store:
+            ...     print(store.rederive(service="no-such-service").line())
+            derived 0 traces again: 0 records, 0 runs rebuilt
+        """
+        from tracekit.store.rederive import rederive
+
+        self._writable()
+        return rederive(self.con, since=since, service=service, progress=progress)
+
+    def stale(self) -> str | None:
+        """What of the store older rules derived, and how to refresh it; None when nothing."""
+        from tracekit.store.rederive import stale_notice
+
+        return stale_notice(self.con)
 
     def runs(
         self,

@@ -32,11 +32,12 @@ class SpanCounts:
     wrappers: int = 0
     outside: int = 0  # under no agent run: rejected, named in the integrity report
     refused: int = 0  # in a loop of parent links: rejected as bad lines
+    duplicates: int = 0  # stored already (the same trace and span id): counted, not stored again
 
     @property
     def read(self) -> int:
-        """Every span mapped: the sum of the others, by construction."""
-        return self.agents + self.steps + self.wrappers + self.rejected
+        """Every span read: the sum of the others, by construction."""
+        return self.agents + self.steps + self.wrappers + self.rejected + self.duplicates
 
     @property
     def rejected(self) -> int:
@@ -55,6 +56,8 @@ class SpanCounts:
             f" + {plural(self.steps, 'step')} + {plural(self.wrappers, 'wrapper')}"
             f" + {self.rejected} rejected"
         )
+        if self.duplicates:
+            text += f" + {plural(self.duplicates, 'duplicate')}"
         why = [f"{n} {what}" for n, what in self._why() if n]
         return f"{text} ({', '.join(why)})" if why else text
 

@@ -1,0 +1,243 @@
+"""OTLP spans as received: each span of a line as one row of columns, all of it kept.
+
+A line is accepted or refused whole by the one decoder
+(:func:`~tracekit.intake.otlp.decode_json.decode_spans`, the same words as
+``tracekit tree``); the spans of an accepted line become rows of
+:data:`SPAN_SCHEMA`: ids, name, kind, times, status and service as columns,
+and the attributes, events (exceptions with their stack traces), links,
+resource, scope and every other key of the span as the JSON it came in.
+:func:`span_document` gives a row back as an OTLP JSON span that decodes to
+what the original did, so the rules can read the stored spans again.
+
+Example:
+    >>> line = (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c",'
+    ...         b'"spanId":"b7ad6b7169203331","name":"run","startTimeUnixNano":"1000"}]}]}]}')
+    >>> rows = SpanRows()
+    >>> rows.add_line(line, 7)
+    1
+    >>> rows.table().column("start_ns").to_pylist()
+    [1000]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+import pyarrow as pa
+
+from tracekit.intake.otlp.decode_json import (
+    ERROR_CODES,
+    Span,
+    _get,
+    _scope_lists,
+    check_span,
+    decode_spans,
+)
+from tracekit.validate import MAX_TS_NS, VALUE_DEPTH_REASON
+
+__all__ = ["SPAN_SCHEMA", "SpanRows", "decode_line", "span_document"]
+
+#: The columns of a batch of received spans (the store's ``spans`` table adds where it came from).
+SPAN_SCHEMA: Final = pa.schema(
+    [
+        ("line", pa.int64()),  # the source line (or spool entry) it was read from
+        ("pos", pa.int32()),  # its place among the spans of that line
+        ("trace_id", pa.string()),
+        ("span_id", pa.string()),
+        ("parent_span_id", pa.string()),
+        ("name", pa.string()),
+        ("kind", pa.int32()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("status_code", pa.int32()),
+        ("status_message", pa.string()),
+        ("service", pa.string()),
+        ("attributes", pa.string()),
+        ("events", pa.string()),
+        ("links", pa.string()),
+        ("linked", pa.list_(pa.string())),  # the traces its links name
+        ("resource", pa.string()),
+        ("scope", pa.string()),
+        ("extra", pa.string()),  # every other key of the span, as received
+    ]
+)
+
+_OWN: Final = frozenset(
+    {
+        "traceId",
+        "trace_id",
+        "spanId",
+        "span_id",
+        "parentSpanId",
+        "parent_span_id",
+        "name",
+        "kind",
+        "startTimeUnixNano",
+        "start_time_unix_nano",
+        "endTimeUnixNano",
+        "end_time_unix_nano",
+        "status",
+        "attributes",
+        "events",
+        "links",
+    }
+)
+_OK_CODES: Final = frozenset({1, "1", "STATUS_CODE_OK", "OK"})
+_KINDS: Final = {
+    "SPAN_KIND_UNSPECIFIED": 0,
+    "SPAN_KIND_INTERNAL": 1,
+    "SPAN_KIND_SERVER": 2,
+    "SPAN_KIND_CLIENT": 3,
+    "SPAN_KIND_PRODUCER": 4,
+    "SPAN_KIND_CONSUMER": 5,
+}
+_encode = msgspec.json.Encoder().encode
+
+
+def decode_line(data: bytes | str) -> tuple[dict[str, Any], list[Span]]:
+    """One OTLP JSON document: the parsed object and its decoded spans, or the reason it is refused.
+
+    Raises:
+        msgspec.DecodeError: it is not JSON.
+        ValueError: it is not OTLP traces, a span is malformed or a time is
+            out of range (the words of :meth:`OtlpConverter.feed`).
+    """
+    try:
+        doc = msgspec.json.decode(data)
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    try:
+        spans = decode_spans(doc)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+    times = [t for span in spans for t in (span.start, span.end) if t is not None]
+    if times and (min(times) < 0 or max(times) > MAX_TS_NS):
+        for span in spans:
+            check_span(span)
+    return doc, spans
+
+
+class SpanRows:
+    """Received spans gathered column by column, then one Arrow table."""
+
+    def __init__(self) -> None:
+        self._columns: dict[str, list[Any]] = {name: [] for name in SPAN_SCHEMA.names}
+
+    def __len__(self) -> int:
+        return len(self._columns["line"])
+
+    def add_line(self, data: bytes | str, line: int) -> int:
+        """Add the spans of one accepted line; returns how many.
+
+        Raises:
+            msgspec.DecodeError, ValueError: the line is refused (nothing of it is added).
+        """
+        doc, spans = decode_line(data)
+        self.add(doc, spans, line)
+        return len(spans)
+
+    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> None:
+        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order)."""
+        decoded = iter(spans)
+        pos = 0
+        for resource_spans in _get(doc, "resourceSpans", "resource_spans") or ():
+            resource = resource_spans.get("resource")
+            res_text = _encode(resource).decode() if resource else None
+            for scope_spans in _scope_lists(resource_spans):
+                scope = scope_spans.get("scope") or _get(
+                    scope_spans, "instrumentationLibrary", "instrumentation_library"
+                )
+                scope_text = _encode(scope).decode() if scope else None
+                for raw in scope_spans.get("spans") or ():
+                    self._add(raw, next(decoded), line, pos, res_text, scope_text)
+                    pos += 1
+
+    def _add(
+        self,
+        raw: dict[str, Any],
+        span: Span,
+        line: int,
+        pos: int,
+        resource: str | None,
+        scope: str | None,
+    ) -> None:
+        c = self._columns
+        status = raw.get("status") or {}
+        code = status.get("code")
+        c["line"].append(line)
+        c["pos"].append(pos)
+        c["trace_id"].append(span.trace)
+        c["span_id"].append(span.id)
+        c["parent_span_id"].append(span.parent or None)
+        c["name"].append(span.name)
+        c["kind"].append(_kind(raw.get("kind")))
+        c["start_ns"].append(span.start)
+        c["end_ns"].append(span.end)
+        c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
+        c["status_message"].append(span.message or None)
+        c["service"].append(span.service)
+        c["attributes"].append(_json(raw.get("attributes")))
+        c["events"].append(_json(raw.get("events")))
+        c["links"].append(_json(raw.get("links")))
+        c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
+        c["resource"].append(resource)
+        c["scope"].append(scope)
+        extra = {k: v for k, v in raw.items() if k not in _OWN}
+        c["extra"].append(_encode(extra).decode() if extra else None)
+
+    def table(self) -> pa.Table:
+        """The rows gathered so far, as a table of :data:`SPAN_SCHEMA`."""
+        arrays = [pa.array(self._columns[f.name], f.type) for f in SPAN_SCHEMA]
+        return pa.Table.from_arrays(arrays, schema=SPAN_SCHEMA)
+
+
+def _json(value: Any) -> str | None:
+    return _encode(value).decode() if value else None
+
+
+def _kind(value: Any) -> int | None:
+    if isinstance(value, str):
+        value = int(value) if value.isdigit() else _KINDS.get(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 31:
+        return value
+    return None
+
+
+def span_document(row: dict[str, Any]) -> str:
+    """A stored span (a row of :data:`SPAN_SCHEMA`) as a ``resourceSpans`` entry of OTLP JSON.
+
+    It decodes to the span that was received: the ids are the decoder's own
+    hex, the other keys as they came.
+
+    Example:
+        >>> span_document({"trace_id": "ab", "span_id": "cd", "name": "x", "start_ns": 5})
+        '{"scopeSpans":[{"spans":[{"traceId":"ab","spanId":"cd","name":"x","startTimeUnixNano":5}]}]}'
+    """
+    parts = [f'"traceId":"{row["trace_id"]}","spanId":"{row["span_id"]}"']
+    if row.get("parent_span_id"):
+        parts.append(f'"parentSpanId":"{row["parent_span_id"]}"')
+    parts.append(f'"name":{_encode(row["name"]).decode()}')
+    if row.get("kind") is not None:
+        parts.append(f'"kind":{row["kind"]}')
+    parts.append(f'"startTimeUnixNano":{row["start_ns"]}')
+    if row.get("end_ns") is not None:
+        parts.append(f'"endTimeUnixNano":{row["end_ns"]}')
+    code, message = row.get("status_code") or 0, row.get("status_message")
+    if code or message:
+        text = f',"message":{_encode(message).decode()}' if message else ""
+        parts.append(f'"status":{{"code":{code}{text}}}')
+    for key in ("attributes", "events", "links"):
+        if row.get(key):
+            parts.append(f'"{key}":{row[key]}')
+    extra = row.get("extra")
+    if extra and len(extra) > 2:
+        parts.append(extra[1:-1])
+    span = "{" + ",".join(parts) + "}"
+    scope = f'"scope":{row["scope"]},' if row.get("scope") else ""
+    resource = f'"resource":{row["resource"]},' if row.get("resource") else ""
+    return f'{{{resource}"scopeSpans":[{{{scope}"spans":[{span}]}}]}}'

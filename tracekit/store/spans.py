@@ -1,0 +1,58 @@
+"""The ``spans`` table: every span as received, once per (trace_id, span_id).
+
+The store takes span batches as Arrow tables of
+:data:`~tracekit.intake.otlp.received.SPAN_SCHEMA` (the intake decodes the
+wire formats) and keeps them as they are; a span already stored, or earlier
+in the same batch, is a duplicate: counted, not stored. What the spans mean
+is derived from them afterwards (:mod:`tracekit.store.spans_derive`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import duckdb
+import pyarrow as pa
+
+__all__ = ["SpanLoad", "load_spans"]
+
+_COLUMNS: Final = (
+    "trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,"
+    " status_message, service, attributes, events, links, linked, resource, scope, extra,"
+    " line, pos"
+)
+
+# The batch's keys are the small build side; the store's two id columns are
+# only scanned. The first of a key read in the batch wins.
+_INSERT: Final = f"""
+INSERT INTO spans ({_COLUMNS}, ingest_id, source)
+SELECT {_COLUMNS}, $ingest_id, $source FROM _span_batch b
+WHERE NOT EXISTS (
+    SELECT 1 FROM spans s WHERE s.trace_id = b.trace_id AND s.span_id = b.span_id
+)
+QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY line, pos) = 1
+"""
+
+
+@dataclass
+class SpanLoad:
+    """How the spans of a batch were taken: stored, or duplicates not stored."""
+
+    stored: int = 0
+    duplicates: int = 0
+
+
+def load_spans(
+    con: duckdb.DuckDBPyConnection, batch: pa.Table, *, ingest_id: int, source: str
+) -> SpanLoad:
+    """Store a batch of received spans (in the caller's transaction); count its duplicates."""
+    if not batch.num_rows:
+        return SpanLoad()
+    con.register("_span_batch", batch)
+    try:
+        row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchone()
+    finally:
+        con.unregister("_span_batch")
+    stored = int(row[0]) if row else 0
+    return SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
