@@ -118,8 +118,8 @@ class Collector:
         return {
             "decode (decoding process and request threads)": round(decode, 3),
             "spool (writer thread)": round(self.spool.cpu, 3),
-            "map (mapping process)": round(self.loader.mapper.cpu, 3),
             "load (loader thread)": round(self.loader.cpu["load"], 3),
+            "derive (loader thread)": round(self.loader.cpu["derive"], 3),
             "process (all threads, DuckDB's too)": round(time.process_time(), 3),
         }
 
@@ -133,6 +133,25 @@ class Collector:
             f" refused {refused}, backlog {self.spool.backlog()} bytes"
         )
         return line + (f" (store refused a write: {self.failed})" if self.failed else "")
+
+    def stop_line(self) -> str:
+        """What a stop leaves: spans stored, pending (not in the store), rejected.
+
+        Example: ``1,200 spans stored (3 already there), 0 pending, 2 rejected``
+        """
+        loader = self.loader
+        pending = loader.queued + (1 if loader.loading else 0)
+        text = (
+            f"{loader.spans_stored:,} spans stored ({loader.duplicates:,} already there),"
+            f" {pending:,} batches pending, {loader.rejected:,} spans rejected"
+        )
+        if loader.pending_spans:
+            text += f"; {loader.pending_spans:,} spans of traces not derived yet"
+        if self.failed:
+            text += f"; the store refused a write ({self.failed}): the spool keeps the rest"
+        else:
+            text += "; everything acknowledged is in the store"
+        return text
 
     def start(self) -> None:
         """Replay what the spool holds past the checkpoint, then start writing and loading."""

@@ -27,6 +27,9 @@ __all__ = [
     "decode_otlp_proto",
     "decode_records",
     "inflate",
+    "received_message",
+    "received_otlp_json",
+    "received_otlp_proto",
     "span_of",
     "spans_entry",
 ]
@@ -113,6 +116,54 @@ def span_of(row: tuple[Any, ...]) -> Span:
     return span
 
 
+def legacy_row(row: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """A span spooled by an older server (its decoded fields only) as a received row.
+
+    Such a spool kept only what the mapping read: that is all there is to store.
+    """
+    from tracekit.intake.otlp.decode_json import _CHAINED
+    from tracekit.intake.otlp.received import SpanRows
+
+    span = span_of(tuple(row))
+    raw: dict[str, Any] = {
+        "traceId": span.trace,
+        "spanId": span.id,
+        "parentSpanId": span.parent,
+        "name": span.name,
+        "startTimeUnixNano": span.start,
+        "endTimeUnixNano": span.end,
+        "status": {"code": 2 if span.error else 0, "message": span.message},
+        "attributes": [{"key": k, "value": _any_value(v)} for k, v in span.attrs.items()],
+        "links": [{"traceId": t, "spanId": i} for t, i in span.links],
+    }
+    if span.exception:
+        said = {"exception.type": span.exception, "exception.message": span.exception_message}
+        if span.exception_cause:
+            said["exception.stacktrace"] = f"{span.exception_cause}\n{_CHAINED[0]}\n"
+        attributes = [{"key": k, "value": {"stringValue": v}} for k, v in said.items() if v]
+        raw["events"] = [{"name": "exception", "attributes": attributes}]
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": span.service}}]}
+    doc = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [raw]}]}]}
+    rows = SpanRows()
+    rows.add_line(msgspec.json.encode(doc), 0)
+    return rows.rows()[0]
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    if isinstance(value, dict):
+        values = [{"key": k, "value": _any_value(v)} for k, v in value.items()]
+        return {"kvlistValue": {"values": values}}
+    return {"stringValue": str(value)}
+
+
 def _row(span: Span) -> tuple[Any, ...]:
     # Every field, in Span's order: new fields go at the end, so a spool
     # written before them still reads back (with their defaults).
@@ -137,11 +188,21 @@ def _row(span: Span) -> tuple[Any, ...]:
     )
 
 
-def spans_entry(spans: list[Span], source: str) -> Entry:
-    """An entry of the spans that can be kept; each refused one a reject with its reason."""
+def spans_entry(received: tuple[dict[str, Any], list[Span]], source: str) -> Entry:
+    """An entry of the spans that can be kept, as received; each refused one a reject with its reason.
+
+    ``received`` is a decoded document and its spans (:func:`received_otlp_json`).
+    The spool keeps each span whole (:class:`~tracekit.intake.otlp.received.SpanRows`'
+    row tuples): the store derives from what it was sent.
+    """
+    from tracekit.intake.otlp.received import SpanRows
+
+    doc, spans = received
+    gathered = SpanRows()
+    gathered.add(doc, spans, 0)
     rows: list[tuple[Any, ...]] = []
     rejects: list[tuple[str, str]] = []
-    for span in spans:
+    for span, row in zip(spans, gathered.rows(), strict=True):
         try:
             check_ids(span)
             check_span(span)
@@ -151,7 +212,7 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
             ).decode()
             rejects.append((text, str(exc)))
             continue
-        rows.append(_row(span))
+        rows.append(row)
     return Entry(source=source, spans=rows, rejects=rejects)
 
 
@@ -208,22 +269,30 @@ def decode_otlp_json(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not JSON, not OTLP traces, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_json import decode_spans
-    from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+    return received_otlp_json(body)[1]
 
+
+def received_otlp_json(body: bytes) -> tuple[dict[str, Any], list[Span]]:
+    """An OTLP/JSON ``ExportTraceServiceRequest``: the document and its decoded spans.
+
+    Raises:
+        BadRequestError: not JSON, not OTLP traces, or a span is malformed.
+    """
     _refuse_duplicate_keys(body)
-    try:
-        return decode_spans_fast(body)
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
-        pass
     try:
         doc = msgspec.json.decode(body)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise BadRequestError(f"not JSON ({_short(exc)})") from None
+    return _received(doc)
+
+
+def _received(doc: Any) -> tuple[dict[str, Any], list[Span]]:
+    from tracekit.intake.otlp.decode_json import decode_spans
+
     if not isinstance(doc, dict):
         raise BadRequestError("not a JSON object")
     try:
-        return decode_spans(doc)
+        return doc, decode_spans(doc)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BadRequestError(f"malformed OTLP ({_short(exc)})") from None
     except RecursionError:
@@ -236,12 +305,36 @@ def decode_otlp_proto(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_proto import decode_spans_proto
+    return received_otlp_proto(body)[1]
+
+
+def received_otlp_proto(body: bytes) -> tuple[dict[str, Any], list[Span]]:
+    """A protobuf ``ExportTraceServiceRequest`` read as the OTLP JSON it stands for, and its spans.
+
+    Raises:
+        BadRequestError: not such a message, or a span is malformed.
+    """
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
     try:
-        return decode_spans_proto(body)
-    except ValueError as exc:
-        raise BadRequestError(_short(exc)) from None
+        message = ExportTraceServiceRequest.FromString(body)
+    except (DecodeError, ValueError, RecursionError) as exc:
+        raise BadRequestError(f"not an OTLP protobuf message ({_short(exc)})") from None
+    return received_message(message)
+
+
+def received_message(message: Any) -> tuple[dict[str, Any], list[Span]]:
+    """A decoded ``ExportTraceServiceRequest`` (gRPC's) as its OTLP JSON and spans.
+
+    Raises:
+        BadRequestError: a span is malformed.
+    """
+    from tracekit.intake.otlp.received import message_document
+
+    return _received(message_document(message))
 
 
 def decode_records(body: bytes) -> Entry:

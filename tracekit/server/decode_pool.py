@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import threading
@@ -32,6 +33,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 __all__ = ["DecodePool", "DecodeUnavailableError", "Decoded", "decode_spans_body"]
@@ -63,11 +65,16 @@ def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Deco
         BadRequestError: the body cannot be read (400).
         TooLargeError: it inflates past ``limit`` (413).
     """
-    from tracekit.server.decode import decode_otlp_json, decode_otlp_proto, inflate, spans_entry
+    from tracekit.server.decode import (
+        inflate,
+        received_otlp_json,
+        received_otlp_proto,
+        spans_entry,
+    )
     from tracekit.server.spool import encode_payload
 
     clock = time.process_time()
-    decode = decode_otlp_proto if kind == "protobuf" else decode_otlp_json
+    decode = received_otlp_proto if kind == "protobuf" else received_otlp_json
     entry = spans_entry(decode(inflate(body, encoding, limit)), _OTLP)
     reason = entry.rejects[0][1] if entry.rejects else ""
     payload = encode_payload(entry)
@@ -77,8 +84,6 @@ def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Deco
 
 
 def _start_worker(server: int) -> None:
-    from tracekit.server.mapper import name_process
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
     name_process("tracekit-decode")
     # The pool's queues never close under a killed server (the worker holds their
@@ -134,3 +139,9 @@ class DecodePool:
     def close(self) -> None:
         """Stop the worker once its requests are done."""
         self._pool.shutdown(wait=True, cancel_futures=False)
+
+
+def name_process(name: str) -> None:
+    """Name this process as ``ps`` and ``top`` show it (Linux; elsewhere nothing happens)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(name[:15])

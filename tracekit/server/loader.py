@@ -1,16 +1,15 @@
-"""The loader: spooled batches into the store, in batches, with the existing set-based ingest.
+"""The loader: spooled batches into the store's ``spans`` table, then their traces derived.
 
-It keeps only spool offsets, loading and checkpoints: the mapping (when a
-trace is complete, and its records) runs in a process of its own
-(:mod:`tracekit.server.mapper`), one cycle ahead: while that process maps
-what came in since the last load, this thread loads what it mapped before
-(:meth:`Store.ingest_records`: duplicates by event key, derive, classify).
-A load takes whatever is complete when it starts, so loads grow with the
-input, not with a count. After each load the checkpoint moves to the first
-spool entry that still has a span held, so a crash replays only what the
-store may not hold; at a graceful stop a trace without its root is not
-mapped but kept (the checkpoint stays before it), so its spans join their
-run when the rest of the trace comes after the next start.
+Each cycle stores the spans of the entries queued, whole, as received
+(:meth:`load_spans`: one transaction), and moves the spool's checkpoint past
+them: from then on the store holds them, so nothing is held back in the
+spool. A trace that gained spans is derived from all its stored spans once
+no span of it has come for ``settle`` seconds (:meth:`Store.derive_traces`:
+its earlier rows replaced), so a trace whose root has not come is visible
+as soon as it settles, as the run it is, and derived again whole when the
+root arrives, after a restart too. At a graceful stop every trace not yet
+derived is derived as it is; a start derives what a crash left underived.
+v1 lines go through :meth:`Store.ingest_records` as they are.
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from tracekit.server.mapper import Mapped, MapperProcess, MappingSettings, MapRequest
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 
 if TYPE_CHECKING:
@@ -36,8 +34,9 @@ __all__ = ["Loader", "SourceStats"]
 log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
-#: Traces remembered after they are stored, so that a late span joins its run.
-_REMEMBER: Final = 1024
+DERIVE_SOURCE: Final = "serve:derive"
+#: Traces derived in one cycle at most while serving (a stop derives them all).
+_DERIVE_MOST: Final = 20_000
 
 
 @dataclass
@@ -50,29 +49,29 @@ class SourceStats:
 
 @dataclass
 class _Cycle:
-    """What one load takes from the queue: v1 lines here, span entries for the mapper."""
+    """What one load takes from the queue: v1 lines, and span entries as spooled."""
 
     lines: dict[str, list[bytes]] = field(default_factory=dict)
     entries: list[tuple[int, bytes, float]] = field(default_factory=list)
     end: int = 0
     items: int = 0
-    mapped: Mapped | None = None
 
 
 class Loader:
-    """One thread that feeds spooled entries to the store, through the mapping process.
+    """One thread that stores spooled entries and derives the traces that settled.
 
     Args:
         store: the store, open for writing (this thread's connection).
         spool: where entries come from; its ``loaded`` offset is kept here.
-        settle: seconds a rooted trace stays open for late spans.
-        linger: seconds a trace without a root waits before it is mapped anyway.
+        settle: seconds without a new span before a trace is derived.
+        linger: kept for the configuration's sake: a trace without its root
+            is derived as it is once it settles, and again when the root comes.
         interval: how often to look for work.
         batch: spans (or lines) queued that start a load at once; fewer wait
-            up to ``delay`` seconds, since a load has a fixed cost (derive,
-            classify, commit) that a bigger batch shares.
+            up to ``delay`` seconds, since a load has a fixed cost (a commit).
         delay: seconds at most between loads while anything waits.
-        max_pending: spans held at most; past it the oldest traces are mapped.
+        max_pending: spans waiting to be derived at most; past it the oldest
+            traces are derived at once.
         most: spans (or lines) one load takes from the queue at most, so
             that a loader behind its input holds a bounded share of it.
     """
@@ -92,10 +91,13 @@ class Loader:
     ) -> None:
         self.store = store
         self.spool = spool
+        self.settle = settle
+        self.linger = linger
         self.interval = interval
         self.batch = batch
         self.delay = delay
         self.most = most
+        self.max_pending = max_pending
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
         self._count_lock = threading.Lock()
         self._last_load = time.monotonic()
@@ -105,31 +107,30 @@ class Loader:
         self._wake = threading.Event()
         self._stop = threading.Event()
         checkpoint = spool.read_checkpoint()
-        self._taken = dict(checkpoint.taken)
-        self._replaying = bool(checkpoint.taken)
         self._checkpoint = checkpoint.position
         self.spool.loaded = checkpoint.position
-        self._fed = checkpoint.position  # end offset of the last entry handed to the mapping
+        self._fed = checkpoint.position
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
+        # Traces with spans stored but not derived: when each last gained one, and how many.
+        self._dirty: dict[str, float] = {}
+        self._dirty_spans: dict[str, int] = {}
+        self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
-        self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
-        self.pending_spans = 0  # spans held by the mapping, waiting for the rest of their trace
+        self.spans_loaded = 0  # stored in ``spans`` (or found there already)
+        self.spans_stored = 0  # new in ``spans``
+        self.duplicates = 0  # spans the store held already
+        self.rejected = 0  # spans refused (at the request, or by the rules)
         self.skipped = 0
-        self.cpu = {"load": 0.0}  # this thread's CPU seconds (DuckDB's own threads not counted)
-        self._held: _Cycle | None = None  # mapped, not yet loaded
+        self.cpu = {"load": 0.0, "derive": 0.0}  # this thread's CPU seconds
         self._hold = threading.Lock()  # held by a load, or by paused()
-        self.mapper = MapperProcess(
-            MappingSettings(
-                settle=settle,
-                linger=linger,
-                max_pending=max_pending,
-                remember=_REMEMBER,
-                replay_taken=dict(checkpoint.taken),
-            )
-        )
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
+
+    @property
+    def pending_spans(self) -> int:
+        """Spans stored whose trace is not derived yet (it has not settled)."""
+        return sum(self._dirty_spans.values())
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -172,16 +173,11 @@ class Loader:
         self._thread.start()
 
     def stop(self) -> None:
-        """Load everything queued and every trace that has its root, then stop.
-
-        A trace without its root stays in the spool (the checkpoint is before
-        it) for the next start: its spans are not mapped alone.
-        """
+        """Load everything queued, derive every trace not derived yet, then stop."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
-        self.mapper.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -189,7 +185,7 @@ class Loader:
             self._wake.clear()
             self._step(final=False)
         self._step(final=True)
-        while (self._queue or self._held) and self.failed is None:  # a load takes a bounded share
+        while (self._queue or self._dirty) and self.failed is None:  # a load takes a bounded share
             self._step(final=True)
 
     @contextlib.contextmanager
@@ -203,48 +199,37 @@ class Loader:
             return
         try:
             with self._hold:
-                self.mapper.check()  # a mapping process gone fails at once: recovery replaces it
                 self.load_once(final=final)
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
 
     def load_once(self, *, final: bool = False) -> int:
-        """Hand what is queued to the mapping, load what it mapped last time; return records stored.
+        """Store what is queued, then derive the traces that settled; return spans stored.
 
-        Unless ``final``, nothing happens until ``batch`` items are queued or
-        ``delay`` seconds have passed since the last load. With ``final``
-        the cycle mapped now is loaded too.
+        Unless ``final``, nothing is stored until ``batch`` items are queued
+        or ``delay`` seconds have passed since the last load; with ``final``
+        every trace not derived yet is derived, settled or not.
         """
         now = time.monotonic()
-        if not final and self._queued_items < self.batch and now - self._last_load < self.delay:
-            return 0
-        self._last_load = now
-        cycle = self._drain()
-        self.loading = cycle.items + (self._held.items if self._held else 0)
-        self.mapper.send(
-            MapRequest(
-                now=now,
-                final=final,
-                end=cycle.end,
-                entries=cycle.entries,
-                forget_replay=self._replaying and not self._queue,
-            )
-        )
-        stored = self._store(self._held) if self._held else 0  # while the mapping maps `cycle`
-        self._held = None
-        cycle.mapped = self.mapper.receive()
-        if final or (not cycle.mapped.records and not cycle.lines and not cycle.mapped.refused):
-            stored += self._store(cycle)  # nothing to wait for: checkpoint now
-        else:
-            self._held = cycle
-        self.loading = self._held.items if self._held else 0
+        if not self._recovered:
+            self._recovered = True
+            for trace in self.store.underived_traces():
+                self._dirty.setdefault(trace, now)
+                self._dirty_spans.setdefault(trace, 0)
+        stored = 0
+        waiting = self._queued_items >= self.batch or now - self._last_load >= self.delay
+        if self._queue and (final or waiting):
+            self._last_load = now
+            cycle = self._drain()
+            self.loading = cycle.items
+            stored = self.load_spans(cycle)
+            self.loading = 0
+        self._derive(time.monotonic(), final=final)
         return stored
 
     def _drain(self) -> _Cycle:
         cycle = _Cycle(end=self._fed)
-        # At most a few batches a load: memory stays bounded when the loader is
-        # behind, and past ~30,000 records a bigger load saves nothing.
         while self._queue and cycle.items < self.most:
             start, end, item, items, arrived = self._queue.popleft()
             cycle.items += items
@@ -258,39 +243,65 @@ class Loader:
         self._fed = cycle.end
         return cycle
 
-    def _store(self, cycle: _Cycle) -> int:
-        """Load a mapped cycle, then move the checkpoint past what the store now holds."""
-        mapped = cycle.mapped
-        assert mapped is not None
+    def load_spans(self, cycle: _Cycle) -> int:
+        """Store one cycle's spans as received (and its v1 lines); checkpoint past them.
+
+        One transaction for the spans; each span's line is its spool entry's
+        offset. Returns the spans (and records) newly stored.
+        """
         clock = time.thread_time()
-        lines = dict(cycle.lines)
-        refused = {OTLP_SOURCE: mapped.refused} if mapped.refused else {}
-        if mapped.records:
-            lines.setdefault(OTLP_SOURCE, []).extend(mapped.records)
-        stored = self._ingest(lines, refused)
-        self.pending_spans = mapped.pending
-        self.skipped = mapped.skipped
-        self.spans_loaded = mapped.spans_fed - mapped.pending
-        self._advance(cycle, mapped)
+        rows, lines, refused = _spans_of(cycle.entries)
+        stored = 0
+        if rows or refused:
+            from tracekit.intake.otlp.received import rows_table
+
+            taken = self.store.load_spans(
+                rows_table(rows, lines), source=OTLP_SOURCE, refused=refused
+            )
+            stored += taken.stored
+            self.spans_stored += taken.stored
+            self.duplicates += taken.duplicates
+            self.spans_loaded += len(rows)
+            self.rejected += len(refused)
+            arrived = time.monotonic()
+            for row in rows:
+                trace = row[2]
+                self._dirty[trace] = arrived
+                self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + 1
+        stored += self._ingest_lines(cycle.lines)
+        self._advance(cycle)
         self.cpu["load"] += time.thread_time() - clock
         return stored
 
-    def _ingest(
-        self, lines: dict[str, list[bytes]], refused: dict[str, list[tuple[str, str]]]
-    ) -> int:
+    def _derive(self, now: float, *, final: bool) -> None:
+        """Derive the traces that settled (all of them at a stop; the oldest past ``max_pending``)."""
+        if not self._dirty:
+            return
+        clock = time.thread_time()
+        if final:
+            due = list(self._dirty)
+        else:
+            due = [t for t, last in self._dirty.items() if now - last >= self.settle]
+            if self.pending_spans > self.max_pending:
+                due = sorted(self._dirty, key=self._dirty.__getitem__)
+            due = due[:_DERIVE_MOST]
+        if due:
+            report = self.store.derive_traces(due, source=DERIVE_SOURCE)
+            if report.spans is not None:
+                self.skipped += report.spans.outside
+                self.rejected += report.spans.refused
+            for trace in due:
+                self._dirty.pop(trace, None)
+                self._dirty_spans.pop(trace, None)
+        self.cpu["derive"] += time.thread_time() - clock
+
+    def _ingest_lines(self, lines: dict[str, list[bytes]]) -> int:
         stored = 0
-        for source in sorted(set(lines) | set(refused)):
-            records = lines.get(source, [])
-            refused_pairs = refused.get(source, [])
+        for source in sorted(lines):
+            records = lines[source]
             first = self._first_line(source)
-            numbered = [
-                (first + len(records) + i, text, reason)
-                for i, (text, reason) in enumerate(refused_pairs)
-            ]
-            report = self.store.ingest_records(
-                records, source=source, first_line=first, refused=numbered
-            )
-            self._next_line[source] = first + len(records) + len(numbered)
+            report = self.store.ingest_records(records, source=source, first_line=first)
+            self._next_line[source] = first + len(records)
             stored += report.totals.accepted
             self.loads += 1
         return stored
@@ -304,15 +315,31 @@ class Loader:
             found = int(row[0]) if row else 1
         return found
 
-    def _advance(self, cycle: _Cycle, mapped: Mapped) -> None:
-        """Move the checkpoint to the first entry that still has a span held."""
-        self._taken.update(mapped.taken)
-        if self._replaying and not self._queue:
-            self._replaying = False
-        position = mapped.first_held
-        self._taken = {t: last for t, last in self._taken.items() if last >= position}
-        if position != self._checkpoint or cycle.end != self.spool.loaded:
-            self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))
-            self._checkpoint = position
-            self.spool.trim(position)
+    def _advance(self, cycle: _Cycle) -> None:
+        """Move the checkpoint past the cycle: the store holds all of it."""
+        self.loads += 1
+        if cycle.end != self._checkpoint:
+            self.spool.write_checkpoint(Checkpoint(cycle.end, {}))
+            self._checkpoint = cycle.end
+            self.spool.trim(cycle.end)
         self.spool.loaded = cycle.end
+
+
+def _spans_of(
+    entries: list[tuple[int, bytes, float]],
+) -> tuple[list[tuple[Any, ...]], list[int], list[tuple[int, str, str]]]:
+    """The spans of spooled entries as row tuples, each entry's offset, and the spans refused."""
+    from tracekit.intake.otlp.received import SPAN_NAMES
+    from tracekit.server.decode import legacy_row
+
+    width = len(SPAN_NAMES)
+    rows: list[tuple[Any, ...]] = []
+    lines: list[int] = []
+    refused: list[tuple[int, str, str]] = []
+    for start, payload, _ in entries:
+        entry = decode_payload(payload)
+        refused.extend((start, text, reason) for text, reason in entry.rejects)
+        for row in entry.spans:  # an older server spooled decoded spans: fewer fields
+            rows.append(tuple(row) if len(row) == width else legacy_row(row))
+            lines.append(start)
+    return rows, lines, refused

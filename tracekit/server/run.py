@@ -82,7 +82,7 @@ def serve(config: ServeConfig, *, lake: LakeOptions | None = None) -> None:
         collector.stop()
         sidecar_path(collector.store.path).unlink(missing_ok=True)
         sock.close()
-    print("tracekit serve: stopped, everything acknowledged is in the store", file=sys.stderr)
+    print(f"tracekit serve: stopped; {collector.stop_line()}", file=sys.stderr)
 
 
 def _server_class() -> type:

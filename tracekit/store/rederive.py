@@ -26,7 +26,7 @@ from tracekit.store.load import Counts
 from tracekit.store.query import parse_since
 from tracekit.store.spans_derive import derive_trace_ids
 
-__all__ = ["RederiveReport", "rederive", "stale_notice"]
+__all__ = ["RederiveReport", "derive_again", "rederive", "stale_notice", "underived_traces"]
 
 SOURCE = "rederive"
 Progress = Callable[[int], None]
@@ -87,6 +87,21 @@ def rederive(
         StoreError: ``since`` is not a time span or a time.
     """
     traces = chosen_traces(con, since=since, service=service)
+    return derive_again(con, traces, source=SOURCE, progress=progress)
+
+
+def derive_again(
+    con: duckdb.DuckDBPyConnection,
+    traces: list[str],
+    *,
+    source: str,
+    progress: ProgressFactory | None = None,
+) -> RederiveReport:
+    """Derive the given traces from their stored spans, replace their rows, classify: one transaction.
+
+    The records are stored under one new ``ingest_log`` row named ``source``
+    (``rederive``, or a collector's ``serve:derive``).
+    """
     report = RederiveReport()
     if not traces:
         return report
@@ -95,7 +110,7 @@ def rederive(
         con.execute(
             "INSERT INTO ingest_log (ingest_id, source, format, started_at)"
             " VALUES (?, ?, 'otlp', ?)",
-            [ingest_id, SOURCE, _now()],
+            [ingest_id, source, _now()],
         )
         with _bar(progress, len(traces)) as advance:
             done = derive_trace_ids(con, traces, since=ingest_id, into=ingest_id, progress=advance)
@@ -108,6 +123,16 @@ def rederive(
         mark_derived(con, ingest_id)
     report.traces, report.records, report.spans = done.traces, counts.accepted, done.spans
     return report
+
+
+def underived_traces(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The traces whose stored spans are not all derived (a collector stopped before it derived them)."""
+    rows = con.execute(
+        "SELECT s.trace_id FROM (SELECT trace_id, count(*) AS n FROM spans GROUP BY 1) s"
+        " LEFT JOIN derivations d ON d.trace_id = s.trace_id"
+        " WHERE d.spans IS DISTINCT FROM s.n ORDER BY 1"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def stale_notice(con: duckdb.DuckDBPyConnection) -> str | None:

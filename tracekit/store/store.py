@@ -28,12 +28,14 @@ from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from tracekit.events import Event
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
     from tracekit.store.rederive import ProgressFactory as TraceProgress
     from tracekit.store.rederive import RederiveReport
+    from tracekit.store.spans import SpanLoad
     from tracekit.tree import AgentTree
 
 __all__ = ["Store"]
@@ -183,6 +185,32 @@ class Store:
 
         self._writable()
         return rederive(self.con, since=since, service=service, progress=progress)
+
+    def load_spans(
+        self, batch: pa.Table, *, source: str, refused: list[tuple[int, str, str]] | None = None
+    ) -> SpanLoad:
+        """Store received spans (an Arrow table of ``span_schema()``) in one transaction.
+
+        Each span is kept once per (trace, span) id; the traces are derived by
+        :meth:`derive_traces`. ``refused``: ``(line, raw, reason)`` kept in ``rejects``.
+        """
+        from tracekit.store.spans import store_spans
+
+        self._writable()
+        return store_spans(self.con, batch, source=source, refused=refused or [])
+
+    def derive_traces(self, traces: list[str], *, source: str) -> RederiveReport:
+        """Derive these traces from all their stored spans, replacing what they derived before."""
+        from tracekit.store.rederive import derive_again
+
+        self._writable()
+        return derive_again(self.con, traces, source=source)
+
+    def underived_traces(self) -> list[str]:
+        """The traces with stored spans not derived yet (a collector stopped before it could)."""
+        from tracekit.store.rederive import underived_traces
+
+        return underived_traces(self.con)
 
     def stale(self) -> str | None:
         """What of the store older rules derived, and how to refresh it; None when nothing."""

@@ -21,7 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from tracekit._version import __version__
-from tracekit.events import Event
+from tracekit.events import Event, RunEnd
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.received import span_document
@@ -74,11 +74,21 @@ def derive_traces(rows: list[dict[str, Any]]) -> Derived:
         _feed(converter, key, entries)
     derived = Derived(counts=converter.counts)
     mask = (1 << _SHIFT) - 1
+    rootless = _rootless(rows)
     for number, event in converter.finish_lines():
+        if rootless and isinstance(event, RunEnd) and (event.traceId or "") in rootless:
+            continue  # its root has not come: the run is not over, whatever its top span says
         derived.records.append((number >> _SHIFT, number & mask, event))
     for number, text, reason in converter.take_rejects():
         derived.refused.append((number >> _SHIFT, number & mask, text, reason, _trace_of(text)))
     return derived
+
+
+def _rootless(rows: list[dict[str, Any]]) -> set[str]:
+    """The traces none of whose spans is a root (one without a parent): their root has not come."""
+    traces = {row["trace_id"] for row in rows}
+    rooted = {row["trace_id"] for row in rows if not row.get("parent_span_id")}
+    return traces - rooted
 
 
 def _feed(converter: OtlpConverter, key: int | None, entries: list[str]) -> None:

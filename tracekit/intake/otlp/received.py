@@ -3,7 +3,7 @@
 A line is accepted or refused whole by the one decoder
 (:func:`~tracekit.intake.otlp.decode_json.decode_spans`, the same words as
 ``tracekit tree``); the spans of an accepted line become rows of
-:data:`SPAN_SCHEMA`: ids, name, kind, times, status and service as columns,
+:data:`SPAN_FIELDS`: ids, name, kind, times, status and service as columns,
 and the attributes, events (exceptions with their stack traces), links,
 resource, scope and every other key of the span as the JSON it came in.
 :func:`span_document` gives a row back as an OTLP JSON span that decodes to
@@ -21,10 +21,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Final
+import functools
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from tracekit.intake.otlp.decode_json import (
     ERROR_CODES,
@@ -36,32 +39,53 @@ from tracekit.intake.otlp.decode_json import (
 )
 from tracekit.validate import MAX_TS_NS, VALUE_DEPTH_REASON
 
-__all__ = ["SPAN_SCHEMA", "SpanRows", "decode_line", "span_document"]
+__all__ = [
+    "SPAN_FIELDS",
+    "SPAN_NAMES",
+    "SpanRows",
+    "decode_line",
+    "message_document",
+    "rows_table",
+    "span_document",
+    "span_schema",
+]
 
-#: The columns of a batch of received spans (the store's ``spans`` table adds where it came from).
-SPAN_SCHEMA: Final = pa.schema(
-    [
-        ("line", pa.int64()),  # the source line (or spool entry) it was read from
-        ("pos", pa.int32()),  # its place among the spans of that line
-        ("trace_id", pa.string()),
-        ("span_id", pa.string()),
-        ("parent_span_id", pa.string()),
-        ("name", pa.string()),
-        ("kind", pa.int32()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("status_code", pa.int32()),
-        ("status_message", pa.string()),
-        ("service", pa.string()),
-        ("attributes", pa.string()),
-        ("events", pa.string()),
-        ("links", pa.string()),
-        ("linked", pa.list_(pa.string())),  # the traces its links name
-        ("resource", pa.string()),
-        ("scope", pa.string()),
-        ("extra", pa.string()),  # every other key of the span, as received
-    ]
+#: The columns of a batch of received spans, with their Arrow types (the store's
+#: ``spans`` table adds where it came from). Named here without pyarrow: the
+#: collector's decoding process makes rows and never imports it.
+SPAN_FIELDS: Final = (
+    ("line", "int64"),  # the source line (or spool entry) it was read from
+    ("pos", "int32"),  # its place among the spans of that line
+    ("trace_id", "string"),
+    ("span_id", "string"),
+    ("parent_span_id", "string"),
+    ("name", "string"),
+    ("kind", "int32"),
+    ("start_ns", "int64"),
+    ("end_ns", "int64"),
+    ("status_code", "int32"),
+    ("status_message", "string"),
+    ("service", "string"),
+    ("attributes", "string"),
+    ("events", "string"),
+    ("links", "string"),
+    ("linked", "list<string>"),  # the traces its links name
+    ("resource", "string"),
+    ("scope", "string"),
+    ("extra", "string"),  # every other key of the span, as received
 )
+SPAN_NAMES: Final = tuple(name for name, _ in SPAN_FIELDS)
+
+
+@functools.cache
+def span_schema() -> pa.Schema:
+    """:data:`SPAN_FIELDS` as an Arrow schema."""
+    import pyarrow as pa
+
+    types = {"int64": pa.int64(), "int32": pa.int32(), "string": pa.string()}
+    types["list<string>"] = pa.list_(pa.string())
+    return pa.schema([(name, types[kind]) for name, kind in SPAN_FIELDS])
+
 
 _OWN: Final = frozenset(
     {
@@ -126,7 +150,7 @@ class SpanRows:
     """Received spans gathered column by column, then one Arrow table."""
 
     def __init__(self) -> None:
-        self._columns: dict[str, list[Any]] = {name: [] for name in SPAN_SCHEMA.names}
+        self._columns: dict[str, list[Any]] = {name: [] for name in SPAN_NAMES}
 
     def __len__(self) -> int:
         return len(self._columns["line"])
@@ -191,9 +215,46 @@ class SpanRows:
         c["extra"].append(_encode(extra).decode() if extra else None)
 
     def table(self) -> pa.Table:
-        """The rows gathered so far, as a table of :data:`SPAN_SCHEMA`."""
-        arrays = [pa.array(self._columns[f.name], f.type) for f in SPAN_SCHEMA]
-        return pa.Table.from_arrays(arrays, schema=SPAN_SCHEMA)
+        """The rows gathered so far, as a table of :func:`span_schema`."""
+        import pyarrow as pa
+
+        schema = span_schema()
+        arrays = [pa.array(self._columns[f.name], f.type) for f in schema]
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The rows gathered so far as tuples in :data:`SPAN_NAMES`' order (a spool keeps them)."""
+        return list(zip(*(self._columns[name] for name in SPAN_NAMES), strict=True))
+
+
+def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
+    """Row tuples (:meth:`SpanRows.rows`) as a table, each at the given line (a spool offset).
+
+    Example:
+        >>> rows_table([], []).num_rows
+        0
+    """
+    import pyarrow as pa
+
+    schema = span_schema()
+    columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] or [
+        [] for _ in SPAN_NAMES
+    ]
+    columns[0] = lines
+    columns[1] = list(range(len(rows))) if rows else []
+    arrays = [pa.array(values, f.type) for values, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def message_document(message: Any) -> dict[str, Any]:
+    """A protobuf ``ExportTraceServiceRequest`` as the OTLP JSON object it stands for.
+
+    Ids come out as base64 and 64-bit numbers as strings, both of which the
+    JSON decoder reads.
+    """
+    from google.protobuf.json_format import MessageToDict
+
+    return MessageToDict(message)
 
 
 def _json(value: Any) -> str | None:
@@ -209,7 +270,7 @@ def _kind(value: Any) -> int | None:
 
 
 def span_document(row: dict[str, Any]) -> str:
-    """A stored span (a row of :data:`SPAN_SCHEMA`) as a ``resourceSpans`` entry of OTLP JSON.
+    """A stored span (a row of :data:`SPAN_FIELDS`) as a ``resourceSpans`` entry of OTLP JSON.
 
     It decodes to the span that was received: the ids are the decoder's own
     hex, the other keys as they came.
