@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests._spans_helpers import count, differences, spans_of, write_spans
+from tests._spans_helpers import Entry, count, differences, spans_of, write_spans
 from tests._store_helpers import cli
 from tracekit import Store
 from tracekit.intake.otlp import derivation, records
@@ -163,3 +166,69 @@ def test_an_older_store_keeps_its_otlp_runs_and_says_they_cannot_be_derived_agai
     with Store(tmp_path / "fresh.duckdb") as fresh:
         fresh.ingest(tmp_path / "again.otlp.jsonl")
     assert differences(old, tmp_path / "fresh.duckdb") == {}
+
+
+_SAME = {
+    "invocations": "",
+    "runs": "classified_at",
+    "steps": "source, line",
+    "closure": "",
+    "fleet_calls": "",
+}
+
+
+_Tables = dict[str, list[tuple[object, ...]]]
+
+
+def _tables(db: Path) -> _Tables:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        out = {}
+        for table, skip in _SAME.items():
+            cols = f"* EXCLUDE ({skip})" if skip else "*"
+            out[table] = sorted(con.execute(f"SELECT {cols} FROM {table}").fetchall(), key=repr)
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Entry], _Tables]:
+    """A small fleet's spans, and the tables a single ingest of them in order gives."""
+    folder = tmp_path_factory.mktemp("small")
+    path = folder / "small.otlp.jsonl"
+    simulate(str(path), runs=6, seed=3, format="otlp")
+    with Store(folder / "ref.duckdb") as store:
+        store.ingest(path)
+    return list(spans_of(path)), _tables(folder / "ref.duckdb")
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_split_and_order_of_the_spans_gives_the_same_store(
+    small: tuple[list[Entry], _Tables],
+    tmp_path_factory: pytest.TempPathFactory,
+    data: st.DataObject,
+) -> None:
+    """Spans shuffled, split over files and ingests (roots late or early): the same runs, once."""
+    entries, expected = small
+    order = data.draw(st.permutations(range(len(entries))))
+    parts = data.draw(st.integers(1, 3))
+    cuts = sorted(
+        data.draw(st.lists(st.integers(0, len(entries)), min_size=parts - 1, max_size=parts - 1))
+    )
+    per_line = data.draw(st.integers(1, 4))
+    folder = tmp_path_factory.mktemp("split")
+    shuffled = [entries[i] for i in order]
+    bounds = [0, *cuts, len(entries)]
+    files = [
+        write_spans(folder / f"part{n}.jsonl", shuffled[a:b], per_line=per_line)
+        for n, (a, b) in enumerate(itertools.pairwise(bounds))
+        if b > a
+    ]
+    with Store(folder / "s.duckdb") as store:
+        for path in files:  # one ingest each: a trace may gain its root ingests later
+            store.ingest(path)
+    assert _tables(folder / "s.duckdb") == expected
