@@ -111,7 +111,7 @@ def _note_unspanned(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     row = con.execute(
         "SELECT count(DISTINCT span_trace), count(DISTINCT run_id) FROM events"
         " WHERE span_trace IS NOT NULL"
-    ).fetchone()
+    ).fetchall()[0]
     if not row or not row[0]:
         return
     NOTICES.setdefault(str(path.resolve()), []).append(

@@ -52,7 +52,7 @@ def load_spans(
         return SpanLoad()
     con.register("_span_batch", batch)
     try:
-        row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchone()
+        row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchall()[0]
     finally:
         con.unregister("_span_batch")
     stored = int(row[0]) if row else 0

@@ -114,7 +114,9 @@ def derive_spans(
     traces = touched_traces(con, since)
     if not traces:
         return SpansDerived()
-    row = con.execute("SELECT max(ingest_id) FROM spans WHERE ingest_id >= ?", [since]).fetchone()
+    row = con.execute("SELECT max(ingest_id) FROM spans WHERE ingest_id >= ?", [since]).fetchall()[
+        0
+    ]
     fallback = int(row[0]) if row and row[0] is not None else since
     return derive_trace_ids(con, traces, since=since, into=fallback, progress=progress)
 
@@ -155,7 +157,8 @@ def _derive_batch(
     names = [d[0] for d in cursor.description or ()]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     derived = derive_traces(rows)
-    run_script(con, _FORGET)
+    if _derived_before(con):
+        run_script(con, _FORGET)
     done.spans.add(derived.counts)
     for (ingest, source), (records, refused) in _grouped(derived, since, into, sources).items():
         counts = _store(con, records, refused, ingest, source)
@@ -214,6 +217,15 @@ def _store(
         counts.read += added
         counts.rejected += added
     return counts
+
+
+def _derived_before(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether any trace of the batch has rows to replace (a first ingest of new traces has none)."""
+    row = con.execute(
+        "SELECT EXISTS (SELECT 1 FROM events WHERE span_trace IN (SELECT trace_id FROM _traces))"
+        " OR EXISTS (SELECT 1 FROM derivations WHERE trace_id IN (SELECT trace_id FROM _traces))"
+    ).fetchall()
+    return bool(row and row[0][0])
 
 
 def _sources(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
