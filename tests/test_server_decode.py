@@ -209,3 +209,38 @@ def test_an_entry_spooled_by_an_older_server_reads_back_with_the_defaults() -> N
     assert back.name == span.name and back.exception == "KeyError"
     assert (back.line, back.links, back.target, back.transfer) == (0, (), None, False)
     assert (back.exception_message, back.exception_cause) == (None, None)
+
+
+def test_a_protobuf_request_reads_as_protobufs_own_json_mapping_does() -> None:
+    """The walk of a message gives the spans, and the rows, protobuf's MessageToDict gives."""
+    import base64
+
+    from google.protobuf.json_format import MessageToDict, ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from tracekit.intake.otlp.decode_json import decode_spans
+    from tracekit.intake.otlp.received import SpanRows, message_document
+
+    def ids_as_base64(obj: Any) -> Any:  # protobuf's JSON mapping writes bytes as base64
+        if isinstance(obj, list):
+            return [ids_as_base64(x) for x in obj]
+        if not isinstance(obj, dict):
+            return obj
+        ids = ("traceId", "spanId", "parentSpanId")
+        return {
+            k: base64.b64encode(bytes.fromhex(v)).decode() if k in ids else ids_as_base64(v)
+            for k, v in obj.items()
+        }
+
+    message = ParseDict(ids_as_base64(_full_doc()), ExportTraceServiceRequest())
+    walked, mapped = message_document(message), MessageToDict(message)
+    spans = decode_spans(walked)
+    assert spans == decode_spans(mapped) and spans[0].target == "billing"
+    rows = [SpanRows(), SpanRows()]
+    rows[0].add(walked, spans, 0)
+    rows[1].add(mapped, decode_spans(mapped), 0)
+    mine, theirs = rows[0].rows()[0], rows[1].rows()[0]
+    assert mine[:12] == theirs[:12]  # ids, name, kind, times, status, service
+    assert json.loads(mine[12]) == json.loads(theirs[12])  # the attributes as received

@@ -334,7 +334,11 @@ def received_message(message: Any) -> tuple[dict[str, Any], list[Span]]:
     """
     from tracekit.intake.otlp.received import message_document
 
-    return _received(message_document(message))
+    try:
+        doc = message_document(message)
+    except RecursionError:
+        raise BadRequestError("malformed OTLP (values nest too deep)") from None
+    return _received(doc)
 
 
 def decode_records(body: bytes) -> Entry:
