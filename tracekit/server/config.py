@@ -78,7 +78,7 @@ class ServeConfig:
     #: DuckDB's limit (db_memory) plus a margin for Python, replies and bodies.
     memory_cap: int = 2 << 30
     #: DuckDB's memory limit on the served store (its buffer pool is most of the
-    #: server's memory: with the mapping process and the queues, the server stays
+    #: server's memory: with the decoding process and the queues, the server stays
     #: under 1 GB); a read that needs more spills to disk or is refused.
     db_memory: str = "400MB"
 
