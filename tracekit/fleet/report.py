@@ -218,8 +218,12 @@ def loop_costs(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     and ``limit_codes``; costliest circle first.
 
     Example:
-        >>> loop_costs(store)[["circle", "stopped", "runs", "input_tokens"]].iloc[0].tolist()
-        ['billing -> triage -> billing', 'silent', 3, 5400]
+        >>> from tracekit.store import Store
+        >>> with Store("fleet.duckdb", read_only=True) as store:
+        ...     costs = loop_costs(store)
+        >>> first = costs.iloc[0]
+        >>> first["circle"], first["stopped"], int(first["runs"])
+        ('billing -> invoices -> billing', 'refused', 1)
     """
     return to_frame(loop_rows(connection(store), flt or FleetFilter()))
 

@@ -158,8 +158,8 @@ def _unhandled(
     A handoff passes the conversation on, so the run's answer is the last
     agent's, following handoffs from the root's last call; if that agent
     failed, the run raised whatever its root span says. A root agent of a
-    family whose runs end with an error out of any agent's turn (AutoGen's
-    teams: :func:`~tracekit.intake.otlp.shapes.limits.ends_run_on_turn_error`)
+    family whose runs end with an error out of any agent's turn (a team runtime's
+    runs: :func:`~tracekit.intake.otlp.shapes.limits.ends_run_on_turn_error`)
     is read the same way.
     """
     if not index.is_root(key):

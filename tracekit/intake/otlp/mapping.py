@@ -125,7 +125,7 @@ def _surface_errors(
     a query that failed inside a plain step). A plain step takes the error's
     code only from a tool call: the innermost failed span is the step that
     failed, and its type is the origin code. A failed span folded straight
-    into its agent (smolagents' ``Step N``) becomes a failed step of that
+    into its agent (a code agent's ``Step N``) becomes a failed step of that
     agent, named after it, with its error. Returns how many spans became steps.
     """
     into_agent: dict[Key, tuple[Key, ErrorInfo]] = {}  # agent -> its first such span
@@ -205,7 +205,7 @@ def _orphan_error(index: SpanIndex, key: Key, span: Span, pairs: _Pairs) -> bool
     """A failed span whose agent's span never arrived counts under the nearest known agent.
 
     The instrumentation may drop an agent's span and keep its steps (a
-    smolagents managed agent whose model raised): the failure is still the
+    managed agent whose model raised): the failure is still the
     run's. Its nearest known agent is the innermost agent span of its trace
     whose time holds it. Whether it was kept.
     """

@@ -14,7 +14,7 @@ run's root span, and sometimes fails it though the run answered:
   :data:`~tracekit.intake.otlp.shapes.limits.CUT_OFF`, naming both agents.
 * out of steps: the root agent used every step its family's step budget
   allows (:attr:`~tracekit.intake.otlp.shapes.base.Shape.step_budget`,
-  smolagents' ``max_steps``) and its last step gave no final answer. The run
+  a code agent's ``max_steps``) and its last step gave no final answer. The run
   ended ok; its stop is the budget's setting.
 
 The stop is written as the ``run.end``'s error beside ``ok: true``: the
@@ -44,7 +44,7 @@ __all__ = ["limit_above", "run_stops"]
 def limit_above(index: SpanIndex, key: Key) -> ErrorInfo | None:
     """The limit a root agent's run was stopped at by the runner above it, if it was.
 
-    A workflow runner that is no agent (Agent Framework's ``workflow.run``)
+    A workflow runner that is no agent (a workflow engine's ``workflow.run``)
     raises its superstep limit on its own span, above the root agent (with
     its executor's span between), whose span ended ok: the run stopped at
     that limit. The first failed span above decides.
