@@ -32,7 +32,8 @@ SpanBatch = tuple[Chunk, "pa.Table", Refused]
 def span_batches(chunks: Iterable[Chunk]) -> Iterator[SpanBatch]:
     """Each chunk's spans as received, and its bad lines.
 
-    A line is refused whole, in the words :class:`OtlpConverter` gives; a
+    A line is refused whole, in the words :class:`OtlpConverter` gives, and a
+    span past a limit at the door alone (the rest of its line kept); a
     multi-line JSON document is read whole, as one line.
     """
     for chunk, lines in _lines(chunks):
@@ -44,7 +45,7 @@ def span_batches(chunks: Iterable[Chunk]) -> Iterator[SpanBatch]:
             except (msgspec.DecodeError, ValueError, UnicodeDecodeError) as exc:
                 raw = line.decode("utf-8", "replace").rstrip("\r")
                 refused.append((number, raw, f"not OTLP JSON: {exc}"))
-        yield chunk, rows.table(), [*refused, *chunk.refused()]
+        yield chunk, rows.table(), [*refused, *rows.refused, *chunk.refused()]
 
 
 def _lines(chunks: Iterable[Chunk]) -> Iterator[tuple[Chunk, list[tuple[int, bytes]]]]:

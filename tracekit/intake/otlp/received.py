@@ -35,11 +35,11 @@ from tracekit.intake.otlp.decode_json import (
     Span,
     _get,
     _scope_lists,
-    check_span,
     decode_spans,
 )
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
-from tracekit.validate import MAX_TS_NS, VALUE_DEPTH_REASON
+from tracekit.intake.otlp.limits import check_limits, raw_text
+from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = [
     "SPAN_FIELDS",
@@ -184,10 +184,6 @@ def decode_line(data: bytes | str) -> tuple[dict[str, Any], list[Span]]:
         raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
     except RecursionError:
         raise ValueError(VALUE_DEPTH_REASON) from None
-    times = [t for span in spans for t in (span.start, span.end) if t is not None]
-    if times and (min(times) < 0 or max(times) > MAX_TS_NS):
-        for span in spans:
-            check_span(span)
     return doc, spans
 
 
@@ -205,8 +201,12 @@ def _raw_count(doc: dict[str, Any]) -> int:
 class SpanRows:
     """Received spans gathered column by column, then one Arrow table."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, check: bool = True) -> None:
         self._columns: dict[str, list[Any]] = {name: [] for name in SPAN_NAMES}
+        # The limits at the door (:mod:`tracekit.intake.otlp.limits`): a span past
+        # one is refused alone, ``(line, raw, reason)``, and the rest of its line kept.
+        self._check = check
+        self.refused: list[tuple[int, str, str]] = []
 
     def __len__(self) -> int:
         return len(self._columns["line"])
@@ -234,7 +234,12 @@ class SpanRows:
                 )
                 scope_text = _encode(scope).decode() if scope else None
                 for raw in scope_spans.get("spans") or ():
-                    self._add(raw, next(decoded), line, pos, res_text, scope_text)
+                    span = next(decoded)
+                    reason = check_limits(span) if self._check else None
+                    if reason is None:
+                        self._add(raw, span, line, pos, res_text, scope_text)
+                    else:
+                        self.refused.append((line, raw_text(span), reason))
                     pos += 1
 
     def _add(
