@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
@@ -38,8 +39,18 @@ Load = Callable[[Sequence[bytes], Sequence[tuple[str, str]]], int]
 _RAW: Final = 65_536
 
 
+#: A write the disk refused, in DuckDB's words (a full disk, a file past its limit).
+_WRITE_FAILURE: Final = re.compile(
+    r"could not write|no space left|file too large|disk (is )?full", re.I
+)
+
+
 def _not_the_data(exc: BaseException) -> bool:
-    return isinstance(exc, (StoreWriteError, duckdb.FatalException, OSError, MemoryError))
+    # A load straight into the store (spans, a derivation) sees DuckDB's own
+    # error for a full disk: an IOException, or a failed commit that says so.
+    if isinstance(exc, (StoreWriteError, duckdb.FatalException, duckdb.IOException)):
+        return True
+    return isinstance(exc, (OSError, MemoryError)) or bool(_WRITE_FAILURE.search(str(exc)))
 
 
 def load_quarantined(
