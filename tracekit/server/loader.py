@@ -32,10 +32,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit._util.quarantine import reason_of
 from tracekit.server.health import STALL_SECONDS, stalled_for
 from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
+from tracekit.server.spooled import TRACE, row_text, spooled_spans
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -50,7 +50,6 @@ log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
 DERIVE_SOURCE: Final = "serve:derive"
-_TRACE: Final = 2  # a received row's trace id (``SPAN_NAMES``)
 #: Traces derived in one cycle at most while serving (a stop derives them all).
 _DERIVE_MOST: Final = 20_000
 
@@ -321,7 +320,8 @@ class Loader:
         offset. Returns the spans (and records) newly stored.
         """
         clock = time.thread_time()
-        rows, lines, refused = self._spans_of(cycle.entries)
+        rows, lines, refused, unreadable = spooled_spans(cycle.entries)
+        self.rejected_later += unreadable
         stored = self._store_spans(rows, lines, refused) if rows or refused else 0
         stored += self._ingest_lines(cycle.lines)
         self._advance(cycle)
@@ -332,20 +332,22 @@ class Loader:
         self, rows: list[tuple[Any, ...]], lines: list[int], refused: list[tuple[int, str, str]]
     ) -> int:
         """Store received rows (and spans refused at the request); a refused load is bisected."""
+        left = [refused]  # the refusals go with the first part the store takes
+
+        def step(part: Sequence[tuple[tuple[Any, ...], int]]) -> int:
+            stored = self._put(part, left[0])
+            left[0] = []
+            return stored
+
         pairs = list(zip(rows, lines, strict=True))
-        done, bad = run_quarantined(
-            pairs, lambda part: self._put(part, refused), healthy=self._store_answers
-        )
-        if bad:  # the store could not hold these spans: kept in rejects, never retried
+        done, bad = run_quarantined(pairs, step, healthy=self._store_answers)
+        set_aside = [
+            (line, row_text(row), f"the store could not load it: {why}") for (row, line), why in bad
+        ]
+        if set_aside or left[0]:  # never retried: kept in rejects
             self.quarantined += len(bad)
             self.rejected_later += len(bad)
-            set_aside = [
-                (line, _row_text(row), f"the store could not load it: {why}")
-                for (row, line), why in bad
-            ]
-            done.append(self._put([], [*refused, *set_aside]))
-        elif not done:  # an empty batch with refusals only
-            done.append(self._put([], refused))
+            done.append(self._put([], [*left[0], *set_aside]))
         return sum(done)
 
     def _put(
@@ -366,7 +368,7 @@ class Loader:
         self.rejected += len(refused)
         arrived = time.monotonic()
         for row, _ in pairs:
-            trace = row[_TRACE]
+            trace = row[TRACE]
             self._dirty[trace] = arrived
             self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + 1
         return taken.stored
@@ -487,43 +489,3 @@ class Loader:
         self.spool.write_checkpoint(Checkpoint(position, {}))
         self._checkpoint = position
         self.spool.trim(position)
-
-    def _spans_of(
-        self, entries: list[tuple[int, bytes, float]]
-    ) -> tuple[list[tuple[Any, ...]], list[int], list[tuple[int, str, str]]]:
-        """The spans of spooled entries as row tuples, each entry's offset, and the spans refused.
-
-        A spool entry that cannot be read is refused and named, the rest stored
-        (never a load failed for good).
-        """
-        from tracekit.intake.otlp.received import SPAN_NAMES
-        from tracekit.server.decode import legacy_row
-
-        width = len(SPAN_NAMES)
-        rows: list[tuple[Any, ...]] = []
-        lines: list[int] = []
-        refused: list[tuple[int, str, str]] = []
-        for start, payload, _ in entries:
-            try:
-                entry = decode_payload(payload)
-                # an older server spooled decoded spans: fewer fields
-                got = [tuple(r) if len(r) == width else legacy_row(r) for r in entry.spans]
-            except Exception as exc:  # never retried forever: refused, named, the rest goes on
-                reason = f"unreadable: {reason_of(exc)}"
-                refused.append((start, f"spool entry at byte {start}", reason))
-                self.rejected_later += 1
-                continue
-            refused.extend((start, text, reason) for text, reason in entry.rejects)
-            rows.extend(got)
-            lines.extend([start] * len(got))
-        return rows, lines, refused
-
-
-def _row_text(row: tuple[Any, ...]) -> str:
-    """A received row as ``rejects`` keeps it: the span's document (its ids, name, attributes)."""
-    from tracekit.intake.otlp.received import SPAN_NAMES, span_document
-
-    try:
-        return span_document(dict(zip(SPAN_NAMES, row, strict=True)))[:65_536]
-    except Exception:  # the row itself is at fault: its ids at least
-        return repr(row[_TRACE : _TRACE + 2])
