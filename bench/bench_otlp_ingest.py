@@ -1,15 +1,15 @@
-"""OTLP JSON file ingest: the set-based (columns) path, the per-span path, main, and DuckDB's read_json.
+"""OTLP JSON file ingest (spans stored, then derived), rederive, a baseline checkout, and DuckDB's read_json.
 
 Usage:
-    .venv/bin/python bench/bench_otlp_ingest.py --baseline ../main-baseline [--runs 10000] [--repeat 3]
+    .venv/bin/python bench/bench_otlp_ingest.py [--baseline ../main-baseline] [--runs 10000] [--repeat 3]
 
 Writes a simulated OTLP fleet once (``tracekit simulate --format otlp``, seed
 0, a fixed start), then, in child processes taking turns so that a loaded
 machine shifts every side alike:
 
-- ``columns``: this tree's ``ingest_paths`` (the set-based path);
-- ``per-span``: this tree with ``TRACEKIT_OTLP_COLUMNS=0``;
-- ``baseline``: the baseline checkout's ``ingest_paths`` (``PYTHONPATH``);
+- ``ingest``: this tree's ``ingest_paths``: the spans stored, every trace derived, classified;
+- ``rederive``: this tree's ``rederive`` of the store that ingest made (every trace again);
+- ``baseline``: the baseline checkout's ``ingest_paths`` (``PYTHONPATH``), if given;
 - ``read_json``: DuckDB's ``CREATE TABLE AS SELECT * FROM read_json(file)``.
 
 Each figure is the median of CPU seconds (``time.process_time`` in the child,
@@ -43,17 +43,22 @@ else:
     from tracekit.store.db import connect
     from tracekit.store.ingest import ingest_paths
     con = connect(Path(db))
-    started = time.process_time()
-    ingest_paths(con, [path])
+    if what == "rederive":
+        from tracekit.store.rederive import rederive
+        ingest_paths(con, [path])
+        started = time.process_time()
+        rederive(con)
+    else:
+        started = time.process_time()
+        ingest_paths(con, [path])
 print(time.process_time() - started)
 """
-SIDES = ("columns", "per-span", "baseline", "read_json")
+SIDES = ("ingest", "rederive", "baseline", "read_json")
 
 
-def _child(side: str, path: Path, tmp: Path, baseline: Path) -> float:
+def _child(side: str, path: Path, tmp: Path, baseline: Path | None) -> float:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(baseline if side == "baseline" else HERE)
-    env["TRACEKIT_OTLP_COLUMNS"] = "0" if side == "per-span" else "1"
+    env["PYTHONPATH"] = str(baseline if side == "baseline" and baseline else HERE)
     db = tmp / f"{side}.duckdb"
     db.unlink(missing_ok=True)
     out = subprocess.run(
@@ -69,7 +74,7 @@ def _child(side: str, path: Path, tmp: Path, baseline: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, required=True, help="a checkout of the baseline")
+    parser.add_argument("--baseline", type=Path, default=None, help="a checkout of the baseline")
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
@@ -97,13 +102,14 @@ def main() -> None:
             text=True,
         )
         spans = int((made.stdout + made.stderr).split(" as ")[1].split()[0].replace(",", ""))
-        times: dict[str, list[float]] = {side: [] for side in SIDES}
+        sides = [s for s in SIDES if s != "baseline" or args.baseline is not None]
+        times: dict[str, list[float]] = {side: [] for side in sides}
         for _ in range(args.repeat):
-            for side in SIDES:
+            for side in sides:
                 times[side].append(_child(side, path, tmp, args.baseline))
         base = statistics.median(times["read_json"])
         print(f"{spans:,} spans, {path.stat().st_size / 1e6:.0f} MB, medians of {args.repeat}")
-        for side in SIDES:
+        for side in sides:
             cpu = statistics.median(times[side])
             print(
                 f"  {side:10} {cpu:6.2f} CPU-s  {spans / cpu:9,.0f} spans/s  {cpu / base:5.2f}x read_json"

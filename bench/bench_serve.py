@@ -422,19 +422,17 @@ def _count_store(db: Path) -> dict[str, int]:
 
 def expected_counts(batches: list[bytes], work: Path) -> list[tuple[int, int]]:
     """Events and runs each template batch gives, ingested alone (ids are fresh each round)."""
-    from tracekit.events import encode_event
-    from tracekit.intake.otlp.convert import OtlpConverter
-    from tracekit.server.decode import decode_otlp_proto, span_of, spans_entry
+    from tracekit.intake.otlp.received import rows_table
+    from tracekit.server.decode import received_otlp_proto, spans_entry
     from tracekit.store import Store
 
     out = []
     for i, body in enumerate(batches):
-        entry = spans_entry(decode_otlp_proto(body), "serve:otlp")
-        converter = OtlpConverter()
-        converter.feed_spans([span_of(row) for row in entry.spans])
-        pairs = converter.finish_lines()
+        entry = spans_entry(received_otlp_proto(body), "serve:otlp")
+        rows = [tuple(row) for row in entry.spans]
         with Store(work / f"expect-{i}.duckdb") as store:
-            store.ingest_records([encode_event(e) for _, e in pairs], source="x")
+            store.load_spans(rows_table(rows, [0] * len(rows)), source="x")
+            store.derive_traces(sorted({r[2] for r in rows}), source="x")
             events = store.con.execute("SELECT count(*) FROM events").fetchone()[0]
             runs = store.con.execute("SELECT count(*) FROM runs").fetchone()[0]
         out.append((int(events), int(runs)))
@@ -512,21 +510,20 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
     """CPU microseconds per span of each stage of the server's path, in this process.
 
     Process CPU time (DuckDB's threads included), so a busy machine inflates
-    it less than wall time: decoding (protobuf to spans, checked), the spool's
-    encoding, mapping spans to records, encoding the records, and the load
-    (set-based ingest, derive, classify).
+    it less than wall time: decoding (protobuf to span rows, checked), the
+    spool's encoding, the load into ``spans`` (one transaction), and the
+    derivation of every trace from the stored spans (records, derive, classify).
     """
     import msgspec
 
-    from tracekit.events import encode_event
-    from tracekit.intake.otlp.convert import OtlpConverter
-    from tracekit.server.decode import decode_otlp_proto, span_of, spans_entry
+    from tracekit.intake.otlp.received import rows_table
+    from tracekit.server.decode import received_otlp_proto, spans_entry
     from tracekit.store import Store
 
     clock = time.process_time
     costs: dict[str, float] = {}
     t = clock()
-    entries = [spans_entry(decode_otlp_proto(b), "serve:otlp") for b in batches]
+    entries = [spans_entry(received_otlp_proto(b), "serve:otlp") for b in batches]
     costs["decode"] = clock() - t
     spans = sum(len(e.spans) for e in entries)
     t = clock()
@@ -534,20 +531,16 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
     for e in entries:
         encoder.encode(e)
     costs["spool encode"] = clock() - t
-    t = clock()
-    converter = OtlpConverter()
-    for e in entries:
-        converter.feed_spans([span_of(row) for row in e.spans])
-    pairs = converter.finish_lines()
-    costs["map"] = clock() - t
-    t = clock()
-    lines = [encode_event(event) for _, event in pairs]
-    costs["encode records"] = clock() - t
+    rows = [tuple(row) for e in entries for row in e.spans]
     with Store(work / "stages.duckdb") as store:
-        store.ingest_records(lines[:100], source="warm")  # imports and first-use costs
+        store.load_spans(rows_table(rows[:10], [0] * 10), source="warm")  # first-use costs
+        store.derive_traces(sorted({r[2] for r in rows[:10]}), source="warm")
         t = clock()
-        store.ingest_records(lines, source="serve:otlp")
-        costs["load (ingest, derive, classify)"] = clock() - t
+        store.load_spans(rows_table(rows, list(range(len(rows)))), source="serve:otlp")
+        costs["load into spans"] = clock() - t
+        t = clock()
+        store.derive_traces(sorted({r[2] for r in rows}), source="serve:derive")
+        costs["derive (records, tables, classify)"] = clock() - t
     return {k: 1e6 * v / spans for k, v in costs.items()}
 
 

@@ -44,13 +44,14 @@ class Server:
         return post(self.url + path, body, headers)
 
     def wait_loaded(self, spans: int, timeout: float = 30) -> dict[str, Any]:
-        """Wait until the loader has stored ``spans`` spans and holds none; the status."""
+        """Wait until the loader has stored ``spans`` spans and derived their traces; the status."""
         deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
         while time.monotonic() < deadline:
             status = json.loads(self.get("/api/ingest")[1])
             # "loading": taken from the queue for a load not yet committed
             idle = status["queued_batches"] == 0 and status.get("loading", 0) == 0
+            idle = idle and status.get("pending_spans", 0) == 0  # every trace derived
             if status["spans_loaded"] >= spans and idle:
                 return status
             time.sleep(0.1)

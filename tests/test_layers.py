@@ -204,3 +204,19 @@ def test_each_known_circle_names_modules_of_the_package() -> None:
 def test_the_circle_check_finds_a_circle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: The modules that read a wire format (OTLP JSON, protobuf) into spans.
+DECODERS = (
+    "tracekit.intake.otlp.decode_json",
+    "tracekit.intake.otlp.decode_json_fast",
+    "tracekit.intake.otlp.decode_proto",
+    "tracekit.intake.otlp.received",
+)
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "store").rglob("*.py")), ids=str)
+def test_the_store_imports_no_otlp_decoder(path: Path) -> None:
+    """The store takes span batches and derived rows: decoding a wire format is intake's."""
+    found = [(line, m) for line, m in _imports(path) if m.startswith(DECODERS)]
+    assert found == [], f"{path.name} imports a decoder: {found}"

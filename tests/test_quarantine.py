@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -115,14 +117,70 @@ def test_a_span_the_mapping_fails_on_costs_only_its_own_rejection(
     )
 
 
-def test_a_spool_entry_the_mapping_cannot_read_is_refused_and_the_rest_mapped() -> None:
-    from test_server_mapper import _payload
+def test_a_spool_entry_the_loader_cannot_read_is_refused_and_the_rest_stored(
+    tmp_path: Path,
+) -> None:
+    from test_server_recovery import _batch
 
-    from tracekit.server.mapper import Mapping, MappingSettings, MapRequest
+    from tracekit.server.decode import received_otlp_json, spans_entry
+    from tracekit.server.loader import Loader, _Cycle
+    from tracekit.server.spool import Spool, encode_payload
+    from tracekit.store import Store
 
-    mapping = Mapping(MappingSettings(settle=1.0, linger=300.0, max_pending=100, remember=4))
-    entries = [(0, b"\xc1 not msgpack", 0.0), (50, _payload(0), 0.0)]
-    mapped = mapping.cycle(MapRequest(now=10.0, final=True, end=90, entries=entries))
-    assert mapped.refused[0][0] == "spool entry at byte 0"
-    assert mapped.refused[0][1].startswith("unreadable: ")
-    assert mapped.records and mapped.pending == 0
+    payload = encode_payload(spans_entry(received_otlp_json(_batch(0, 2)), "serve:otlp"))
+    entries = [(0, b"\xc1 not msgpack", 0.0), (50, payload, 0.0)]
+    spool = Spool(tmp_path / "spool", limit=1 << 20, deliver=lambda *args: None)
+    with contextlib.closing(_Stopping(spool)), Store(tmp_path / "q.duckdb") as store:
+        loader = Loader(store, spool)
+        loader.load_spans(_Cycle(entries=entries, end=90))
+        loader.load_once(final=True)
+        ((raw, reason),) = store.con.execute("SELECT raw, reason FROM rejects").fetchall()
+        spans = store.con.execute("SELECT count(*) FROM spans").fetchone()
+        runs = store.con.execute("SELECT count(*) FROM runs").fetchone()
+    assert raw == "spool entry at byte 0" and reason.startswith("unreadable: ")
+    assert spans == (2,) and runs == (2,)
+    assert loader.rejected_later == 1
+
+
+def test_a_trace_the_store_cannot_derive_is_set_aside_and_the_rest_derived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_server_recovery import _batch
+
+    from tracekit.server.decode import received_otlp_json, spans_entry
+    from tracekit.server.loader import Loader, _Cycle
+    from tracekit.server.spool import Spool, encode_payload
+    from tracekit.store import Store
+
+    payload = encode_payload(spans_entry(received_otlp_json(_batch(0, 4)), "serve:otlp"))
+    spool = Spool(tmp_path / "spool", limit=1 << 20, deliver=lambda *args: None)
+    with contextlib.closing(_Stopping(spool)), Store(tmp_path / "q.duckdb") as store:
+        real = store.derive_traces
+        poison = f"{2:032x}"
+
+        def derive(traces: list[str], **kw: Any) -> Any:
+            if poison in traces:
+                raise ValueError("a value the store cannot hold")
+            return real(traces, **kw)
+
+        monkeypatch.setattr(store, "derive_traces", derive)
+        loader = Loader(store, spool)
+        loader.load_spans(_Cycle(entries=[(0, payload, 0.0)], end=len(payload)))
+        loader.load_once(final=True)
+        assert loader.failed is None and loader.pending_spans == 0
+        rejects = store.con.execute("SELECT raw, reason FROM rejects").fetchall()
+        runs = store.con.execute("SELECT count(*) FROM runs").fetchone()
+    assert runs == (3,)
+    ((raw, reason),) = rejects
+    assert poison in raw and "a value the store cannot hold" in reason
+    assert loader.quarantined == 1
+
+
+class _Stopping:
+    """Closes a spool's segment (``contextlib.closing``) when the test is done with it."""
+
+    def __init__(self, spool: Any) -> None:
+        self.spool = spool
+
+    def close(self) -> None:
+        self.spool.stop()

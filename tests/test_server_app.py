@@ -106,7 +106,7 @@ def test_stock_exporters_from_several_processes_give_the_trees_of_the_file(tmp_p
             body = describe_agent_tree(store.tree(run_id), indent=1)
             assert block.split("\n", 1)[1] == body, run_id
         log = store.ingest_log()
-    assert set(log["source"]) == {"serve:otlp"}
+    assert set(log["source"]) == {"serve:otlp", "serve:derive"}  # spans stored, traces derived
     assert (log["lines_read"] == log["accepted"] + log["rejected"] + log["duplicates"]).all()
     assert log["duplicates"].sum() == 0
 

@@ -140,13 +140,65 @@ def _full_span() -> Span:
     )
 
 
+def _full_doc() -> dict[str, Any]:
+    """A request whose span has every part away from its default, as an exporter sends it."""
+
+    def kv(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    stack = "ValueError: card declined\nThe above exception was the direct cause of the following exception:\nKeyError: x"
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "parentSpanId": "ef" * 8,
+        "name": "transfer_to_billing",
+        "kind": "SPAN_KIND_CLIENT",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "status": {"code": "STATUS_CODE_ERROR", "message": "failed"},
+        "attributes": [kv("gen_ai.tool.name", "transfer_to_billing"), kv("not.read", "kept")],
+        "events": [
+            {
+                "name": "exception",
+                "attributes": [
+                    kv("exception.type", "KeyError"),
+                    kv("exception.message", "no score"),
+                    kv("exception.stacktrace", stack),
+                ],
+            },
+            {"name": "args", "attributes": [kv("arguments", '{"agent": "billing"}')]},
+        ],
+        "links": [
+            {"traceId": "12" * 16, "spanId": "34" * 8},
+            {"traceId": "56" * 16, "spanId": "78" * 8},
+        ],
+        "traceState": "vendor=1",
+    }
+    resource = {"attributes": [kv("service.name", "desk"), kv("host.name", "h1")]}
+    scope = {"name": "my.lib", "version": "1.0"}
+    return {
+        "resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": [span]}]}]
+    }
+
+
 def test_every_span_field_survives_the_spool() -> None:
-    span = _full_span()
-    entry = decode_payload(encode_payload(spans_entry([span], "serve:otlp")))
-    back = span_of(entry.spans[0])
-    assert back == span
-    assert type(back.links) is tuple and all(type(link) is tuple for link in back.links)
-    assert len(entry.spans[0]) == len(Span.__struct_fields__)
+    """All of a span is spooled, and what the store derives from it is what was sent."""
+    import msgspec
+
+    from tracekit.intake.otlp.decode_json import decode_spans
+    from tracekit.intake.otlp.received import SPAN_NAMES, span_document
+
+    doc = _full_doc()
+    spans = decode_spans(doc)
+    entry = decode_payload(encode_payload(spans_entry((doc, spans), "serve:otlp")))
+    row = dict(zip(SPAN_NAMES, entry.spans[0], strict=True))
+    assert "host.name" in row["resource"] and "my.lib" in row["scope"]
+    assert "traceState" in row["extra"] and "not.read" in row["attributes"]
+    assert (row["kind"], row["status_code"]) == (3, 2)
+    again = msgspec.json.decode(span_document(row))
+    back = decode_spans({"resourceSpans": [again]})[0]
+    assert back == spans[0]
+    assert back.target == "billing" and back.exception_cause == "ValueError: card declined"
 
 
 def test_an_entry_spooled_by_an_older_server_reads_back_with_the_defaults() -> None:
@@ -157,3 +209,38 @@ def test_an_entry_spooled_by_an_older_server_reads_back_with_the_defaults() -> N
     assert back.name == span.name and back.exception == "KeyError"
     assert (back.line, back.links, back.target, back.transfer) == (0, (), None, False)
     assert (back.exception_message, back.exception_cause) == (None, None)
+
+
+def test_a_protobuf_request_reads_as_protobufs_own_json_mapping_does() -> None:
+    """The walk of a message gives the spans, and the rows, protobuf's MessageToDict gives."""
+    import base64
+
+    from google.protobuf.json_format import MessageToDict, ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from tracekit.intake.otlp.decode_json import decode_spans
+    from tracekit.intake.otlp.received import SpanRows, message_document
+
+    def ids_as_base64(obj: Any) -> Any:  # protobuf's JSON mapping writes bytes as base64
+        if isinstance(obj, list):
+            return [ids_as_base64(x) for x in obj]
+        if not isinstance(obj, dict):
+            return obj
+        ids = ("traceId", "spanId", "parentSpanId")
+        return {
+            k: base64.b64encode(bytes.fromhex(v)).decode() if k in ids else ids_as_base64(v)
+            for k, v in obj.items()
+        }
+
+    message = ParseDict(ids_as_base64(_full_doc()), ExportTraceServiceRequest())
+    walked, mapped = message_document(message), MessageToDict(message)
+    spans = decode_spans(walked)
+    assert spans == decode_spans(mapped) and spans[0].target == "billing"
+    rows = [SpanRows(), SpanRows()]
+    rows[0].add(walked, spans, 0)
+    rows[1].add(mapped, decode_spans(mapped), 0)
+    mine, theirs = rows[0].rows()[0], rows[1].rows()[0]
+    assert mine[:12] == theirs[:12]  # ids, name, kind, times, status, service
+    assert json.loads(mine[12]) == json.loads(theirs[12])  # the attributes as received

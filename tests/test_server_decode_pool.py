@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 import duckdb
-from _server_helpers import start
-from test_server_mapper import _child, _gone
+from _server_helpers import Server, start
 from test_server_recovery import JSON, _batch
 
 from tracekit.server.decode import BadRequestError, TooLargeError
@@ -116,3 +115,36 @@ def test_a_body_that_cannot_be_read_is_refused_as_in_a_thread() -> None:
         except error:
             continue
         raise AssertionError(f"{kind} {body[:10]!r} was not refused")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _child(server: Server, name: str, timeout: float = 30) -> int:
+    """The server's child process of that name (it names itself once started)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [
+            c for c in _children(server.pid) if Path(f"/proc/{c}/comm").read_text().strip() == name
+        ]
+        if len(found) == 1 or time.monotonic() > deadline:
+            (child,) = found
+            return child
+        time.sleep(0.05)
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state == "Z":  # exited, its parent not yet told
+            return True
+        time.sleep(0.05)
+    return False

@@ -1,9 +1,9 @@
 """``/healthz`` tells the truth: a stopped child process is not ok, with the backlog in the body.
 
-A stopped mapping process leaves the loader waiting while batches pile up; a
-stopped decoding process leaves requests waiting: the first makes ``/healthz``
-503 with the backlog, the second answers each request 503 within the decode
-deadline and is replaced. Once the stage works again, a control trace is
+A loader that makes no progress while batches or traces to derive wait
+makes ``/healthz`` 503 with the backlog; a stopped decoding process leaves
+requests waiting: each request is answered 503 within the decode deadline
+and the process is replaced. Once the stage works again, a control trace is
 stored; the stop message says what is stored, pending and rejected.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from _server_helpers import Server, send_control, start
-from test_server_mapper import _child
+from test_server_decode_pool import _child
 from test_server_recovery import JSON, _batch
 
 from tracekit.server.health import process_state, stalled_for
@@ -35,25 +35,29 @@ def _health(server: Server, status: int, timeout: float = 60) -> dict[str, Any]:
     raise AssertionError(f"/healthz not {status} within {timeout} s: {got}")
 
 
-def test_a_stopped_mapping_process_is_not_ok_with_the_backlog(tmp_path: Path) -> None:
-    server = start(tmp_path / "stalled.duckdb")
-    try:
-        send_control(server, 0)
-        mapper = _child(server, "tracekit-mapper")
-        os.kill(mapper, signal.SIGSTOP)
-        try:
-            for i in range(3):
-                assert server.post("/v1/traces", _batch(i), JSON)[0] == 200
-            health = _health(server, 503)
-            assert f"the mapping process ({mapper}) is stopped" in health["error"]
-            assert health["backlog"]["spool_backlog_bytes"] > 0 or health["backlog"]["loading"]
-        finally:
-            os.kill(mapper, signal.SIGCONT)
-        assert _health(server, 200)["backlog"]["spool_backlog_bytes"] >= 0
-        send_control(server, 1)
-    finally:
-        assert server.stop() == 0, server.err
-    assert "of 602 spans and lines acknowledged: 602 stored, 0 rejected" in server.err, server.err
+def test_traces_waiting_to_be_derived_with_no_progress_are_a_stall(tmp_path: Path) -> None:
+    from tracekit.server.loader import Loader
+    from tracekit.server.spool import Spool
+    from tracekit.store import Store
+
+    spool = Spool(tmp_path / "spool", limit=1 << 20, deliver=lambda *args: None)
+    with contextlib.closing(_Stopping(spool)), Store(tmp_path / "stall.duckdb") as store:
+        loader = Loader(store, spool)
+        loader.load_spans(_cycle_of(loader, _batch(0, 3)))
+        assert loader.pending_spans == 3 and loader.stalled() is None
+        loader.progress_at -= 60  # the loader thread made no step for a minute
+        assert "and 3 traces to derive" in (loader.stalled() or "")
+        loader.load_once(final=True)
+        assert loader.pending_spans == 0 and loader.stalled() is None
+
+
+def _cycle_of(loader: Any, body: bytes) -> Any:
+    from tracekit.server.decode import received_otlp_json, spans_entry
+    from tracekit.server.loader import _Cycle
+    from tracekit.server.spool import encode_payload
+
+    payload = encode_payload(spans_entry(received_otlp_json(body), "serve:otlp"))
+    return _Cycle(entries=[(0, payload, 0.0)], end=len(payload))
 
 
 def test_a_stopped_decoding_process_gets_503_within_the_deadline_and_is_replaced(
@@ -87,3 +91,13 @@ def test_a_stage_is_stalled_only_with_work_waiting_past_the_limit() -> None:
     assert stalled_for(waiting=0, since=0.0, now=99.0, after=15.0) is None
     assert stalled_for(waiting=3, since=0.0, now=10.0, after=15.0) is None
     assert process_state(2**22 + 12345) is None  # no such process
+
+
+class _Stopping:
+    """Closes a spool's segment (``contextlib.closing``) when the test is done with it."""
+
+    def __init__(self, spool: Any) -> None:
+        self.spool = spool
+
+    def close(self) -> None:
+        self.spool.stop()

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from _columns_helpers import differences
+from _compare_helpers import differences
 from _server_helpers import TRACEKIT, start
 
 from tests.test_intake_otlp import agent, doc, error, tool

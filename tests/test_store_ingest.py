@@ -384,7 +384,8 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path: Path) -> None:
     con.close()
     with Store(path) as store:
         assert store.sql("SELECT max(version) AS v FROM schema_version").v.iloc[0] == SCHEMA_VERSION
-        assert store.con.execute("SELECT * FROM events ORDER BY line").fetchall() == before
+        rows = store.con.execute("SELECT * EXCLUDE (span_trace) FROM events ORDER BY line")
+        assert rows.fetchall() == before  # the v9 column is NULL: v1 records, kept as read
         ddl = store.sql("SELECT sql FROM duckdb_tables() WHERE table_name = 'events'").sql.iloc[0]
         assert "COMPRESSION ZSTD" in ddl.upper()
         assert "hand_over -> billing (ok, 3ms)" in str(store.tree("r1"))

@@ -76,6 +76,7 @@ _COMMANDS = (
     ("diff", trees.diff_command),
     ("simulate", simulate.simulate_command),
     ("ingest", store.ingest_command),
+    ("rederive", store.rederive_command),
     ("runs", store.runs_command),
     ("session", store.session_command),
     ("rejects", store.rejects_command),

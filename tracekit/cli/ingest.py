@@ -130,6 +130,9 @@ def store_to_ingest_into(db: str | None) -> Iterator[Store]:
     store = Store(path)
     shrink = False
     try:
+        for notice in [*store.notices, store.stale() if not created else None]:
+            if notice:
+                print(notice, file=sys.stderr)
         yield store
     except IngestInterrupted:  # nothing of it was kept: nor is the space it took
         shrink = _grew_for_nothing(store, path, size)

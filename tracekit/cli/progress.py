@@ -15,7 +15,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-__all__ = ["progress_bar"]
+__all__ = ["progress_bar", "trace_bar"]
 
 _MIN_BYTES = 64 << 20  # smaller inputs take well under a few seconds
 
@@ -42,6 +42,27 @@ def progress_bar() -> Callable[[int, int], contextlib.AbstractContextManager[Adv
             transient=True,
         )
         task = bar.add_task("ingest", total=total)
+        with bar:
+            yield lambda n: bar.advance(task, n)
+
+    return start
+
+
+def trace_bar() -> Callable[[int], contextlib.AbstractContextManager[Advance]] | None:
+    """Return a progress factory counting traces (``tracekit rederive``), or None off a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    @contextlib.contextmanager
+    def start(total: int) -> Iterator[Advance]:
+        bar = Progress(
+            TextColumn("deriving traces again"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeRemainingColumn(),
+            transient=True,
+        )
+        task = bar.add_task("rederive", total=total)
         with bar:
             yield lambda n: bar.advance(task, n)
 

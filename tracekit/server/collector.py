@@ -62,7 +62,7 @@ class Collector:
                 hint="Make it a directory this user can write (the server keeps every"
                 " acknowledged batch there until the store holds it).",
             ) from None
-        self.loader = Loader(self.store, self.spool, settle=config.settle)
+        self.loader = Loader(self.store, self.spool, settle=config.settle, dialects=config.dialects)
         # Cursors come from a connection no thread executes on: the loader's
         # connection is busy writing, and a DuckDB connection is not shared.
         self._reads = self.store.con.cursor()
@@ -115,7 +115,12 @@ class Collector:
         self.store = _served(Store(self.config.db, wait=5.0), self.config)
         self._reads = self.store.con.cursor()
         with self._deliver_lock:
-            loader = Loader(self.store, self.spool, settle=self.config.settle)
+            loader = Loader(
+                self.store,
+                self.spool,
+                settle=self.config.settle,
+                dialects=self.config.dialects,
+            )
             loader.replay()
             self._replayed_to = loader.replayed_to
             self.loader = loader
@@ -140,8 +145,8 @@ class Collector:
         return {
             "decode (decoding process and request threads)": round(decode, 3),
             "spool (writer thread)": round(self.spool.cpu, 3),
-            "map (mapping process)": round(self.loader.mapper.cpu, 3),
             "load (loader thread)": round(self.loader.cpu["load"], 3),
+            "derive (loader thread)": round(self.loader.cpu["derive"], 3),
             "process (all threads, DuckDB's too)": round(time.process_time(), 3),
         }
 
@@ -155,6 +160,25 @@ class Collector:
             f" refused {refused}, backlog {self.spool.backlog()} bytes"
         )
         return line + (f" (store refused a write: {self.failed})" if self.failed else "")
+
+    def stop_line(self) -> str:
+        """What a stop leaves: spans stored, pending (not in the store), rejected.
+
+        Example: ``1,200 spans stored (3 already there), 0 pending, 2 rejected``
+        """
+        loader = self.loader
+        pending = loader.queued + (1 if loader.loading else 0)
+        text = (
+            f"{loader.spans_stored:,} spans stored ({loader.duplicates:,} already there),"
+            f" {pending:,} batches pending, {loader.rejected:,} spans rejected"
+        )
+        if loader.pending_spans:
+            text += f"; {loader.pending_spans:,} spans of traces not derived yet"
+        if self.failed:
+            text += f"; the store refused a write ({self.failed}): the spool keeps the rest"
+        else:
+            text += "; everything acknowledged is in the store"
+        return text
 
     def start(self) -> None:
         """Replay what the spool holds past the checkpoint, then start writing and loading."""
@@ -284,10 +308,11 @@ class Collector:
         """``(acknowledged, stored, pending, rejected)`` since the start: the stop message.
 
         Spans and v1 lines alike. Rejected: refused at the request, by the
-        mapping, or by the store's load (kept in ``rejects``). Pending:
-        acknowledged and not stored (a trace still waiting for its root, or
+        rules that derive a trace, or by the store's load (kept in
+        ``rejects``). Pending: acknowledged and not stored (queued, or
         everything queued while the store refused writes): the spool keeps
-        it for the next start. Stored: the rest.
+        it for the next start. Stored: the rest (a span stored whose trace
+        is not derived yet is stored: a start derives it).
         """
         with self._stats_lock:
             received = sum(s.received for s in self.sources.values())
@@ -295,7 +320,7 @@ class Collector:
         loader = self.loader
         rejected = refused + loader.rejected_later
         queued = sum(item[3] for item in list(loader.queue_items()))
-        pending = loader.pending_spans + queued + loader.loading
+        pending = queued + loader.loading
         return received, max(received - rejected - pending, 0), pending, rejected
 
     def ingest_status(self) -> dict[str, Any]:

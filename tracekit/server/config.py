@@ -7,8 +7,12 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracekit.errors import TracekitError
+
+if TYPE_CHECKING:
+    from tracekit.intake.otlp.dialect import Dialect
 
 __all__ = [
     "ServeConfig",
@@ -45,8 +49,10 @@ class ServeConfig:
     spool_limit: int = 64 << 20
     #: Requests decoding or waiting for the spool at once before more get 429.
     max_inflight: int = 64
-    #: Seconds a trace whose root has come stays open for late spans.
+    #: Seconds without a new span before a trace is derived from its stored spans.
     settle: float = 1.0
+    #: The user's dialects (``--dialect FILE``) the traces are derived with.
+    dialects: tuple[Dialect, ...] = ()
     #: Seconds to wait for the store when another process holds it.
     wait: float = 0.0
     #: Host names (besides loopback and ``host``) a request may name in ``Host``.
@@ -72,7 +78,7 @@ class ServeConfig:
     #: DuckDB's limit (db_memory) plus a margin for Python, replies and bodies.
     memory_cap: int = 2 << 30
     #: DuckDB's memory limit on the served store (its buffer pool is most of the
-    #: server's memory: with the mapping process and the queues, the server stays
+    #: server's memory: with the decoding process and the queues, the server stays
     #: under 1 GB); a read that needs more spills to disk or is refused.
     db_memory: str = "400MB"
 

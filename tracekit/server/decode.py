@@ -8,7 +8,6 @@ span that cannot be kept is refused alone and counted in the response's
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import zlib
@@ -30,7 +29,9 @@ __all__ = [
     "decode_otlp_proto",
     "decode_records",
     "inflate",
-    "iter_otlp_proto",
+    "received_message",
+    "received_otlp_json",
+    "received_otlp_proto",
     "span_of",
     "spans_entries",
     "spans_entry",
@@ -118,6 +119,54 @@ def span_of(row: tuple[Any, ...]) -> Span:
     return span
 
 
+def legacy_row(row: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """A span spooled by an older server (its decoded fields only) as a received row.
+
+    Such a spool kept only what the mapping read: that is all there is to store.
+    """
+    from tracekit.intake.otlp.decode_json import _CHAINED
+    from tracekit.intake.otlp.received import SpanRows
+
+    span = span_of(tuple(row))
+    raw: dict[str, Any] = {
+        "traceId": span.trace,
+        "spanId": span.id,
+        "parentSpanId": span.parent,
+        "name": span.name,
+        "startTimeUnixNano": span.start,
+        "endTimeUnixNano": span.end,
+        "status": {"code": 2 if span.error else 0, "message": span.message},
+        "attributes": [{"key": k, "value": _any_value(v)} for k, v in span.attrs.items()],
+        "links": [{"traceId": t, "spanId": i} for t, i in span.links],
+    }
+    if span.exception:
+        said = {"exception.type": span.exception, "exception.message": span.exception_message}
+        if span.exception_cause:
+            said["exception.stacktrace"] = f"{span.exception_cause}\n{_CHAINED[0]}\n"
+        attributes = [{"key": k, "value": {"stringValue": v}} for k, v in said.items() if v]
+        raw["events"] = [{"name": "exception", "attributes": attributes}]
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": span.service}}]}
+    doc = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [raw]}]}]}
+    rows = SpanRows(check=False)  # checked at its own door when it was spooled
+    rows.add_line(msgspec.json.encode(doc), 0)
+    return rows.rows()[0]
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    if isinstance(value, dict):
+        values = [{"key": k, "value": _any_value(v)} for k, v in value.items()]
+        return {"kvlistValue": {"values": values}}
+    return {"stringValue": str(value)}
+
+
 def _row(span: Span) -> tuple[Any, ...]:
     # Every field, in Span's order: new fields go at the end, so a spool
     # written before them still reads back (with their defaults).
@@ -144,32 +193,56 @@ def _row(span: Span) -> tuple[Any, ...]:
 
 
 #: Spans in one spool entry at most: a big body is spooled as several entries, so
-#: that the decoding, the mapping and the load each hold a slice of it at a time.
+#: that the loader and the quarantine each hold a slice of it at a time.
 SLICE: Final = 10_000
 
 
-def spans_entries(spans: Iterable[Span], source: str, size: int = SLICE) -> Iterator[Entry]:
+def spans_entries(
+    received: tuple[dict[str, Any], list[Span]], source: str, size: int = SLICE
+) -> Iterator[Entry]:
     """:func:`spans_entry` of each slice of ``size`` spans (one entry for none).
 
     Example:
-        >>> span = Span("ab" * 16, "cd" * 8, "", "x", 1, 2, {}, False, "", None)
-        >>> [len(e.spans) for e in spans_entries([span] * 5, "serve:otlp", size=2)]
+        >>> doc, spans = received_otlp_json(
+        ...     b'{"resourceSpans": [{"scopeSpans": [{"spans": ['
+        ...     + b",".join(b'{"traceId": "%s", "spanId": "%s", "name": "x",'
+        ...                 b' "startTimeUnixNano": "1", "endTimeUnixNano": "2"}'
+        ...                 % (b"ab" * 16, b"%016x" % (i + 1)) for i in range(5))
+        ...     + b"]}]}]}")
+        >>> [len(e.spans) for e in spans_entries((doc, spans), "serve:otlp", size=2)]
         [2, 2, 1]
     """
-    it = iter(spans)
-    first = True
-    while piece := list(itertools.islice(it, size)):
-        first = False
-        yield spans_entry(piece, source)
-    if first:
-        yield spans_entry([], source)
+    doc, spans = received
+    rows = _received_rows(doc, spans)
+    for start in range(0, max(len(spans), 1), size):
+        piece = zip(spans[start : start + size], rows[start : start + size], strict=True)
+        yield _entry(piece, source)
 
 
-def spans_entry(spans: list[Span], source: str) -> Entry:
-    """An entry of the spans that can be kept; each refused one a reject with its reason."""
+def spans_entry(received: tuple[dict[str, Any], list[Span]], source: str) -> Entry:
+    """An entry of the spans that can be kept, as received; each refused one a reject with its reason.
+
+    ``received`` is a decoded document and its spans (:func:`received_otlp_json`).
+    The spool keeps each span whole (:class:`~tracekit.intake.otlp.received.SpanRows`'
+    row tuples): the store derives from what it was sent.
+    """
+    doc, spans = received
+    return _entry(zip(spans, _received_rows(doc, spans), strict=True), source)
+
+
+def _received_rows(doc: dict[str, Any], spans: list[Span]) -> list[tuple[Any, ...]]:
+    from tracekit.intake.otlp.received import SpanRows
+
+    gathered = SpanRows(check=False)  # every row, beside its span: checked in _entry
+    gathered.add(doc, spans, 0)
+    return gathered.rows()
+
+
+def _entry(pairs: Iterable[tuple[Span, tuple[Any, ...]]], source: str) -> Entry:
+    """The rows whose spans pass the ids and the limits at the door; the others refused."""
     rows: list[tuple[Any, ...]] = []
     rejects: list[tuple[str, str]] = []
-    for span in spans:
+    for span, row in pairs:
         try:
             check_ids(span)
             reason = check_limits(span)
@@ -178,7 +251,7 @@ def spans_entry(spans: list[Span], source: str) -> Entry:
         if reason is not None:
             rejects.append((raw_text(span), reason))
             continue
-        rows.append(_row(span))
+        rows.append(row)
     return Entry(source=source, spans=rows, rejects=rejects)
 
 
@@ -235,22 +308,30 @@ def decode_otlp_json(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not JSON, not OTLP traces, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_json import decode_spans
-    from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+    return received_otlp_json(body)[1]
 
+
+def received_otlp_json(body: bytes) -> tuple[dict[str, Any], list[Span]]:
+    """An OTLP/JSON ``ExportTraceServiceRequest``: the document and its decoded spans.
+
+    Raises:
+        BadRequestError: not JSON, not OTLP traces, or a span is malformed.
+    """
     _refuse_duplicate_keys(body)
-    try:
-        return decode_spans_fast(body)
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
-        pass
     try:
         doc = msgspec.json.decode(body)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise BadRequestError(f"not JSON ({_short(exc)})") from None
+    return _received(doc)
+
+
+def _received(doc: Any) -> tuple[dict[str, Any], list[Span]]:
+    from tracekit.intake.otlp.decode_json import decode_spans
+
     if not isinstance(doc, dict):
         raise BadRequestError("not a JSON object")
     try:
-        return decode_spans(doc)
+        return doc, decode_spans(doc)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise BadRequestError(f"malformed OTLP ({_short(exc)})") from None
     except RecursionError:
@@ -263,29 +344,40 @@ def decode_otlp_proto(body: bytes) -> list[Span]:
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    return list(iter_otlp_proto(body))
+    return received_otlp_proto(body)[1]
 
 
-def iter_otlp_proto(body: bytes) -> Iterator[Span]:
-    """:func:`decode_otlp_proto`, a span at a time (a slice of a big body is spooled at once).
-
-    Every span is checked for an id and a start before the first is given,
-    so a malformed body is refused whole, never half spooled.
+def received_otlp_proto(body: bytes) -> tuple[dict[str, Any], list[Span]]:
+    """A protobuf ``ExportTraceServiceRequest`` read as the OTLP JSON it stands for, and its spans.
 
     Raises:
         BadRequestError: not such a message, or a span is malformed.
     """
-    from tracekit.intake.otlp.decode_proto import check_message, iter_spans_of_message, parse
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
     try:
-        request = parse(body)
-        check_message(request)
-    except ValueError as exc:
-        raise BadRequestError(_short(exc)) from None
+        message = ExportTraceServiceRequest.FromString(body)
+    except (DecodeError, ValueError, RecursionError) as exc:
+        raise BadRequestError(f"not an OTLP protobuf message ({_short(exc)})") from None
+    return received_message(message)
+
+
+def received_message(message: Any) -> tuple[dict[str, Any], list[Span]]:
+    """A decoded ``ExportTraceServiceRequest`` (gRPC's) as its OTLP JSON and spans.
+
+    Raises:
+        BadRequestError: a span is malformed.
+    """
+    from tracekit.intake.otlp.received import message_document
+
     try:
-        yield from iter_spans_of_message(request)
-    except ValueError as exc:
-        raise BadRequestError(_short(exc)) from None
+        doc = message_document(message)
+    except RecursionError:
+        raise BadRequestError("malformed OTLP (values nest too deep)") from None
+    return _received(doc)
 
 
 def decode_records(body: bytes) -> Entry:

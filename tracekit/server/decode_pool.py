@@ -33,6 +33,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from tracekit.server.health import cpu_ticks
@@ -64,17 +65,17 @@ class Decoded:
 def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Decoded:
     """Inflate and decode an OTLP body (``kind`` ``protobuf`` or ``json``) as the spool keeps it.
 
-    Spans are read and encoded a slice at a time (:data:`~tracekit.server.decode.SLICE`),
-    so the objects of a big body are never all alive at once.
+    Spans are encoded a slice at a time (:data:`~tracekit.server.decode.SLICE`), so
+    the spool, the loader and the quarantine hold a slice of a big body at a time.
 
     Raises:
         BadRequestError: the body cannot be read (400).
         TooLargeError: it inflates past ``limit`` (413).
     """
     from tracekit.server.decode import (
-        decode_otlp_json,
         inflate,
-        iter_otlp_proto,
+        received_otlp_json,
+        received_otlp_proto,
         spans_entries,
     )
     from tracekit.server.spool import encode_payload
@@ -82,11 +83,13 @@ def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Deco
     clock = time.process_time()
     data = inflate(body, encoding, limit)
     del body
-    spans = iter_otlp_proto(data) if kind == "protobuf" else decode_otlp_json(data)
+    decode = received_otlp_proto if kind == "protobuf" else received_otlp_json
+    received = decode(data)
+    del data
     payloads: list[tuple[bytes, int]] = []
     kept = refused = 0
     reason = ""
-    for entry in spans_entries(spans, _OTLP):
+    for entry in spans_entries(received, _OTLP):
         payloads.append((encode_payload(entry), len(entry.spans)))
         kept, refused = kept + len(entry.spans), refused + len(entry.rejects)
         reason = reason or (entry.rejects[0][1] if entry.rejects else "")
@@ -94,8 +97,6 @@ def decode_spans_body(kind: str, body: bytes, encoding: str, limit: int) -> Deco
 
 
 def _start_worker(server: int) -> None:
-    from tracekit.server.mapper import name_process
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops us
     name_process("tracekit-decode")
     # The pool's queues never close under a killed server (the worker holds their
@@ -207,3 +208,9 @@ class DecodePool:
     def close(self) -> None:
         """Stop the worker once its requests are done."""
         self._pool.shutdown(wait=True, cancel_futures=False)
+
+
+def name_process(name: str) -> None:
+    """Name this process as ``ps`` and ``top`` show it (Linux; elsewhere nothing happens)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(name[:15])

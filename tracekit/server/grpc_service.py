@@ -15,10 +15,9 @@ from typing import Any
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from tracekit.intake.otlp.decode_proto import spans_of_message
 from tracekit.server.collector import Collector
 from tracekit.server.config import ServeConfig, ServeError
-from tracekit.server.decode import spans_entry
+from tracekit.server.decode import received_message, spans_entry
 from tracekit.server.spool import SpoolFullError
 
 __all__ = ["start_grpc"]
@@ -38,7 +37,7 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
             ):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
-            entry = spans_entry(spans_of_message(request), "serve:otlp")
+            entry = spans_entry(received_message(request), "serve:otlp")
         except ValueError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc)[:300])
         try:

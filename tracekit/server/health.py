@@ -1,7 +1,7 @@
 """What ``/healthz`` checks beyond the store: the child processes, and stages that stall.
 
-A stage may stop without failing: a mapping process stopped (``SIGSTOP``, a
-debugger) leaves the loader waiting for its answer, and work piles up
+A stage may stop without failing: a decoding process stopped (``SIGSTOP``, a
+debugger) leaves requests waiting for its answer, and work piles up
 while nothing raises. So the server looks at its children's state as the
 kernel reports it, and at the time since each stage last made progress.
 

@@ -1,19 +1,24 @@
-"""The loader: spooled batches into the store, in batches, with the existing set-based ingest.
+"""The loader: spooled batches into the store's ``spans`` table, then their traces derived.
 
-It keeps only spool offsets, loading and checkpoints: the mapping (when a
-trace is complete, and its records) runs in a process of its own
-(:mod:`tracekit.server.mapper`), one cycle ahead: while that process maps
-what came in since the last load, this thread loads what it mapped before
-(:meth:`Store.ingest_records`: duplicates by event key, derive, classify).
-A load takes whatever is complete when it starts, so loads grow with the
-input, not with a count. A load the store refuses for its data is bisected
-down to the records at fault (:mod:`tracekit.server.quarantine`). Once the
-store's file holds a load (a ``CHECKPOINT``, at most every ``durable_every``
-seconds: DuckDB's log alone is not trusted), the spool's checkpoint moves to
-the first spool entry that still has a span held, so a crash replays only
-what the store's file may not hold; at a graceful stop a trace without its root is not
-mapped but kept (the checkpoint stays before it), so its spans join their
-run when the rest of the trace comes after the next start.
+Each cycle stores the spans of the entries queued, whole, as received
+(:meth:`load_spans`: one transaction). A trace that gained spans is derived
+from all its stored spans once no span of it has come for ``settle`` seconds
+(:meth:`Store.derive_traces`: its earlier rows replaced), so a trace whose
+root has not come is visible as soon as it settles, as the run it is, and
+derived again whole when the root arrives, after a restart too. At a
+graceful stop every trace not yet derived is derived as it is; a start
+derives what a crash left underived. v1 lines go through
+:meth:`Store.ingest_records` as they are.
+
+What the store refuses for its data is bisected down to what is at fault
+(:mod:`tracekit.server.quarantine`, :mod:`tracekit._util.quarantine`): a
+load of v1 lines down to the records, a load of spans down to the spool
+entries, a derivation down to the traces; each is kept in ``rejects`` with
+the store's reason and never retried, so one poison span or trace costs
+only its own rejection. Once the store's file holds a load (a
+``CHECKPOINT``, at most every ``durable_every`` seconds: DuckDB's log alone
+is not trusted), the spool's checkpoint moves past it, so a crash replays
+only what the store's file may not hold.
 """
 
 from __future__ import annotations
@@ -25,25 +30,28 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from tracekit.server.health import STALL_SECONDS, child_trouble, stalled_for
-from tracekit.server.mapper import Mapped, MapperProcess, MappingSettings, MapRequest
-from tracekit.server.quarantine import load_quarantined
+from tracekit.server.health import STALL_SECONDS, stalled_for
+from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
+from tracekit.server.spooled import TRACE, row_text, spooled_spans
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
+    from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store import Store
+    from tracekit.store.rederive import RederiveReport
 
 __all__ = ["Loader", "SourceStats"]
 
 log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
-#: Traces remembered after they are stored, so that a late span joins its run.
-_REMEMBER: Final = 1024
+DERIVE_SOURCE: Final = "serve:derive"
+#: Traces derived in one cycle at most while serving (a stop derives them all).
+_DERIVE_MOST: Final = 20_000
 
 
 @dataclass
@@ -57,33 +65,34 @@ class SourceStats:
 
 @dataclass
 class _Cycle:
-    """What one load takes from the queue: v1 lines here, span entries for the mapper."""
+    """What one load takes from the queue: v1 lines, and span entries as spooled."""
 
     lines: dict[str, list[bytes]] = field(default_factory=dict)
     entries: list[tuple[int, bytes, float]] = field(default_factory=list)
     end: int = 0
     items: int = 0
-    mapped: Mapped | None = None
 
 
 class Loader:
-    """One thread that feeds spooled entries to the store, through the mapping process.
+    """One thread that stores spooled entries and derives the traces that settled.
 
     Args:
         store: the store, open for writing (this thread's connection).
         spool: where entries come from; its ``loaded`` offset is kept here.
-        settle: seconds a rooted trace stays open for late spans.
-        linger: seconds a trace without a root waits before it is mapped anyway.
+        settle: seconds without a new span before a trace is derived.
+        linger: kept for the configuration's sake: a trace without its root
+            is derived as it is once it settles, and again when the root comes.
         interval: how often to look for work.
         batch: spans (or lines) queued that start a load at once; fewer wait
-            up to ``delay`` seconds, since a load has a fixed cost (derive,
-            classify, commit) that a bigger batch shares.
+            up to ``delay`` seconds, since a load has a fixed cost (a commit).
         delay: seconds at most between loads while anything waits.
-        max_pending: spans held at most; past it the oldest traces are mapped.
+        max_pending: spans waiting to be derived at most; past it the oldest
+            traces are derived at once.
         most: spans (or lines) one load takes from the queue at most, so
             that a loader behind its input holds a bounded share of it.
         durable_every: seconds at most between store checkpoints (after
             which the spool lets go of what the store's file holds).
+        dialects: the user's dialects (``--dialect FILE``) the traces are derived with.
     """
 
     def __init__(
@@ -99,13 +108,18 @@ class Loader:
         max_pending: int = 100_000,
         most: int = 40_000,
         durable_every: float = 2.0,
+        dialects: Sequence[Dialect] = (),
     ) -> None:
         self.store = store
         self.spool = spool
+        self.settle = settle
+        self.linger = linger
         self.interval = interval
         self.batch = batch
         self.delay = delay
         self.most = most
+        self.max_pending = max_pending
+        self.dialects = tuple(dialects)
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
         self._count_lock = threading.Lock()
         self._last_load = time.monotonic()
@@ -115,8 +129,6 @@ class Loader:
         self._wake = threading.Event()
         self._stop = threading.Event()
         checkpoint = spool.read_checkpoint()
-        self._taken = dict(checkpoint.taken)
-        self._replaying = bool(checkpoint.taken)
         self._checkpoint = checkpoint.position
         self._position = checkpoint.position  # where the checkpoint goes once durable
         self._taken_changed = False
@@ -125,30 +137,31 @@ class Loader:
         self.progress_at = time.monotonic()  # the end of the last load step
         self.stall_after = STALL_SECONDS
         self.spool.loaded = checkpoint.position
-        self._fed = checkpoint.position  # end offset of the last entry handed to the mapping
+        self._fed = checkpoint.position
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
         self.replayed_items = 0  # spans and lines replay() queued
+        # Traces with spans stored but not derived: when each last gained one, and how many.
+        self._dirty: dict[str, float] = {}
+        self._dirty_spans: dict[str, int] = {}
+        self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
-        self.spans_loaded = 0  # fed, mapped and committed to the store (or skipped by the mapping)
-        self.pending_spans = 0  # spans held by the mapping, waiting for the rest of their trace
+        self.spans_loaded = 0  # stored in ``spans`` (or found there already)
+        self.spans_stored = 0  # new in ``spans``
+        self.duplicates = 0  # spans the store held already
+        self.rejected = 0  # spans refused (at the request, or by the rules)
         self.skipped = 0
-        self.quarantined = 0  # records the store refused one by one (kept in rejects)
-        self.rejected_later = 0  # spans and lines refused by the mapping or the store's load
-        self.cpu = {"load": 0.0}  # this thread's CPU seconds (DuckDB's own threads not counted)
-        self._held: _Cycle | None = None  # mapped, not yet loaded
+        self.quarantined = 0  # records, spool entries and traces the store refused one by one
+        self.rejected_later = 0  # refused after the request: by the rules or the store's load
+        self.cpu = {"load": 0.0, "derive": 0.0}  # this thread's CPU seconds
         self._hold = threading.Lock()  # held by a load, or by paused()
-        self.mapper = MapperProcess(
-            MappingSettings(
-                settle=settle,
-                linger=linger,
-                max_pending=max_pending,
-                remember=_REMEMBER,
-                replay_taken=dict(checkpoint.taken),
-            )
-        )
         self._thread = threading.Thread(target=self._run, name="tracekit-loader", daemon=True)
+
+    @property
+    def pending_spans(self) -> int:
+        """Spans stored whose trace is not derived yet (it has not settled)."""
+        return sum(self._dirty_spans.values())
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -187,19 +200,19 @@ class Loader:
         return self._checkpoint
 
     def stalled(self) -> str | None:
-        """Why loading is stuck (the mapping process stopped, no progress with work queued), or None."""
-        trouble = child_trouble("mapping", self.mapper.pid)
-        if trouble is not None:
-            return trouble
+        """Why loading or deriving is stuck (no progress with work waiting), or None."""
         found = stalled_for(
-            waiting=len(self._queue) + self.loading,
+            waiting=len(self._queue) + self.loading + len(self._dirty),
             since=self.progress_at,
             now=time.monotonic(),
             after=self.stall_after,
         )
         if found is None:
             return None
-        return f"loading has made {found} with {len(self._queue)} batches queued"
+        return (
+            f"loading has made {found} with {len(self._queue)} batches queued"
+            f" and {len(self._dirty)} traces to derive"
+        )
 
     def queue_items(self) -> list[tuple[int, int, Entry | bytes, int, float]]:
         """A copy of the queue: ``(start, end, entry or payload, items, arrived)``."""
@@ -216,21 +229,16 @@ class Loader:
         self._thread.start()
 
     def stop(self) -> None:
-        """Load everything queued and every trace that has its root, then stop.
-
-        A trace without its root stays in the spool (the checkpoint is before
-        it) for the next start: its spans are not mapped alone.
-        """
+        """Load everything queued, derive every trace not derived yet, then stop."""
         self._stop.set()
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join()
         if self.failed is not None:
-            # What was committed before the failure (a mapping process lost, not the
-            # disk) goes into the store's file now, so a reopen replays only the rest.
+            # What was committed before the failure (not the disk's) goes into the
+            # store's file now, so a reopen replays only the rest.
             with contextlib.suppress(Exception), self._hold:
                 self._make_durable(force=True)
-        self.mapper.close()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -238,7 +246,7 @@ class Loader:
             self._wake.clear()
             self._step(final=False)
         self._step(final=True)
-        while (self._queue or self._held) and self.failed is None:  # a load takes a bounded share
+        while (self._queue or self._dirty) and self.failed is None:  # a load takes a bounded share
             self._step(final=True)
         if self.failed is None:
             try:
@@ -259,7 +267,6 @@ class Loader:
             return
         try:
             with self._hold:
-                self.mapper.check()  # a mapping process gone fails at once: recovery replaces it
                 self.load_once(final=final)
                 self._make_durable(force=False)  # also while idle, after the last load
             self.progress_at = time.monotonic()
@@ -268,41 +275,31 @@ class Loader:
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
 
     def load_once(self, *, final: bool = False) -> int:
-        """Hand what is queued to the mapping, load what it mapped last time; return records stored.
+        """Store what is queued, then derive the traces that settled; return spans stored.
 
-        Unless ``final``, nothing happens until ``batch`` items are queued or
-        ``delay`` seconds have passed since the last load. With ``final``
-        the cycle mapped now is loaded too.
+        Unless ``final``, nothing is stored until ``batch`` items are queued
+        or ``delay`` seconds have passed since the last load; with ``final``
+        every trace not derived yet is derived, settled or not.
         """
         now = time.monotonic()
-        if not final and self._queued_items < self.batch and now - self._last_load < self.delay:
-            return 0
-        self._last_load = now
-        cycle = self._drain()
-        self.loading = cycle.items + (self._held.items if self._held else 0)
-        self.mapper.send(
-            MapRequest(
-                now=now,
-                final=final,
-                end=cycle.end,
-                entries=cycle.entries,
-                forget_replay=self._replaying and not self._queue,
-            )
-        )
-        stored = self._store(self._held) if self._held else 0  # while the mapping maps `cycle`
-        self._held = None
-        cycle.mapped = self.mapper.receive()
-        if final or (not cycle.mapped.records and not cycle.lines and not cycle.mapped.refused):
-            stored += self._store(cycle)  # nothing to wait for: checkpoint now
-        else:
-            self._held = cycle
-        self.loading = self._held.items if self._held else 0
+        if not self._recovered:
+            self._recovered = True
+            for trace in self.store.underived_traces():
+                self._dirty.setdefault(trace, now)
+                self._dirty_spans.setdefault(trace, 0)
+        stored = 0
+        waiting = self._queued_items >= self.batch or now - self._last_load >= self.delay
+        if self._queue and (final or waiting):
+            self._last_load = now
+            cycle = self._drain()
+            self.loading = cycle.items
+            stored = self.load_spans(cycle)
+            self.loading = 0
+        self._derive(time.monotonic(), final=final)
         return stored
 
     def _drain(self) -> _Cycle:
         cycle = _Cycle(end=self._fed)
-        # At most a few batches a load: memory stays bounded when the loader is
-        # behind, and past ~30,000 records a bigger load saves nothing.
         while self._queue and cycle.items < self.most:
             start, end, item, items, arrived = self._queue.popleft()
             cycle.items += items
@@ -316,35 +313,119 @@ class Loader:
         self._fed = cycle.end
         return cycle
 
-    def _store(self, cycle: _Cycle) -> int:
-        """Load a mapped cycle, then move the checkpoint past what the store now holds."""
-        mapped = cycle.mapped
-        assert mapped is not None
+    def load_spans(self, cycle: _Cycle) -> int:
+        """Store one cycle's spans as received (and its v1 lines); checkpoint past them.
+
+        One transaction for the spans; each span's line is its spool entry's
+        offset. Returns the spans (and records) newly stored.
+        """
         clock = time.thread_time()
-        lines = dict(cycle.lines)
-        refused = {OTLP_SOURCE: mapped.refused} if mapped.refused else {}
-        if mapped.records:
-            lines.setdefault(OTLP_SOURCE, []).extend(mapped.records)
-        stored = self._ingest(lines, refused)
-        self.rejected_later += mapped.refused_later
-        self.pending_spans = mapped.pending
-        self.skipped = mapped.skipped
-        self.spans_loaded = mapped.spans_fed - mapped.pending
-        self._advance(cycle, mapped)
+        rows, lines, refused, unreadable = spooled_spans(cycle.entries)
+        self.rejected_later += unreadable
+        stored = self._store_spans(rows, lines, refused) if rows or refused else 0
+        stored += self._ingest_lines(cycle.lines)
+        self._advance(cycle)
         self.cpu["load"] += time.thread_time() - clock
         return stored
 
-    def _ingest(
-        self, lines: dict[str, list[bytes]], refused: dict[str, list[tuple[str, str]]]
+    def _store_spans(
+        self, rows: list[tuple[Any, ...]], lines: list[int], refused: list[tuple[int, str, str]]
     ) -> int:
+        """Store received rows (and spans refused at the request); a refused load is bisected."""
+        left = [refused]  # the refusals go with the first part the store takes
+
+        def step(part: Sequence[tuple[tuple[Any, ...], int]]) -> int:
+            stored = self._put(part, left[0])
+            left[0] = []
+            return stored
+
+        pairs = list(zip(rows, lines, strict=True))
+        done, bad = run_quarantined(pairs, step, healthy=self._store_answers)
+        set_aside = [
+            (line, row_text(row), f"the store could not load it: {why}") for (row, line), why in bad
+        ]
+        if set_aside or left[0]:  # never retried: kept in rejects
+            self.quarantined += len(bad)
+            self.rejected_later += len(bad)
+            done.append(self._put([], [*left[0], *set_aside]))
+        return sum(done)
+
+    def _put(
+        self, pairs: Sequence[tuple[tuple[Any, ...], int]], refused: list[tuple[int, str, str]]
+    ) -> int:
+        """One transaction: these rows stored, ``refused`` kept in rejects; the traces marked."""
+        from tracekit.intake.otlp.received import rows_table
+
+        taken = self.store.load_spans(
+            rows_table([r for r, _ in pairs], [line for _, line in pairs]),
+            source=OTLP_SOURCE,
+            refused=refused,
+        )
+        self.loads += 1
+        self.spans_stored += taken.stored
+        self.duplicates += taken.duplicates
+        self.spans_loaded += len(pairs)
+        self.rejected += len(refused)
+        arrived = time.monotonic()
+        for row, _ in pairs:
+            trace = row[TRACE]
+            self._dirty[trace] = arrived
+            self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + 1
+        return taken.stored
+
+    def _derive(self, now: float, *, final: bool) -> None:
+        """Derive the traces that settled (all of them at a stop; the oldest past ``max_pending``).
+
+        A derivation the store refuses is bisected down to the traces at
+        fault: each is kept in ``rejects`` with the reason, the rest derived.
+        """
+        if not self._dirty:
+            return
+        clock = time.thread_time()
+        if final:
+            due = list(self._dirty)
+        else:
+            due = [t for t, last in self._dirty.items() if now - last >= self.settle]
+            if self.pending_spans > self.max_pending:
+                due = sorted(self._dirty, key=self._dirty.__getitem__)
+            due = due[:_DERIVE_MOST]
+        if due:
+            reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
+            for report in reports:
+                if report.spans is not None:
+                    self.skipped += report.spans.outside
+                    self.rejected += report.spans.refused
+                    self.rejected_later += report.spans.refused
+            if bad:
+                self._set_traces_aside(bad)
+            for trace in due:
+                self._dirty.pop(trace, None)
+                self._dirty_spans.pop(trace, None)
+        self.cpu["derive"] += time.thread_time() - clock
+
+    def _derive_part(self, traces: Sequence[str]) -> RederiveReport:
+        return self.store.derive_traces(list(traces), source=DERIVE_SOURCE, dialects=self.dialects)
+
+    def _set_traces_aside(self, bad: list[tuple[str, str]]) -> None:
+        """Traces the derivation fails on: named in rejects with the reason, never retried."""
+        from tracekit.intake.otlp.received import rows_table
+
+        refused = [
+            (0, f'{{"traceId": "{trace}"}}', f"the derivation failed on this trace: {why}")
+            for trace, why in bad
+        ]
+        self.store.load_spans(rows_table([], []), source=DERIVE_SOURCE, refused=refused)
+        self.quarantined += len(bad)
+        log.error("%d traces could not be derived (kept in rejects): %s", len(bad), bad[0][1])
+
+    def _ingest_lines(self, lines: dict[str, list[bytes]]) -> int:
         stored = 0
-        for source in sorted(set(lines) | set(refused)):
+        for source in sorted(lines):
             load = functools.partial(self._load, source)
-            done, aside = load_quarantined(
-                lines.get(source, []), refused.get(source, []), load, healthy=self._store_answers
-            )
+            done, aside = load_quarantined(lines[source], [], load, healthy=self._store_answers)
             stored += done
             self.quarantined += aside
+            self.rejected_later += aside
         return stored
 
     def _load(
@@ -360,8 +441,7 @@ class Loader:
             list(records), source=source, first_line=first, refused=numbered
         )
         self._next_line[source] = first + len(records) + len(numbered)
-        if source != OTLP_SOURCE:  # v1 lines the load refused (records of spans: by the mapping)
-            self.rejected_later += report.totals.rejected - len(numbered)
+        self.rejected_later += report.totals.rejected - len(numbered)  # v1 lines it refused
         self.loads += 1
         return report.totals.accepted
 
@@ -385,13 +465,9 @@ class Loader:
             found = int(row[0]) if row else 1
         return found
 
-    def _advance(self, cycle: _Cycle, mapped: Mapped) -> None:
-        """Move the checkpoint to the first entry that still has a span held."""
-        self._taken.update(mapped.taken)
-        self._taken_changed = self._taken_changed or bool(mapped.taken)
-        if self._replaying and not self._queue:
-            self._replaying = False
-        self._position = mapped.first_held
+    def _advance(self, cycle: _Cycle) -> None:
+        """The store holds the cycle: the checkpoint moves past it once the store's file does."""
+        self._position = cycle.end
         self.spool.loaded = cycle.end
         self._make_durable(force=False)
 
@@ -404,14 +480,12 @@ class Loader:
         the database file, at most every ``durable_every`` seconds.
         """
         position = self._position
-        if position == self._checkpoint and not self._taken_changed:
+        if position == self._checkpoint:
             return
         if not force and time.monotonic() - self._last_durable < self.durable_every:
             return
         self.store.con.execute("CHECKPOINT")
         self._last_durable = time.monotonic()
-        self._taken = {t: last for t, last in self._taken.items() if last >= position}
-        self.spool.write_checkpoint(Checkpoint(position, dict(self._taken)))
+        self.spool.write_checkpoint(Checkpoint(position, {}))
         self._checkpoint = position
-        self._taken_changed = False
         self.spool.trim(position)

@@ -19,15 +19,19 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 import duckdb
 
 from tracekit._util.quarantine import quarantine
 from tracekit.errors import StoreWriteError
 
-__all__ = ["Load", "load_quarantined"]
+__all__ = ["Load", "load_quarantined", "run_quarantined"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: ``load(records, refused)``: records stored (``refused``: ``(raw, reason)`` pairs kept as rejects).
 Load = Callable[[Sequence[bytes], Sequence[tuple[str, str]]], int]
@@ -35,8 +39,18 @@ Load = Callable[[Sequence[bytes], Sequence[tuple[str, str]]], int]
 _RAW: Final = 65_536
 
 
+#: A write the disk refused, in DuckDB's words (a full disk, a file past its limit).
+_WRITE_FAILURE: Final = re.compile(
+    r"could not write|no space left|file too large|disk (is )?full", re.I
+)
+
+
 def _not_the_data(exc: BaseException) -> bool:
-    return isinstance(exc, (StoreWriteError, duckdb.FatalException, OSError, MemoryError))
+    # A load straight into the store (spans, a derivation) sees DuckDB's own
+    # error for a full disk: an IOException, or a failed commit that says so.
+    if isinstance(exc, (StoreWriteError, duckdb.FatalException, duckdb.IOException)):
+        return True
+    return isinstance(exc, (OSError, MemoryError)) or bool(_WRITE_FAILURE.search(str(exc)))
 
 
 def load_quarantined(
@@ -62,3 +76,32 @@ def load_quarantined(
         for record, reason in done.rejected
     ]
     return sum(done.results) + load([], [*refused, *bad]), len(bad)
+
+
+def run_quarantined(
+    items: Sequence[T], step: Callable[[Sequence[T]], R], *, healthy: Callable[[], bool]
+) -> tuple[list[R], list[tuple[T, str]]]:
+    """``step(items)``, bisected down to the items at fault if the store refuses it for its data.
+
+    Returns the results of the parts that ran and each item set aside with
+    its reason. A step must leave nothing behind when it raises (one
+    transaction).
+
+    Raises:
+        Exception: a failure that is not the data's (the store's, the disk's).
+
+    Example:
+        >>> def derive(traces):
+        ...     if "bad" in traces:
+        ...         raise ValueError("no")
+        ...     return len(traces)
+        >>> run_quarantined(["a", "bad", "c"], derive, healthy=lambda: True)
+        ([1, 1], [('bad', 'ValueError: no')])
+    """
+    try:
+        return [step(items)], []
+    except Exception as exc:
+        if _not_the_data(exc) or not items or not healthy():
+            raise
+    done = quarantine(items, step, fatal=_not_the_data, healthy=healthy)
+    return done.results, done.rejected

@@ -86,7 +86,10 @@ def serve(config: ServeConfig, *, lake: LakeOptions | None = None) -> None:
         collector.stop()
         sidecar_path(collector.store.path).unlink(missing_ok=True)
         sock.close()
-    print(f"tracekit serve: stopped; {_accounts(collector)}", file=sys.stderr)
+    print(
+        f"tracekit serve: stopped; {_accounts(collector)}; {collector.stop_line()}",
+        file=sys.stderr,
+    )
 
 
 def _accounts(collector: Collector) -> str:
@@ -99,7 +102,7 @@ def _accounts(collector: Collector) -> str:
     if collector.failed:
         return line + f" (the store refused a write: {collector.failed}); the spool keeps them"
     if pending:
-        return line + " (traces without their root: the spool keeps them for the next start)"
+        return line + " (the spool keeps them for the next start)"
     return line
 
 

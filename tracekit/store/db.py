@@ -13,7 +13,7 @@ from tracekit.errors import StoreError
 from tracekit.store.lock import lock_error, retry_locked
 from tracekit.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["DEFAULT_DB", "connect", "default_path"]
+__all__ = ["DEFAULT_DB", "NOTICES", "connect", "default_path", "take_notices"]
 
 DEFAULT_DB = "tracekit.duckdb"
 
@@ -97,6 +97,30 @@ def _version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+#: What opening a store had to say (a migration's consequences), by the store's path;
+#: :class:`~tracekit.store.Store` takes its own when it opens.
+NOTICES: dict[str, list[str]] = {}
+
+
+def take_notices(path: Path) -> list[str]:
+    """The notices opening the store at ``path`` gave, each handed over once."""
+    return NOTICES.pop(str(path.resolve()), [])
+
+
+def _note_unspanned(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    row = con.execute(
+        "SELECT count(DISTINCT span_trace), count(DISTINCT run_id) FROM events"
+        " WHERE span_trace IS NOT NULL"
+    ).fetchall()[0]
+    if not row or not row[0]:
+        return
+    NOTICES.setdefault(str(path.resolve()), []).append(
+        f"{path}: migrated to v9 (spans are stored as received). Its {row[0]} OTLP traces"
+        " stored before keep their runs, but their spans were not kept: they cannot be"
+        " derived again (tracekit rederive) unless their spans are ingested again"
+    )
+
+
 def _migrate(con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> None:
     version = _version(con)
     if version > SCHEMA_VERSION:
@@ -116,6 +140,8 @@ def _migrate(con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool) -> 
         con.execute(MIGRATIONS[number - 1])
         con.execute("INSERT INTO schema_version (version) VALUES (?)", [number])
         con.execute("COMMIT")
+    if 0 < version < 9:
+        _note_unspanned(con, path)
     if version:  # a migration may ask for runs to be classified again (v8: failed steps)
         from tracekit.store.classify import classify_store
 

@@ -26,7 +26,6 @@ from typing import Literal
 import duckdb
 import pyarrow as pa
 
-from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import plural
 from tracekit.errors import (
     IngestInterrupted,
@@ -36,8 +35,8 @@ from tracekit.errors import (
     TraceFileError,
 )
 from tracekit.intake import formats
+from tracekit.intake.otlp.batches import span_batches
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.dialects import user_dialects
 from tracekit.intake.sources import Source, expand, open_stream
 from tracekit.store.classify import classify_store
 from tracekit.store.derive import derive
@@ -53,10 +52,10 @@ from tracekit.store.ingest_log import (
     undo_since,
     undo_unread,
 )
-from tracekit.store.load import Counts, load_batch
-from tracekit.store.otlp_columns import column_batches, columns_enabled
-from tracekit.store.otlp_source import JoinedOtlp, Refused, Tables
+from tracekit.store.load import Counts, load_batch, reject_rows
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
+from tracekit.store.spans import load_spans
+from tracekit.store.spans_derive import derive_spans
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 
@@ -83,6 +82,7 @@ class SourceReport:
     skipped: str = ""  # why the source was not read at all
     damage: str = ""  # why a compressed source ended early, and where
     spans: SpanCounts | None = None  # where an OTLP source's spans went
+    ingest_id: int | None = None  # its ingest_log row, once opened
 
 
 @dataclass
@@ -150,22 +150,17 @@ def ingest_paths(
     asked = stop or _never
     sources = expand(paths)
     report = IngestReport()
-    # A trace split over several sources is joined span by span: the set-based
-    # path maps one source at a time, so it reads an ingest of one source.
-    # A user's dialect is read by the per-span rules only: the columns know the common shapes.
-    by_columns = len(sources) == 1 and columns_enabled() and not user_dialects()
-    otlp = _Otlp(con if by_columns else None)
     try:
         since = first_underived(con)
         with _failures(con, since, asked):
             with _progress_for(sources, progress) as advance:
                 for source in sources:
                     _check(asked)
-                    sub = _ingest_source(con, source, format, advance, asked, otlp)
+                    sub = _ingest_source(con, source, format, advance, asked)
                     report.sources.append(sub)
-            otlp.finish(con)
             _check(asked)
             with transaction(con):
+                _derive_spans(con, since, report)
                 report.runs_touched = derive(con, since)
                 if classify:
                     classify_store(con, own_transaction=False)
@@ -294,74 +289,18 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
         yield advance
 
 
-class _Otlp:
-    """The OTLP sources of one ingest: one intake join, and where each source's records go."""
-
-    def __init__(self, columns: duckdb.DuckDBPyConnection | None = None) -> None:
-        self.joined = JoinedOtlp()
-        self.columns = columns  # set: map the common shapes set-based on it
-        self.origins: list[tuple[int, str, SourceReport]] = []  # ingest_id, label, report
-        # A source's end is stored with the last of its records: a crash before
-        # then reads it again, rather than skipping the traces still held.
-        self.ends: list[tuple[int, tuple[int, int, str]]] = []
-
-    def add(self, ingest_id: int, label: str, report: SourceReport) -> int:
-        report.spans = SpanCounts()
-        self.origins.append((ingest_id, label, report))
-        return len(self.origins) - 1
-
-    def batches(self, chunks: Iterable[Chunk], origin: int) -> Iterator[_Batch]:
-        """A source's batches; the tables of earlier sources its chunks completed beside them."""
-        report = self.origins[origin][2]
-        assert report.spans is not None
-        read = (
-            self.joined.batches(chunks, origin)
-            if self.columns is None
-            else column_batches(self.columns, self.joined, chunks, origin, report.spans)
-        )
-        for chunk, tables in _mapped_paused(read):
-            table, refused = tables.pop(origin)
-            yield chunk, table, refused, tables
-        assert report.spans is not None
-        report.spans.add(self.joined.counts())
-
-    def load(self, con: duckdb.DuckDBPyConnection, tables: Tables) -> None:
-        """Store records under the sources their spans were read from (in the caller's transaction)."""
-        for origin, (table, refused) in sorted(tables.items()):
-            ingest_id, label, report = self.origins[origin]
-            report.counts.add(load_batch(con, table, refused, ingest_id=ingest_id, source=label))
-            record_progress(con, ingest_id, report.counts)
-
-    def finish(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Store every trace still held, each record under its own source."""
-        if not self.origins:
-            return
-        with gc_paused():
-            held = self.joined.finish()
-        with transaction(con):
-            self.load(con, held)
-            for ingest_id, end in self.ends:
-                record_progress(con, ingest_id, self._report(ingest_id).counts, end=end)
-        last = self.origins[-1][2].spans
-        assert last is not None
-        last.add(self.joined.counts())
-
-    def _report(self, ingest_id: int) -> SourceReport:
-        return next(report for id_, _, report in self.origins if id_ == ingest_id)
-
-
-def _mapped_paused(read: Iterator[tuple[Chunk, Tables]]) -> Iterator[tuple[Chunk, Tables]]:
-    """Each chunk's mapping made with the cycle collector paused, the load after it not.
-
-    The spans held for their traces are many acyclic objects: full collections
-    would walk them again and again (a fifth of an OTLP ingest's CPU).
-    """
-    while True:
-        with gc_paused():
-            item = next(read, None)
-        if item is None:
-            return
-        yield item
+def _derive_spans(con: duckdb.DuckDBPyConnection, since: int, report: IngestReport) -> None:
+    """Derive the traces that gained spans; count their records under the sources read."""
+    done = derive_spans(con, since)
+    by_id = {sub.ingest_id: sub for sub in report.sources if sub.ingest_id is not None}
+    for ingest_id, counts in done.counts.items():
+        sub = by_id.get(ingest_id)
+        if sub is not None:
+            sub.counts.add(counts)
+            record_progress(con, ingest_id, sub.counts)
+    otlp = [sub for sub in report.sources if sub.spans is not None]
+    if otlp and otlp[-1].spans is not None:
+        otlp[-1].spans.add(done.spans)
 
 
 def _ingest_source(
@@ -370,7 +309,6 @@ def _ingest_source(
     format: Format,
     advance: Progress,
     stop: Stop,
-    otlp: _Otlp,
 ) -> SourceReport:
     size = source.path.stat().st_size
     undo_unread(con, source)
@@ -384,18 +322,15 @@ def _ingest_source(
             source.label, chosen, skipped="a JSON document that is not OTLP (no resourceSpans)"
         )
     report = SourceReport(source=source.label, format=chosen, unchanged=resume.unchanged)
+    report.ingest_id = ingest_id
+    if chosen == "otlp":
+        report.spans = SpanCounts()
     open_row(con, ingest_id, source, chosen, size, resume)
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
-        end, end_line = _read_source(
-            con, source, chosen, resume, (ingest_id, report), advance, stop, otlp
-        )
+        end, end_line = _read_source(con, source, chosen, resume, report, advance, stop)
     mark = (end, end_line, fingerprint(source.path, size if source.gz else end))
-    if report.spans is not None:  # OTLP: traces may still be held for a later source
-        otlp.ends.append((ingest_id, mark))
-        record_progress(con, ingest_id, report.counts)
-    else:
-        record_progress(con, ingest_id, report.counts, end=mark)
+    record_progress(con, ingest_id, report.counts, end=mark)
     return report
 
 
@@ -404,10 +339,9 @@ def _read_source(
     source: Source,
     chosen: str,
     resume: Resume,
-    target: tuple[int, SourceReport],
+    report: SourceReport,
     advance: Progress,
     stop: Stop,
-    otlp: _Otlp,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
     final = source.gz or source.stdin
@@ -416,27 +350,21 @@ def _read_source(
     # holds spans across chunks, and a gzip offset is not a file offset.
     resumable = not (source.gz or source.stdin or chosen == "otlp")
     end, end_line = resume.start, resume.first_line
-    ingest_id, report = target
+    ingest_id = report.ingest_id
+    assert ingest_id is not None
     try:
         with open_stream(source) as stream:
             read = _Compressed(stream)  # a .gz: its bar counts the file's bytes, not inflated ones
             chunks = read_chunks(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
-            if chosen == "otlp":
-                batches = otlp.batches(chunks, otlp.add(ingest_id, source.label, report))
-            else:
-                batches = _jsonl_batches(chunks)
-            for chunk, batch, refused, others in batches:
+            batches = span_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
+            for chunk, batch, refused in batches:
                 next_end = (chunk.end, chunk.last_line)
                 # A transaction per chunk keeps memory bounded; its ingest_log
                 # counts (and, if resumable, its end) commit with its records.
                 with transaction(con):
-                    counts = load_batch(
-                        con, batch, refused, ingest_id=ingest_id, source=source.label
-                    )
-                    report.counts.add(counts)
-                    otlp.load(con, others)
+                    _load(con, chosen, batch, refused, report, source.label)
                     mark = (*next_end, fingerprint(source.path, chunk.end)) if resumable else None
                     record_progress(con, ingest_id, report.counts, end=mark)
                 if chunk.damage:
@@ -464,12 +392,35 @@ class _Compressed:
         return done
 
 
-_Batch = tuple[Chunk, pa.Table, Refused, Tables]
+Refused = list[tuple[int, str, str]]
+_Batch = tuple[Chunk, pa.Table, Refused]
 
 
 def _jsonl_batches(chunks: Iterable[Chunk]) -> Iterator[_Batch]:
     for chunk in chunks:
-        yield (chunk, *chunk_table(chunk), {})
+        yield (chunk, *chunk_table(chunk))
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    chosen: str,
+    batch: pa.Table,
+    refused: Refused,
+    report: SourceReport,
+    label: str,
+) -> None:
+    """One chunk: v1 records into ``events``, or OTLP spans into ``spans`` (derived at the end)."""
+    assert report.ingest_id is not None
+    if chosen != "otlp":
+        report.counts.add(load_batch(con, batch, refused, ingest_id=report.ingest_id, source=label))
+        return
+    taken = load_spans(con, batch, ingest_id=report.ingest_id, source=label)
+    bad = reject_rows(con, refused, ingest_id=report.ingest_id, source=label)
+    report.counts.add(
+        Counts(read=bad + taken.duplicates, rejected=bad, duplicates=taken.duplicates)
+    )
+    assert report.spans is not None
+    report.spans.duplicates += taken.duplicates
 
 
 def _now() -> datetime:

@@ -167,7 +167,7 @@ def undo_unread(con: duckdb.DuckDBPyConnection, source: Source) -> None:
         return
     ids = [int(r[0]) for r in rows]
     with transaction(con):
-        for table in ("events", "rejects", "ingest_log"):
+        for table in ("spans", "events", "rejects", "ingest_log"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, ingest_id)", [ids])
 
 
@@ -178,7 +178,7 @@ def undo_since(con: duckdb.DuckDBPyConnection, since: int) -> list[str]:
             "SELECT DISTINCT source FROM ingest_log WHERE ingest_id >= ? ORDER BY source",
             [since],
         ).fetchall()
-        for table in ("events", "rejects", "ingest_log"):
+        for table in ("spans", "events", "rejects", "ingest_log"):
             con.execute(f"DELETE FROM {table} WHERE ingest_id >= ?", [since])
     return [str(r[0]) for r in rows]
 

@@ -175,8 +175,13 @@ def reject_rows(
     *,
     ingest_id: int,
     source: str,
+    traces: list[str] | None = None,
 ) -> int:
-    """Insert ``(line, raw, reason)`` rows into ``rejects``; return how many."""
+    """Insert ``(line, raw, reason)`` rows into ``rejects``; return how many.
+
+    ``traces``: for spans the rules refused, the trace each was derived
+    from (its refusal is replaced when the trace is derived again).
+    """
     if not rows:
         return 0
     table = pa.Table.from_arrays(
@@ -184,13 +189,15 @@ def reject_rows(
             ints([r[0] for r in rows], np.int64),
             strings([r[1] for r in rows]),
             strings([r[2] for r in rows]),
+            pa.array(traces if traces is not None else [None] * len(rows), pa.string()),
         ],
-        names=["line", "raw", "reason"],
+        names=["line", "raw", "reason", "span_trace"],
     )
     con.register("_rejects", table)
     try:
         con.execute(
-            "INSERT INTO rejects SELECT $ingest_id, $source, line, raw, reason FROM _rejects",
+            "INSERT INTO rejects (ingest_id, source, line, raw, reason, span_trace)"
+            " SELECT $ingest_id, $source, line, raw, reason, span_trace FROM _rejects",
             {"ingest_id": ingest_id, "source": source},
         )
     finally:

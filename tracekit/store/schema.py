@@ -285,8 +285,56 @@ WHERE outcome = 'ok' AND run_id IN (
 );
 """
 
-# v9: another branch's migration; a no-op here until the integrator puts it in its place.
-_V9: Final = "SELECT 1;"
+# v9: the spans are the record. ``spans`` keeps every OTLP span as received,
+# once per (trace_id, span_id); the records, invocations, steps and runs of
+# a trace are derived from its stored spans (``tracekit.store.spans_derive``)
+# and derived again, replaced, when the trace gains a span or the rules
+# change. ``derivations`` says which rules (and which of the user's dialect
+# files) derived each trace;
+# ``events.span_trace`` (and ``rejects.span_trace``) marks a row derived from
+# that trace's spans, NULL for a v1 record kept as read. A store made before
+# v9 keeps its OTLP runs, which have no spans to be derived from again.
+_V9: Final = """
+CREATE TABLE IF NOT EXISTS spans (
+    trace_id        VARCHAR NOT NULL,   -- lowercase hex ('' when the span had none)
+    span_id         VARCHAR NOT NULL,   -- lowercase hex; (trace_id, span_id) is unique
+    parent_span_id  VARCHAR,
+    name            VARCHAR NOT NULL,
+    kind            INTEGER,            -- OTLP SpanKind (0-5), NULL when not given
+    start_ns        BIGINT NOT NULL,
+    end_ns          BIGINT,             -- NULL: the span has no end
+    status_code     INTEGER NOT NULL,   -- 0 unset, 1 ok, 2 error
+    status_message  VARCHAR,
+    service         VARCHAR,            -- the resource's service.name
+    attributes      VARCHAR USING COMPRESSION zstd,  -- JSON: the KeyValue list as received
+    events          VARCHAR USING COMPRESSION zstd,  -- JSON: span events (exceptions, stack traces)
+    links           VARCHAR,            -- JSON: span links as received
+    linked          VARCHAR[],          -- the other traces its links name
+    resource        VARCHAR USING COMPRESSION zstd,  -- JSON: the resource (attributes ...)
+    scope           VARCHAR,            -- JSON: the instrumentation scope
+    extra           VARCHAR,            -- JSON: every other key of the span (traceState, flags ...)
+    ingest_id       BIGINT NOT NULL,
+    source          VARCHAR NOT NULL,
+    line            BIGINT NOT NULL,    -- the source line (or spool entry) it came in
+    pos             INTEGER NOT NULL    -- its place among the spans of that line
+);
+
+CREATE TABLE IF NOT EXISTS derivations (
+    trace_id    VARCHAR NOT NULL,   -- unique: the trace whose spans were derived
+    deriver     VARCHAR NOT NULL,   -- tracekit.intake.otlp.derivation.deriver_version()
+    spans       BIGINT NOT NULL,    -- how many stored spans it had
+    derived_at  TIMESTAMP NOT NULL,
+    dialects    VARCHAR             -- the user's dialect files it was derived with (NULL: none)
+);
+
+ALTER TABLE events ADD COLUMN span_trace VARCHAR;
+ALTER TABLE rejects ADD COLUMN span_trace VARCHAR;
+
+-- The records OTLP ingests made before v9 belong to their trace: if its
+-- spans are ingested again, they are replaced by what the spans derive to.
+UPDATE events SET span_trace = coalesce(trace_id, '')
+WHERE ingest_id IN (SELECT ingest_id FROM ingest_log WHERE format = 'otlp');
+"""
 
 # v10: ``loops``, one row for each circle a run's agents went round, however it
 # stopped: a framework's limit raised ('limit'), cut off without an error

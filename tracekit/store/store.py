@@ -23,17 +23,21 @@ import duckdb
 
 from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
-from tracekit.store.db import connect, default_path
+from tracekit.store.db import connect, default_path, take_notices
 from tracekit.store.query import check_names, check_read_only, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
     from tracekit.events import Event
     from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
     from tracekit.store.ingest import Format, IngestReport, ProgressFactory, Stop
+    from tracekit.store.rederive import ProgressFactory as TraceProgress
+    from tracekit.store.rederive import RederiveReport
+    from tracekit.store.spans import SpanLoad
     from tracekit.tree import AgentTree
 
 __all__ = ["Store"]
@@ -73,6 +77,8 @@ class Store:
         self.path = Path(path) if path is not None else default_path()
         self.read_only = read_only
         self.con: duckdb.DuckDBPyConnection = connect(self.path, read_only=read_only, wait=wait)
+        #: What opening it had to say (what a migration could not keep), once.
+        self.notices: list[str] = take_notices(self.path)
 
     @classmethod
     def over(cls, con: duckdb.DuckDBPyConnection, path: PathLike) -> Store:
@@ -87,6 +93,7 @@ class Store:
         view.read_only = True
         view.con = con
         view._borrowed = True  # the database is writable: sql() must still roll back
+        view.notices = []
         return view
 
     def __enter__(self) -> Store:
@@ -162,6 +169,72 @@ class Store:
         return ingest_records(
             self.con, lines, source=source, first_line=first_line, refused=refused
         )
+
+    def rederive(
+        self,
+        *,
+        since: str | None = None,
+        service: str | None = None,
+        progress: TraceProgress | None = None,
+        dialects: Sequence[Dialect] = (),
+    ) -> RederiveReport:
+        """Derive the stored traces again from their spans under today's rules, and classify.
+
+        Each trace's earlier rows are replaced, so the store equals a fresh
+        ingest of the same files. ``since`` (``"2h"``, a date) and ``service``
+        choose the traces by their spans' start and service; ``dialects`` are
+        the user's (``--dialect FILE``), read with the built-in ones.
+
+        Example:
+            >>> with Store("samples.duckdb") as store:
+            ...     print(store.rederive(service="no-such-service").line())
+            derived 0 traces again: 0 records, 0 runs rebuilt
+        """
+        from tracekit.intake.otlp.dialects import using
+        from tracekit.store.rederive import rederive
+
+        self._writable()
+        with using(dialects):
+            return rederive(self.con, since=since, service=service, progress=progress)
+
+    def load_spans(
+        self, batch: pa.Table, *, source: str, refused: list[tuple[int, str, str]] | None = None
+    ) -> SpanLoad:
+        """Store received spans (an Arrow table of ``span_schema()``) in one transaction.
+
+        Each span is kept once per (trace, span) id; the traces are derived by
+        :meth:`derive_traces`. ``refused``: ``(line, raw, reason)`` kept in ``rejects``.
+        """
+        from tracekit.store.spans import store_spans
+
+        self._writable()
+        return store_spans(self.con, batch, source=source, refused=refused or [])
+
+    def derive_traces(
+        self, traces: list[str], *, source: str, dialects: Sequence[Dialect] = ()
+    ) -> RederiveReport:
+        """Derive these traces from all their stored spans, replacing what they derived before.
+
+        ``dialects``: the user's (``--dialect FILE``), read with the built-in ones.
+        """
+        from tracekit.intake.otlp.dialects import using
+        from tracekit.store.rederive import derive_again
+
+        self._writable()
+        with using(dialects):
+            return derive_again(self.con, traces, source=source)
+
+    def underived_traces(self) -> list[str]:
+        """The traces with stored spans not derived yet (a collector stopped before it could)."""
+        from tracekit.store.rederive import underived_traces
+
+        return underived_traces(self.con)
+
+    def stale(self) -> str | None:
+        """What of the store older rules derived, and how to refresh it; None when nothing."""
+        from tracekit.store.rederive import stale_notice
+
+        return stale_notice(self.con)
 
     def runs(
         self,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from tracekit.cli.commands.options import DbOption
+from tracekit.cli.commands.options import DbOption, DialectOption
 from tracekit.errors import TracekitError
 
 
@@ -56,6 +56,7 @@ def serve_command(
         str | None,
         typer.Option("--writer", metavar="ID", help="With --lake: this server's id in the lake."),
     ] = None,
+    dialect: DialectOption = None,
 ) -> None:
     """Collect OTLP traces live into the store (POST /v1/traces), until Ctrl-C or SIGTERM.
 
@@ -70,6 +71,7 @@ def serve_command(
     if grpc_port is not None:
         _check_port("--grpc-port", grpc_port)
         _check_grpc()
+    from tracekit.intake.otlp.dialect import find_dialects
     from tracekit.server import ServeConfig, serve
     from tracekit.store.db import default_path
 
@@ -79,6 +81,7 @@ def serve_command(
     config = ServeConfig(path, host=host, port=port, grpc_port=grpc_port, token=token)
     config.max_body, config.spool_limit = max_body, spool_limit
     config.allow_hosts = list(allow_host or [])
+    config.dialects = find_dialects(dialect or ())
     options = None
     if lake is not None:
         from tracekit.server.lake_export import LakeOptions, every_seconds

@@ -108,6 +108,36 @@ def _print_sources(report: Any) -> None:
             print(f"  {note}")
 
 
+def rederive_command(
+    db: DbOption = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="WHEN", help="Traces with a span since then (2h, 7d, 2026-01-31)."
+        ),
+    ] = None,
+    service: Annotated[
+        str | None, typer.Option("--service", metavar="NAME", help="Only this service's traces.")
+    ] = None,
+    dialect: DialectOption = None,
+) -> None:
+    """Derive runs again from the stored spans under this tracekit's rules (after an upgrade).
+
+    Each trace's earlier rows are replaced: the store then equals a fresh
+    ingest of the same files. v1 records are kept as read and need nothing.
+    """
+    from tracekit.cli.ingest import store_to_ingest_into
+    from tracekit.cli.progress import trace_bar
+    from tracekit.intake.otlp.dialect import find_dialects
+
+    dialects = find_dialects(dialect or ())
+    with store_to_ingest_into(db) as store:
+        report = store.rederive(
+            since=since, service=service, progress=trace_bar(), dialects=dialects
+        )
+    print(report.line())
+
+
 def _forward(paths: list[str], url: str) -> None:
     from tracekit.cli.forward import forward_files
 

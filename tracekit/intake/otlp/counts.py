@@ -36,11 +36,12 @@ class SpanCounts:
     plain: int = 0
     #: Traces read by an inferred dialect, by what was inferred (and how sure).
     inferred: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0  # stored already (the same trace and span id): counted, not stored again
 
     @property
     def read(self) -> int:
-        """Every span mapped: the sum of the others, by construction."""
-        return self.agents + self.steps + self.wrappers + self.rejected
+        """Every span read: the sum of the others, by construction."""
+        return self.agents + self.steps + self.wrappers + self.rejected + self.duplicates
 
     @property
     def rejected(self) -> int:
@@ -67,6 +68,8 @@ class SpanCounts:
             f" + {plural(self.steps, 'step')} + {plural(self.wrappers, 'wrapper')}"
             f" + {self.rejected} rejected"
         )
+        if self.duplicates:
+            text += f" + {plural(self.duplicates, 'duplicate')}"
         why = [f"{n} {what}" for n, what in self._why() if n]
         return f"{text} ({', '.join(why)})" if why else text
 

@@ -1,33 +1,13 @@
-"""Ingest one OTLP source both ways (set-based and per span) and compare the stores table by table."""
+"""Two stores compared table by table (EXCEPT ALL both ways)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
-import pytest
 
-from tracekit.store.db import connect
-from tracekit.store.ingest import IngestReport, ingest_paths
-
-# Times of the ingest itself, and each record's position in its line (the
-# per-span path numbers records per chunk it maps them in): not the records.
+# Times of the ingest itself, and each record's position in its line: not the records.
 _SKIP = {"ingest_id", "item", "started_at", "finished_at", "applied_at", "classified_at"}
-
-
-def ingest_both(
-    tmp: Path, source: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[IngestReport, IngestReport, list[tuple[str, int, int]]]:
-    """Both reports and, per store table, the rows only one of the two stores has."""
-    reports = []
-    for mode in ("0", "1"):
-        monkeypatch.setenv("TRACEKIT_OTLP_COLUMNS", mode)
-        con = connect(tmp / f"store{mode}.duckdb")
-        try:
-            reports.append(ingest_paths(con, [source]))
-        finally:
-            con.close()
-    return reports[0], reports[1], differences(tmp / "store0.duckdb", tmp / "store1.duckdb")
 
 
 def differences(
@@ -62,7 +42,3 @@ def differences(
             found.append((table, *only))
     con.close()
     return found
-
-
-def spans_line(report: IngestReport) -> list[str]:
-    return [s.spans.line() if s.spans else "" for s in report.sources]

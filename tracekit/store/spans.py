@@ -1,0 +1,97 @@
+"""The ``spans`` table: every span as received, once per (trace_id, span_id).
+
+The store takes span batches as Arrow tables of
+:data:`~tracekit.intake.otlp.received.SPAN_FIELDS` (the intake decodes the
+wire formats) and keeps them as they are; a span already stored, or earlier
+in the same batch, is a duplicate: counted, not stored. What the spans mean
+is derived from them afterwards (:mod:`tracekit.store.spans_derive`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Final
+
+import duckdb
+import pyarrow as pa
+
+__all__ = ["SpanLoad", "load_spans", "store_spans"]
+
+_COLUMNS: Final = (
+    "trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,"
+    " status_message, service, attributes, events, links, linked, resource, scope, extra,"
+    " line, pos"
+)
+
+# The batch's keys are the small build side; the store's two id columns are
+# only scanned. The first of a key read in the batch wins.
+_INSERT: Final = f"""
+INSERT INTO spans ({_COLUMNS}, ingest_id, source)
+SELECT {_COLUMNS}, $ingest_id, $source FROM _span_batch b
+WHERE NOT EXISTS (
+    SELECT 1 FROM spans s WHERE s.trace_id = b.trace_id AND s.span_id = b.span_id
+)
+QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY line, pos) = 1
+"""
+
+
+@dataclass
+class SpanLoad:
+    """How the spans of a batch were taken: stored, or duplicates not stored."""
+
+    stored: int = 0
+    duplicates: int = 0
+
+
+def load_spans(
+    con: duckdb.DuckDBPyConnection, batch: pa.Table, *, ingest_id: int, source: str
+) -> SpanLoad:
+    """Store a batch of received spans (in the caller's transaction); count its duplicates."""
+    if not batch.num_rows:
+        return SpanLoad()
+    con.register("_span_batch", batch)
+    try:
+        row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchall()[0]
+    finally:
+        con.unregister("_span_batch")
+    stored = int(row[0]) if row else 0
+    return SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
+
+
+def store_spans(
+    con: duckdb.DuckDBPyConnection,
+    batch: pa.Table,
+    *,
+    source: str,
+    refused: list[tuple[int, str, str]],
+) -> SpanLoad:
+    """Store a batch (a collector's cycle) in one transaction, as one finished ``ingest_log`` row.
+
+    The row counts spans (``lines_read = accepted + rejected + duplicates``);
+    ``refused`` (``(line, raw, reason)``, spans refused at the request) go to
+    ``rejects``. The traces are derived apart, once they settle.
+    """
+    from tracekit.store.ingest_log import next_ingest_id, transaction
+    from tracekit.store.load import reject_rows
+
+    with transaction(con):
+        ingest_id = next_ingest_id(con)
+        taken = load_spans(con, batch, ingest_id=ingest_id, source=source)
+        bad = reject_rows(con, refused, ingest_id=ingest_id, source=source)
+        now = datetime.now(UTC).replace(tzinfo=None)
+        con.execute(
+            "INSERT INTO ingest_log (ingest_id, source, format, lines_read, accepted, rejected,"
+            " duplicates, started_at, finished_at) VALUES (?, ?, 'otlp', ?, ?, ?, ?, ?, ?)",
+            [
+                ingest_id,
+                source,
+                batch.num_rows + bad,
+                taken.stored,
+                bad,
+                taken.duplicates,
+                now,
+                now,
+            ],
+        )
+    return taken
