@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
+from tracekit.intake.otlp.handoff import target_in
 from tracekit.intake.otlp.names import NameMemo
 
 if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
@@ -139,7 +140,9 @@ class Tables:
         for dialect in self.dialects:
             goto = dialect.edges.goto
             if goto and goto.matches(span.name, span.attrs):
-                return goto.name_of(span.name, span.attrs) or None
+                # The target may be written inside the span's output (``{"to_agent": "x"}``).
+                name = goto.name_of(span.name, span.attrs)
+                return (target_in([name]) or name) if name else None
         return None
 
 
