@@ -72,14 +72,6 @@ KNOWN_GAPS: dict[str, Gap] = {
     "mlflow_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     "openllmetry_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     **{
-        f"openllmetry_langgraph_supervisor/{scenario}": Gap(
-            "the supervisor's turns after a worker hands back with no tool are not read as "
-            "invocations: OpenLLMetry writes langgraph_step only as an association property, "
-            "not in the metadata the graph.step rule reads"
-        )
-        for scenario in ("handoff_chain", "handoff_then_tool_agent", "loop")
-    },
-    **{
         f"openllmetry_openai_agents/{scenario}": Gap(
             "an agent run as a tool (as_tool) writes a trace of its own, with no link to the "
             "tool call: it is read as a run of its own, not as the caller's delegate",
