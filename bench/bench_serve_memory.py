@@ -7,7 +7,7 @@ trace ids), and samples the resident memory of the server and of its child
 processes (the decoding and the mapping process) together every 0.2 s until
 every acknowledged span is loaded. Prints the peak, the cap docs/serve.md
 promises (1 GiB), and whether it held. ``--baseline DIR`` runs another
-checkout's server (e.g. ``/work/main``) the same way first, for the ratio.
+checkout's server (e.g. ``../main-baseline``) the same way first, for the ratio.
 
 Run: ``.venv/bin/python bench/bench_serve_memory.py --requests 1``
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,9 @@ from tracekit.failures import (
     incomplete_state,
     run_facts,
 )
+from tracekit.failures.limits import limit_hit
 from tracekit.failures.rules import STALE_AFTER_MS, innermost
+from tracekit.failures.sequence import activation_sequence
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
 
@@ -130,8 +133,10 @@ def test_rules_run_in_order_first_finding_wins() -> None:
         "incomplete",
         "cancelled",
         "recursion",
+        "limit_loop",
         "refused",
         "child",
+        "limit_stop",
         "degraded",
         "failed_step",
         "ok",
@@ -252,3 +257,157 @@ def test_a_guard_in_the_caller_is_a_circle_only_when_the_path_holds_the_loop_it_
     # a loop the failing path does not close, or no loop written out: a child failure
     assert run("delegation loop: writer -> critic -> writer") == ("failed:child", None)
     assert run("loop refused: planner was already running") == ("failed:child", None)
+
+
+# --- circles from the sequence of activations, limits, loop findings ------------------
+
+_RECORDINGS = sorted((Path(__file__).parent / "frameworks" / "recordings").glob("*/*.otlp.json"))
+#: Every recorded framework run's facts that no limit stopped: the chains a cycle is spliced into.
+_RECORDED = [
+    facts
+    for path in _RECORDINGS
+    for facts in run_facts(read_trace(path).events)
+    if limit_hit(facts) is None
+]
+_LIMITS = [
+    ErrorInfo(code="GraphRecursionError", message="Recursion limit of 25 reached"),
+    ErrorInfo(code="MaxTurnsExceeded", message="Max turns (10) exceeded"),
+    ErrorInfo(code="UsageLimitExceeded", message="The next request would exceed the request_limit of 6"),
+    ErrorInfo(code="AgentMaxStepsError", message="Reached max steps."),
+    ErrorInfo(code="RuntimeError", message="Maximum number of turns 8 reached"),
+]  # fmt: skip
+_RING = st.lists(st.sampled_from(["loop_a", "loop_b", "loop_c", "loop_d"]), min_size=2, max_size=3,
+                 unique=True)  # fmt: skip
+
+
+def _revisits(facts: RunFacts) -> bool:
+    names = [name for name, _ in activation_sequence(facts)]
+    return len(names) != len(set(names))
+
+
+def _splice(base: RunFacts, ring: list[str], rounds: int) -> tuple[RunFacts, list[Call]]:
+    """``base`` with the ring gone round ``rounds`` times, handed on from its last activation."""
+    parent = activation_sequence(base)[-1][1]
+    start = max([c.start_ms or 0.0 for c in base.sequence], default=0.0)
+    names = [*ring * rounds, ring[0]]
+    added: list[Call] = []
+    for n, agent in enumerate(names, start=1):
+        call = Call(f"loop{n}", parent, agent, "ok", None, start + 2 * n + 1, start + n, "handoff")
+        added.append(call)
+        parent = call.invocation_id
+    sequence = (*base.sequence, *added)
+    return replace(base, calls=sequence, sequence=sequence), added
+
+
+def _fail_last(run: RunFacts, added: list[Call], error: ErrorInfo, where: str) -> RunFacts:
+    """The run ended by ``error``: raised by the root, the last activation, or a step of it."""
+    last = added[-1]
+    steps = run.failed_steps
+    calls = list(run.sequence)
+    if where == "agent":
+        calls[-1] = replace(last, status="error", error=error)
+    elif where == "step":
+        steps = (*steps, FailedStep("chat", last.invocation_id, last.agent, error, last.start_ms))
+    return replace(run, ok=False, error=error, calls=tuple(calls), sequence=tuple(calls),
+                   failed_steps=steps)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_RECORDED), _RING, st.integers(1, 4), st.sampled_from(_LIMITS),
+       st.sampled_from(["root", "agent", "step"]))  # fmt: skip
+def test_a_spliced_cycle_stopped_by_a_limit_is_recursion_with_that_circle(
+    base: RunFacts, ring: list[str], rounds: int, limit: ErrorInfo, where: str
+) -> None:
+    run, added = _splice(base, ring, rounds)
+    found = classify_run(_fail_last(run, added, limit, where))
+    assert (found.outcome, found.circle) == ("failed:recursion", canonical_circle([*ring, ring[0]]))
+    assert found.loop is not None and found.loop.stopped == "limit"
+    assert found.loop.revisits == rounds and found.origin_code == limit.code
+    assert found.origin_agent == added[-1].agent  # where the limit struck, or the last activation
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([f for f in _RECORDED if f.ok]), _RING, st.integers(3, 5))
+def test_the_same_cycle_without_a_limit_is_a_loop_finding_not_a_failure(
+    base: RunFacts, ring: list[str], rounds: int
+) -> None:
+    run, _ = _splice(base, ring, rounds)
+    found = classify_run(run)
+    assert found.outcome == classify_run(base).outcome and not found.outcome.startswith("failed")
+    assert found.loop is not None
+    assert (found.loop.circle, found.loop.stopped, found.loop.revisits) == (
+        canonical_circle([*ring, ring[0]]), "finished", rounds,
+    )  # fmt: skip
+    assert classify_run(run, loop_min=rounds + 1).loop is None  # below the threshold: no finding
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([f for f in _RECORDED if not _revisits(f)]),
+       st.sampled_from(_LIMITS), st.sampled_from(["root", "agent", "step"]))  # fmt: skip
+def test_a_limit_without_any_revisit_is_not_recursion(
+    base: RunFacts, limit: ErrorInfo, where: str
+) -> None:
+    run, added = _splice(base, ["loop_a"], 0)  # one more activation, no revisit
+    found = classify_run(_fail_last(run, added, limit, where))
+    assert found.outcome == "failed:child" and found.circle is None and found.loop is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_RECORDED), _RING, st.integers(1, 4), st.sampled_from(["agent", "step"]))
+def test_agents_that_revisit_then_fail_with_an_ordinary_error_are_a_child_failure(
+    base: RunFacts, ring: list[str], rounds: int, where: str
+) -> None:
+    run, added = _splice(base, ring, rounds)
+    error = ErrorInfo(code="ValueError", message="invoice id is not a number")
+    found = classify_run(_fail_last(run, added, error, where))
+    assert found.outcome == "failed:child" and found.circle is None and found.loop is None
+    if not any(c.failed for c in base.calls):  # else the recorded failure may be the origin
+        assert found.origin_code == "ValueError"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_RECORDED), _RING, st.integers(1, 4), st.sampled_from(_LIMITS),
+       st.permutations(["n1", "n2", "n3", "n4"]))  # fmt: skip
+def test_renaming_agents_renames_the_circle(
+    base: RunFacts, ring: list[str], rounds: int, limit: ErrorInfo, names: list[str]
+) -> None:
+    run = _fail_last(*_splice(base, ring, rounds), limit, "root")
+    rename = dict(zip(["loop_a", "loop_b", "loop_c", "loop_d"], names, strict=True))
+    renamed = [replace(c, agent=rename.get(c.agent, c.agent)) for c in run.sequence]
+    again = replace(run, calls=tuple(renamed), sequence=tuple(renamed))
+    assert classify_run(again).circle == canonical_circle([rename[a] for a in [*ring, ring[0]]])
+
+
+def test_a_limit_the_app_handled_after_a_cycle_is_degraded_with_its_circle() -> None:
+    base = RunFacts("r", "triage", True, True)
+    run, added = _splice(base, ["billing", "triage"], 2)
+    last = replace(added[-1], status="error", error=_LIMITS[1])
+    calls = (*run.sequence[:-1], last)
+    found = classify_run(replace(run, calls=calls, sequence=calls))
+    assert (found.outcome, found.circle, found.origin_agent, found.origin_code) == (
+        "degraded", "billing -> triage -> billing", "billing", "MaxTurnsExceeded",
+    )  # fmt: skip
+    assert found.loop is not None and found.loop.stopped == "silent"
+
+
+def test_a_silent_stop_recorded_on_the_run_end_is_degraded_not_ok() -> None:
+    stop = ErrorInfo(code="MaxMessageTermination", message="Maximum number of messages 6 reached")
+    run, _ = _splice(RunFacts("r", "planner", True, True, stop), ["billing", "planner"], 2)
+    found = classify_run(run)
+    assert (found.outcome, found.circle, found.origin_code) == (
+        "degraded", "billing -> planner -> billing", "MaxMessageTermination",
+    )  # fmt: skip
+
+
+def test_call_path_refusals_keep_their_meaning_and_carry_a_refused_loop() -> None:
+    refused = Call("i2", "i1", "orders", "refused",
+                   ErrorInfo(code="AGENT_RECURSION", chain=["orders", "billing", "orders"]))  # fmt: skip
+    billing = Call("i1", None, "billing", "error", refused.error)
+    found = classify_run(RunFacts("r", "orders", True, False, refused.error, (billing, refused)))
+    assert (found.outcome, found.circle, found.origin.invocation_id) == (
+        "failed:recursion", "billing -> orders -> billing", "i2",
+    )  # fmt: skip
+    assert found.loop is not None
+    assert (found.loop.stopped, found.loop.revisits, found.loop.members) == (
+        "refused", 1, (None, "i1", "i2"),
+    )  # fmt: skip

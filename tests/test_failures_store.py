@@ -14,7 +14,7 @@ from tracekit.events import Exit
 from tracekit.failures import classify_events, classify_run, run_facts
 from tracekit.intake import read_trace
 from tracekit.simulation.simulator import simulate
-from tracekit.store import Store, StoreSink
+from tracekit.store import Store, StoreSink, loops
 from tracekit.store.classify import classify_store
 from tracekit.store.ingest import ingest_paths
 
@@ -152,6 +152,9 @@ def test_set_based_classification_equals_the_pure_rules_on_full_facts(
     trace, _, db = fleet
     with Store(db, read_only=True) as store:
         rows = _runs(store)
+    with Store(db, read_only=True) as store:
+        stored = {row.run_id: row for row in loops(store)}
+    found = {}
     for facts in run_facts(read_trace(trace).events):
         finding = classify_run(facts)
         row = rows[facts.run_id]
@@ -159,6 +162,15 @@ def test_set_based_classification_equals_the_pure_rules_on_full_facts(
         assert _none(row["circle"]) == finding.circle
         assert _none(row["origin_agent"]) == finding.origin_agent
         assert _none(row["origin_code"]) == finding.origin_code
+        if finding.loop is not None:
+            loop = finding.loop
+            found[facts.run_id] = (loop.circle, loop.revisits, loop.stopped, loop.limit_code,
+                                   loop.origin_agent, len(loop.members))  # fmt: skip
+    assert found  # the fleet's recursion refusals are loops refused on the call path
+    assert {
+        run: (r.circle, r.revisits, r.stopped, r.limit_code, r.origin_agent, r.invocations)
+        for run, r in stored.items()
+    } == found
 
 
 def test_the_same_fleet_from_otlp_gets_the_same_classes(tmp_path: Path) -> None:
@@ -219,7 +231,8 @@ def test_a_store_classified_before_v8_gets_its_failed_step_runs_again(tmp_path: 
     con.execute("ALTER TABLE runs DROP COLUMN origin_step")
     con.execute("UPDATE runs SET outcome = 'ok', origin_agent = NULL, origin_code = NULL"
                 " WHERE run_id IN ('toolhandled', 'roottool')")  # fmt: skip
-    con.execute("DELETE FROM schema_version WHERE version = 8")
+    con.execute("DELETE FROM schema_version WHERE version >= 8")
+    con.execute("DROP TABLE loops")  # made by a later migration, made again
     con.close()
     with Store(db) as store:  # a writer migrates and classifies what v8 asks for again
         rows = _runs(store)

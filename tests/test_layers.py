@@ -65,10 +65,10 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def _imports(path: Path) -> Iterator[tuple[int, str]]:
-    """Every module a file imports at run time, with its line."""
+def _imports(path: Path, *, typing: bool = False) -> Iterator[tuple[int, str]]:
+    """Every module a file imports at run time (and for type checkers, with ``typing``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = _type_checking_lines(tree)
+    typing_only = set() if typing else _type_checking_lines(tree)
     for node in ast.walk(tree):
         if getattr(node, "lineno", None) in typing_only:
             continue
@@ -117,13 +117,17 @@ def _module_name(path: Path) -> str:
 
 
 def _graph() -> dict[str, set[str]]:
-    """Module -> the tracekit modules it imports at run time (a package counts as its __init__)."""
+    """Module -> the tracekit modules it imports (a package counts as its __init__).
+
+    Imports for type checkers count: two modules that name each other's types
+    are one idea in two files, whichever side hides its import.
+    """
     paths = [*_modules(), PACKAGE / "__init__.py"]
     names = {_module_name(p) for p in paths}
     graph: dict[str, set[str]] = {}
     for path in paths:
         deps = set()
-        for _, module in _imports(path):
+        for _, module in _imports(path, typing=True):
             while module and module not in names:  # `from pkg.mod import name`
                 module = module.rpartition(".")[0]
             mine = _module_name(path)
@@ -155,11 +159,46 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+#: Known circles: each an import left out of the check (importer, imported), and why.
+#: Every one is an import for type checkers only.
+_OTLP_ELSEWHERE = "a type named for type checkers; intake/otlp is being reworked elsewhere"
+KNOWN_CIRCLES = {
+    ("tracekit.server.recovery", "tracekit.server.collector"): (
+        "recovery names the Collector type it is handed; server/ is being reworked elsewhere"
+    ),
+    ("tracekit.intake.otlp.dialects", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
+    ("tracekit.intake.otlp.evidence", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
+    ("tracekit.intake.otlp.edges", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
+    ("tracekit.intake.otlp.links", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
+    ("tracekit.intake.otlp.markers", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
+}
+
+
 def test_no_modules_import_each_other_in_a_circle() -> None:
     graph = _graph()
     # The package's own __init__ re-exports everything lazily: it is the top.
     graph = {m: deps - {"tracekit"} for m, deps in graph.items()}
+    for importer, imported in KNOWN_CIRCLES:
+        graph.get(importer, set()).discard(imported)
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_imports_for_type_checkers_count_in_circles(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from tracekit.tree.forest import RunTree\n",
+        encoding="utf-8",
+    )
+    assert "tracekit.tree.forest" in {m for _, m in _imports(source, typing=True)}
+    assert "tracekit.tree.forest" not in {m for _, m in _imports(source)}
+
+
+def test_each_known_circle_names_modules_of_the_package() -> None:
+    graph = _graph()
+    for importer, imported in KNOWN_CIRCLES:
+        assert importer in graph and imported in graph, (importer, imported)
 
 
 def test_the_circle_check_finds_a_circle() -> None:

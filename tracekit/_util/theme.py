@@ -7,7 +7,10 @@ colours, the terminal tree its ANSI codes, the fleet tables rich's styles.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
+
+from tracekit._util.outcomes import OUTCOMES
 
 __all__ = [
     "CODE_COLORS",
@@ -45,27 +48,51 @@ STATUS_ANSI: Final[dict[str, str]] = {
     "running": "36",
 }
 
-#: One colour per fleet outcome (the dashboard).
-OUTCOME_COLORS: Final[dict[str, str]] = {
-    "ok": "#2da44e",
-    "degraded": "#d4a72c",
-    "failed:recursion": RECURSION_COLOR,
-    "failed:child": "#cf222e",
-    "failed:refused": "#e16f24",
-    "cancelled": "#8c959f",
-    "incomplete": "#218bff",
+#: How each fleet outcome looks: its colour (the dashboard) and its rich style
+#: (the terminal's fleet tables). Keyed by the outcomes themselves; the palettes
+#: below are built from :data:`OUTCOMES`, so an outcome without a look (or a look
+#: without an outcome) stops the import instead of a render.
+_OUTCOME_LOOKS: Final[dict[str, tuple[str, str]]] = {
+    "ok": ("#2da44e", "green"),
+    "degraded": ("#d4a72c", "yellow"),
+    "failed:recursion": (RECURSION_COLOR, "bold magenta"),
+    "failed:child": ("#cf222e", "red"),
+    "failed:refused": ("#e16f24", "red"),
+    "cancelled": ("#8c959f", "dim"),
+    "incomplete": ("#218bff", "cyan"),
 }
 
-#: The same outcomes in the terminal's fleet tables: rich styles.
-OUTCOME_STYLES: Final[dict[str, str]] = {
-    "ok": "green",
-    "degraded": "yellow",
-    "failed:recursion": "bold magenta",
-    "failed:child": "red",
-    "failed:refused": "red",
-    "cancelled": "dim",
-    "incomplete": "cyan",
-}
+
+def _palettes(
+    outcomes: tuple[str, ...], looks: Mapping[str, tuple[str, str]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The colour and style of every outcome, in the outcomes' order.
+
+    Raises:
+        LookupError: When an outcome has no look or a look names no outcome.
+
+    Example:
+        >>> _palettes(("ok",), {"ok": ("#2da44e", "green")})
+        ({'ok': '#2da44e'}, {'ok': 'green'})
+        >>> _palettes(("ok", "new"), {"ok": ("#2da44e", "green")})
+        Traceback (most recent call last):
+        ...
+        LookupError: outcomes without a look in tracekit/_util/theme.py: ['new']
+    """
+    missing = [o for o in outcomes if o not in looks]
+    if missing:
+        raise LookupError(f"outcomes without a look in tracekit/_util/theme.py: {missing}")
+    stray = sorted(set(looks) - set(outcomes))
+    if stray:
+        raise LookupError(f"looks for no outcome in tracekit/_util/theme.py: {stray}")
+    return {o: looks[o][0] for o in outcomes}, {o: looks[o][1] for o in outcomes}
+
+
+#: One colour per fleet outcome (the dashboard), and the same outcomes in the
+#: terminal's fleet tables as rich styles: one entry per outcome in OUTCOMES.
+_PALETTES: Final = _palettes(OUTCOMES, _OUTCOME_LOOKS)
+OUTCOME_COLORS: Final[dict[str, str]] = _PALETTES[0]
+OUTCOME_STYLES: Final[dict[str, str]] = _PALETTES[1]
 
 #: Every colour that means a status, an outcome or a circle: nothing else may wear one.
 RESERVED_COLORS: Final = frozenset(

@@ -72,8 +72,10 @@ def _print_tree(args: dict[str, Any]) -> None:
 def _print_fleet(args: dict[str, Any]) -> None:
     from tracekit.cli.fleet import print_fleet
     from tracekit.cli.quick import DEFAULT_WAIT
+    from tracekit.fleet.options import FleetOptions
 
-    print_fleet(wait=DEFAULT_WAIT, **args)
+    window = {name: args.pop(name) for name in ("since", "service", "agent")}
+    print_fleet(args.pop("db"), FleetOptions(**window), wait=DEFAULT_WAIT, **args)
 
 
 def _print_find(args: dict[str, Any]) -> None:

@@ -26,8 +26,8 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from tracekit.fleet.options import FleetOptions
 from tracekit.fleet.report import FleetReport
 
 __all__ = ["fleet_json", "fleet_text", "print_fleet", "render_fleet"]
@@ -47,49 +47,32 @@ def fleet_json(report: FleetReport) -> str:
 
 def fleet_text(
     db: str | None,
+    options: FleetOptions,
     *,
-    since: str | None = None,
-    service: str | None = None,
-    agent: str | None = None,
     fmt: str = "table",
     color: bool = False,
     width: int | None = None,
     wait: float = 0.0,
     server: str | None = None,
-    lake: str | None = None,
-    engine: str = "duckdb",
-    remote: str | None = None,
-    percentiles: str = "exact",
-    limit: int | None = 50,
-    offset: int = 0,
 ) -> str:
     """Open the store (waiting up to ``wait`` seconds for a writer), or the lake on
     its engine, and return the report as text or JSON; through the server that holds
     the store, if one does."""
     from tracekit.cli.remote import server_url
-    from tracekit.fleet import fleet_report, open_for_report
+    from tracekit.fleet import fleet_report_with, open_for_report
 
-    url = server_url(db, server) if lake is None else None
+    url = server_url(db, server) if options.lake is None else None
     if url is not None:
         from tracekit.server.client import ServerClient
 
         width = width or _terminal_width()
-        filters = {"since": since, "service": service, "agent": agent}
+        filters = {"since": options.since, "service": options.service, "agent": options.agent}
         return ServerClient(url).fleet(fmt=fmt, width=width, color=color, **filters)
-    page: dict[str, Any] = {"percentiles": percentiles, "limit": limit, "offset": offset}
-    if lake is not None:
-        report = fleet_report(
-            since=since,
-            service=service,
-            agent=agent,
-            lake=lake,
-            engine=engine,  # type: ignore[arg-type]  # the CLI's choice checked it
-            remote=remote,
-            **page,
-        )
+    if options.lake is not None:
+        report = fleet_report_with(None, options)
     else:
         with open_for_report(db, wait=wait) as store:
-            report = fleet_report(store, since=since, service=service, agent=agent, **page)
+            report = fleet_report_with(store, options)
     if fmt == "json":
         return fleet_json(report)
     return render_fleet(report, width=width or _terminal_width(), color=color)
@@ -97,43 +80,20 @@ def fleet_text(
 
 def print_fleet(
     db: str | None,
-    since: str | None,
-    service: str | None,
-    agent: str | None,
-    fmt: str,
-    color: str,
-    wait: float,
-    server: str | None = None,
+    options: FleetOptions,
     *,
-    lake: str | None = None,
-    engine: str = "duckdb",
-    remote: str | None = None,
-    percentiles: str = "exact",
-    limit: int = 50,
-    offset: int = 0,
+    fmt: str = "table",
+    color: str = "auto",
+    wait: float = 0.0,
+    server: str | None = None,
 ) -> None:
     """The fleet report, printed: what ``tracekit fleet`` does, however parsed."""
     from tracekit.cli.output import FAST_EXIT, print_view, use_color
     from tracekit.errors import LakeError
 
-    if lake is None and (remote is not None or engine != "duckdb"):
+    if options.lake is None and (options.remote is not None or options.engine != "duckdb"):
         raise LakeError("--engine and --remote read a lake", hint="Add --lake DIR.")
-    text = fleet_text(
-        db,
-        since=since,
-        service=service,
-        agent=agent,
-        fmt=fmt,
-        color=use_color(color),
-        wait=wait,
-        server=server,
-        lake=lake,
-        engine=engine,
-        remote=remote,
-        percentiles=percentiles,
-        limit=limit,
-        offset=offset,
-    )
+    text = fleet_text(db, options, fmt=fmt, color=use_color(color), wait=wait, server=server)
     print_view(text, [])
     FAST_EXIT.append(0)  # the store is closed and the output flushed
 

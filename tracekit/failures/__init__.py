@@ -18,11 +18,14 @@ from tracekit.failures.outcomes import OUTCOMES
 
 if _TYPE_CHECKING:
     from tracekit.failures.facts import classify_events, run_facts
+    from tracekit.failures.limits import is_limit
     from tracekit.failures.rules import (
+        LOOP_MIN,
         RULES,
         Call,
         FailedStep,
         Finding,
+        Loop,
         RunFacts,
         canonical_circle,
         classify_run,
@@ -35,12 +38,15 @@ if _TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "classify_events": "tracekit.failures.facts",
     "run_facts": "tracekit.failures.facts",
+    "is_limit": "tracekit.failures.limits",
     **dict.fromkeys(
         (
+            "LOOP_MIN",
             "RULES",
             "Call",
             "FailedStep",
             "Finding",
+            "Loop",
             "RunFacts",
             "canonical_circle",
             "classify_run",
@@ -58,11 +64,13 @@ __getattr__ = _lazy_names(__name__, _LAZY)
 
 
 __all__ = [
+    "LOOP_MIN",
     "OUTCOMES",
     "RULES",
     "Call",
     "FailedStep",
     "Finding",
+    "Loop",
     "RunFacts",
     "canonical_circle",
     "classify_events",
@@ -71,5 +79,6 @@ __all__ = [
     "failure_role",
     "failure_roles",
     "incomplete_state",
+    "is_limit",
     "run_facts",
 ]

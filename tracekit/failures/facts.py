@@ -32,6 +32,8 @@ def _calls(steps: Sequence[Step], parent: str | None) -> Iterator[Call]:
             status=step.status,
             error=step.error,
             end_ms=step.endTs,
+            start_ms=step.startTs,
+            kind=step.kind,
         )
         stack.extend((inner, step.invocationId) for inner in reversed(step.steps))
 
@@ -59,14 +61,16 @@ def _agent_steps(steps: Sequence[Step]) -> Iterator[AgentStep]:
 
 
 def _facts(run: RunTree, failed: dict[str, list[Node]]) -> RunFacts:
+    calls = tuple(_calls(run.steps, None))
     return RunFacts(
         run_id=run.runId or "",
         agent=run.agent,
         has_end=run.ok is not None,
         ok=run.ok,
         error=run.error,
-        calls=tuple(_calls(run.steps, None)),
+        calls=calls,
         failed_steps=tuple(_failed_steps(run, failed)) if failed else (),
+        sequence=calls,
     )
 
 

@@ -1,9 +1,11 @@
 """The runs the set-based pass cannot settle, through the pure rules.
 
-Runs that ended badly or hold a failed or cancelled invocation or a failed
-step (the temp table ``_fleet_hard``) are read in one query, only their failed
-and cancelled invocations and failed steps (the rules look at no others), and
-classified by
+Runs that ended badly, hold a failed or cancelled invocation or a failed
+step, or activate an agent twice (:func:`revisited_runs`: only those can go
+round a circle) are in the temp table ``_fleet_hard``. They are read in a
+few queries, only their failed and cancelled invocations and failed steps,
+and every invocation of the runs that activate an agent twice (the sequence
+their circles are read from), and classified by
 :func:`~tracekit.failures.rules.classify_run`. Imported by
 :func:`~tracekit.store.classify.classify_store` only when it has runs to
 classify: a report on a classified store does not load the rules (and no step here
@@ -13,7 +15,7 @@ loads pandas).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import duckdb
 import msgspec
@@ -21,9 +23,37 @@ import pyarrow as pa
 
 from tracekit._util.arrow import strings
 from tracekit.events import ErrorInfo
-from tracekit.failures.rules import Call, FailedStep, RunFacts, classify_run, failure_roles
+from tracekit.failures.rules import (
+    LOOP_MIN,
+    Call,
+    FailedStep,
+    Finding,
+    RunFacts,
+    classify_run,
+    failure_roles,
+)
 
-__all__ = ["classify_hard"]
+__all__ = ["HardFindings", "classify_hard", "revisited_runs"]
+
+
+def revisited_runs(runs: str) -> str:
+    """SQL: the runs among ``runs`` (a query of run ids) that activate some agent twice.
+
+    The root agent counts as an activation. Only such a run can go round a
+    circle, so only these need every invocation read.
+
+    Example:
+        >>> "HAVING count(*) > 1" in revisited_runs("SELECT run_id FROM runs")
+        True
+    """
+    return f"""
+SELECT DISTINCT run_id FROM (
+    SELECT root_run_id AS run_id, agent FROM invocations WHERE root_run_id IN ({runs})
+    UNION ALL
+    SELECT run_id, agent FROM runs WHERE agent IS NOT NULL AND run_id IN ({runs})
+) GROUP BY run_id, agent HAVING count(*) > 1
+"""
+
 
 _HARD_RUNS: Final = """
 SELECT r.run_id, r.agent, r.has_end, r.ok, e.error
@@ -37,11 +67,20 @@ LEFT JOIN (
 
 _HARD_CALLS: Final = """
 SELECT root_run_id, invocation_id, parent_invocation_id, agent, status,
-    CAST(error AS VARCHAR) AS error, end_ms
+    CAST(error AS VARCHAR) AS error, end_ms, start_ms, kind
 FROM invocations
 WHERE status IN ('error', 'refused', 'cancelled')
   AND root_run_id IN (SELECT run_id FROM _fleet_hard)
 ORDER BY root_run_id, end_ms NULLS FIRST, invocation_id
+"""
+
+# Every invocation of the runs that may go round a circle: their sequence.
+_SEQUENCE_CALLS: Final = f"""
+SELECT root_run_id, invocation_id, parent_invocation_id, agent, status,
+    CAST(error AS VARCHAR) AS error, end_ms, start_ms, kind
+FROM invocations
+WHERE root_run_id IN ({revisited_runs("SELECT run_id FROM _fleet_hard")})
+ORDER BY root_run_id, start_ms NULLS FIRST, invocation_id
 """
 
 # A step's run is its agent's: an invocation's run, or the root run itself.
@@ -77,11 +116,12 @@ def _error(text: str | None) -> ErrorInfo | None:
         return None
 
 
-def _calls_by_run(con: duckdb.DuckDBPyConnection) -> dict[str, list[Call]]:
+def _calls_by_run(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, list[Call]]:
     by_run: dict[str, list[Call]] = {}
-    rows = con.execute(_HARD_CALLS).fetchall()
-    for root, inv, parent, agent, status, error, end_ms in rows:
-        by_run.setdefault(root, []).append(Call(inv, parent, agent, status, _error(error), end_ms))
+    rows = con.execute(query).fetchall()
+    for root, inv, parent, agent, status, error, end_ms, start_ms, kind in rows:
+        call = Call(inv, parent, agent, status, _error(error), end_ms, start_ms, kind)
+        by_run.setdefault(root, []).append(call)
     return by_run
 
 
@@ -94,7 +134,8 @@ def _steps_by_run(con: duckdb.DuckDBPyConnection) -> dict[str, list[FailedStep]]
 
 
 def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
-    calls = _calls_by_run(con)
+    calls = _calls_by_run(con, _HARD_CALLS)
+    sequences = _calls_by_run(con, _SEQUENCE_CALLS)
     steps = _steps_by_run(con)
     for run_id, agent, has_end, ok, error in con.execute(_HARD_RUNS).fetchall():
         yield RunFacts(
@@ -105,29 +146,72 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
             _error(error),
             tuple(calls.get(run_id, ())),
             tuple(steps.get(run_id, ())),
+            tuple(sequences.get(run_id, ())),
         )
 
 
-def classify_hard(con: duckdb.DuckDBPyConnection) -> tuple[pa.Table, pa.Table]:
-    """Findings (one row a run) and failure roles (one row a failed invocation) of ``_fleet_hard``."""
+class HardFindings(NamedTuple):
+    """What :func:`classify_hard` found, as Arrow tables of strings.
+
+    Attributes:
+        findings: one row a run: ``run_id``, ``outcome``, ``circle``,
+            ``origin_invocation_id``, ``origin_agent``, ``origin_code``, ``origin_step``.
+        roles: ``invocation_id``, ``role`` of each failed invocation.
+        loops: one row a run's loop: ``run_id``, ``circle``, ``revisits``,
+            ``stopped``, ``limit_code``, ``origin_agent``.
+        members: the activations inside each loop: ``run_id``, ``circle``,
+            ``invocation_id`` (NULL: the root agent's own).
+    """
+
+    findings: pa.Table
+    roles: pa.Table
+    loops: pa.Table
+    members: pa.Table
+
+
+_FINDINGS: Final = [
+    "run_id",
+    "outcome",
+    "circle",
+    "origin_invocation_id",
+    "origin_agent",
+    "origin_code",
+    "origin_step",
+]
+_LOOPS: Final = ["run_id", "circle", "revisits", "stopped", "limit_code", "origin_agent"]
+
+
+def classify_hard(con: duckdb.DuckDBPyConnection, *, loop_min: int = LOOP_MIN) -> HardFindings:
+    """Classify the runs of ``_fleet_hard``: findings, failure roles, loops and their members."""
     findings: list[tuple[Any, ...]] = []
     roles: list[tuple[str, str]] = []
+    loops: list[tuple[Any, ...]] = []
+    members: list[tuple[Any, ...]] = []
     for facts in _hard_facts(con):
-        f = classify_run(facts)
+        f = classify_run(facts, loop_min=loop_min)
         origin = f.origin.invocation_id if f.origin is not None else None
         where = (origin, f.origin_agent, f.origin_code, f.origin_step)
         findings.append((facts.run_id, f.outcome, f.circle, *where))
         roles.extend(failure_roles(facts.calls).items())
-    columns = [
-        "run_id",
-        "outcome",
-        "circle",
-        "origin_invocation_id",
-        "origin_agent",
-        "origin_code",
-        "origin_step",
-    ]
-    return _table(findings, columns), _table(roles, ["invocation_id", "role"])
+        _loop_rows(facts.run_id, f, loops, members)
+    return HardFindings(
+        _table(findings, _FINDINGS),
+        _table(roles, ["invocation_id", "role"]),
+        _table(loops, _LOOPS),
+        _table(members, ["run_id", "circle", "invocation_id"]),
+    )
+
+
+def _loop_rows(
+    run_id: str, finding: Finding, loops: list[tuple[Any, ...]], members: list[tuple[Any, ...]]
+) -> None:
+    loop = finding.loop
+    if loop is None:
+        return
+    loops.append(
+        (run_id, loop.circle, str(loop.revisits), loop.stopped, loop.limit_code, loop.origin_agent)
+    )
+    members.extend((run_id, loop.circle, member) for member in dict.fromkeys(loop.members))
 
 
 def _table(rows: list[tuple[Any, ...]], columns: list[str]) -> pa.Table:

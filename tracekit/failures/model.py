@@ -24,12 +24,17 @@ __all__ = [
     "Call",
     "FailedStep",
     "Finding",
+    "Loop",
     "Role",
     "Rule",
     "RunFacts",
+    "Stopped",
 ]
 
 Role: TypeAlias = Literal["origin", "wrapped"]
+#: How a loop of agents ended: a limit raised, cut off silently (or a limit the
+#: app handled), refused on the call path, or it ran and finished.
+Stopped: TypeAlias = Literal["limit", "silent", "refused", "finished"]
 
 RECURSION: Final = "AGENT_RECURSION"
 CANCELLED: Final = "CANCELLED"
@@ -61,6 +66,9 @@ class Call:
         status: ok | error | refused | cancelled | pending | running.
         error: the exit's error, causes nested.
         end_ms: when it ended, if it did.
+        start_ms: when it started (the order of a run's activations).
+        kind: how it was called: ``delegate`` (its caller waits and goes on
+            when it returns), ``handoff`` (control passed on), ``subagent``.
     """
 
     invocation_id: str
@@ -69,6 +77,8 @@ class Call:
     status: str
     error: ErrorInfo | None = None
     end_ms: float | None = None
+    start_ms: float | None = None
+    kind: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -114,6 +124,10 @@ class RunFacts:
         calls: its invocations, every level (the rules look only at those
             that failed or were cancelled, so a caller may pass just those).
         failed_steps: the steps of any level that failed (``ok`` false).
+        sequence: every invocation of the run, whatever its status (the
+            activations, in any order: the rules order them by start). A
+            caller may leave it empty when no agent is activated twice (the
+            root agent counted): no circle of agents can form then.
     """
 
     run_id: str
@@ -123,6 +137,34 @@ class RunFacts:
     error: ErrorInfo | None = None
     calls: tuple[Call, ...] = ()
     failed_steps: tuple[FailedStep, ...] = ()
+    sequence: tuple[Call, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A circle of agents a run went round, and how it ended (a row of the store's ``loops``).
+
+    Attributes:
+        circle: the canonical circle (``"billing -> triage -> billing"``).
+        revisits: how many times the run went round it (1: the circle
+            closed once).
+        stopped: ``limit`` (a framework's limit raised), ``silent`` (cut off
+            at a limit without a raise, or a limit the app handled),
+            ``refused`` (a guard refused the call that closed it, on the call
+            path), ``finished`` (it ran and the run ended).
+        limit_code: the limit's code (``GraphRecursionError``, ``MaxTurnsExceeded``).
+        origin_agent: where it stopped (the run's origin agent).
+        members: the activations inside the circle, from its first entry to
+            the end of the last (invocation ids; None for the root agent's
+            own activation): what its cost is summed over.
+    """
+
+    circle: str
+    revisits: int
+    stopped: Stopped
+    limit_code: str | None = None
+    origin_agent: str | None = None
+    members: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +180,8 @@ class Finding:
         origin_code: the code it began with (the innermost cause).
         origin_step: the step whose failure it was, when no invocation failed
             (a tool or model call that raised under an agent that went on).
+        loop: the circle the run went round, when it stopped at one or went
+            round one often enough to be worth a look (a loop finding).
     """
 
     outcome: Outcome
@@ -146,6 +190,7 @@ class Finding:
     origin_agent: str | None = None
     origin_code: str | None = None
     origin_step: str | None = None
+    loop: Loop | None = None
 
 
 Rule: TypeAlias = Callable[[RunFacts], "Finding | None"]

@@ -1,27 +1,12 @@
-"""The outcomes a run can have, apart from the rules that find them (no imports).
+"""The outcomes a run can have: the rules' vocabulary, re-exported from layer 0.
 
-A report that lists outcomes or tells crashed runs from running ones needs
-these names and nothing of :mod:`tracekit.failures.rules` (which loads the
-event model).
+The names live in :mod:`tracekit._util.outcomes` so that the palettes below the
+rules (:mod:`tracekit._util.theme`) are derived from the same tuple; this module
+is where the rules and the readers above them import them from.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias, get_args
+from tracekit._util.outcomes import OUTCOMES, STALE_AFTER_MS, Outcome
 
 __all__ = ["OUTCOMES", "STALE_AFTER_MS", "Outcome"]
-
-Outcome: TypeAlias = Literal[  # in the order a report lists them
-    "ok",
-    "degraded",
-    "failed:recursion",
-    "failed:child",
-    "failed:refused",
-    "cancelled",
-    "incomplete",
-]
-
-#: Every outcome, in the order a report lists them (healthy first).
-OUTCOMES: Final[tuple[Outcome, ...]] = get_args(Outcome)
-#: An incomplete run quiet for longer than this is taken as crashed (15 minutes).
-STALE_AFTER_MS: Final = 15 * 60_000.0

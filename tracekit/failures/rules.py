@@ -10,15 +10,29 @@ told":
   age with :func:`incomplete_state`);
 * ``cancelled``: the run was cancelled;
 * ``failed:recursion``: a delegation closed a circle of agents
-  (``AGENT_RECURSION``): wrong by construction, it will happen again;
+  (``AGENT_RECURSION``, or an app's loop guard or limit on the failing
+  path): wrong by construction, it will happen again; or the run's sequence
+  of activations went round a circle and a framework's limit stopped it
+  (:func:`limit_loop`);
 * ``failed:refused``: a call was refused (depth, allow-list, registry, input
   contract) and nobody caught it;
 * ``failed:child``: a delegated agent threw and the failure travelled up,
   wrapped as ``AGENT_FAILED`` at each level;
-* ``degraded``: the run ended ok, but an invocation inside it failed or was
-  refused and a caller handled it; or, when no invocation failed, a step (a
-  tool or model call) failed and its agent went on (:func:`failed_step`);
+* ``degraded``: the run ended ok, but its agents went round a circle until a
+  limit cut them off, silently or handled by the app (:func:`limit_stop`);
+  or an invocation inside it failed or was refused and a caller handled it;
+  or, when no invocation failed, a step (a tool or model call) failed and
+  its agent went on (:func:`failed_step`);
 * ``ok``.
+
+A run stopped at a loop's limit names its circle and limit, and its origin
+is the agent where the limit struck: the activation whose own error is the
+limit, else (a limit raised above the agents, by the root, the runner or a
+usage counter) the last activation of the circle, the one running when it
+struck. A run that finished (``ok`` or ``degraded``) whose agents went round
+a circle :data:`LOOP_MIN` times or more keeps its class and carries a loop
+finding (:attr:`Finding.loop`, the store's ``loops`` table, where what the
+circle cost is summed).
 
 A failed invocation is the ``origin`` of a failure or only ``wrapped`` one
 from below (:func:`failure_role`). The origin of a run's failure is found by
@@ -38,12 +52,19 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Final, Literal
 
 from tracekit.events import ErrorInfo, canonical_circle
+from tracekit.failures.circles import (
+    agent_path,
+    innermost,
+    loop_refusal,
+    named_circle,
+    path_circle,
+)
+from tracekit.failures.loops import LOOP_MIN, limit_finding, with_loop
 from tracekit.failures.model import (
     CANCELLED,
     FAILED_STATUSES,
@@ -53,6 +74,7 @@ from tracekit.failures.model import (
     Call,
     FailedStep,
     Finding,
+    Loop,
     Role,
     Rule,
     RunFacts,
@@ -62,6 +84,7 @@ from tracekit.failures.outcomes import OUTCOMES, STALE_AFTER_MS, Outcome
 __all__ = [
     "CANCELLED",
     "FAILED_STATUSES",
+    "LOOP_MIN",
     "OUTCOMES",
     "RECURSION",
     "REFUSAL_CODES",
@@ -71,6 +94,7 @@ __all__ = [
     "Call",
     "FailedStep",
     "Finding",
+    "Loop",
     "Outcome",
     "Role",
     "Rule",
@@ -83,22 +107,12 @@ __all__ = [
     "failure_roles",
     "incomplete_state",
     "innermost",
+    "limit_loop",
+    "limit_stop",
     "loop_refusal",
     "named_circle",
     "path_circle",
 ]
-
-
-def innermost(error: ErrorInfo | None) -> ErrorInfo | None:
-    """The deepest ``cause`` of an error (the error itself when it has none).
-
-    Example:
-        >>> innermost(ErrorInfo(code="AGENT_FAILED", cause=ErrorInfo(code="TIMEOUT"))).code
-        'TIMEOUT'
-    """
-    while error is not None and error.cause is not None:
-        error = error.cause
-    return error
 
 
 def incomplete_state(last_seen_ms: float | None, now_ms: float) -> Literal["crashed", "running"]:
@@ -204,111 +218,6 @@ def _first_origin(run: RunFacts) -> Call | None:
     return min(circles or origins, key=lambda c: float("inf") if c.end_ms is None else c.end_ms)
 
 
-# --- recursion from structure -----------------------------------------------------
-
-#: What a loop guard's or a depth or step limit's error says, in its type or message.
-_LOOPISH: Final = re.compile(
-    r"recursi|loop|cycl|re-?entr|depth|step.?limit|max.?(?:turns|steps|iterations)|too many",
-    re.IGNORECASE,
-)
-
-
-def loop_refusal(error: ErrorInfo | None) -> bool:
-    """An app's own error that refuses a loop: its type or message says loop, cycle,
-    recursion, re-entry, or a depth or step limit. tracekit's own codes
-    (``AGENT_...``) say exactly what they are and are never read this way.
-
-    Example:
-        >>> loop_refusal(ErrorInfo(code="RecursionError", message="delegation loop"))
-        True
-        >>> loop_refusal(ErrorInfo(code="AGENT_DEPTH_EXCEEDED")), loop_refusal(ErrorInfo(code="KeyError"))
-        (False, False)
-    """
-    for found in (error, innermost(error)):
-        if found is None or found.code.startswith("AGENT_"):
-            continue
-        if _LOOPISH.search(found.code) or _LOOPISH.search(found.message):
-            return True
-    return False
-
-
-def agent_path(run: RunFacts, call: Call) -> list[str]:
-    """The agents on the failing path from the run's root agent down to ``call``.
-
-    Only failed callers are followed (a caller that ended ok is not on the
-    failing path), so the path is the same whether the facts hold every call
-    or only the failed ones.
-
-    Example:
-        >>> a = Call("i1", None, "planner", "error")
-        >>> b = Call("i2", "i1", "critic", "error")
-        >>> agent_path(RunFacts("r", "desk", True, False, calls=(a, b)), b)
-        ['desk', 'planner', 'critic']
-    """
-    by_id = {c.invocation_id: c for c in run.calls}
-    names = [call.agent]
-    cur: Call | None = call
-    while cur is not None and len(names) <= len(by_id) + 1:
-        if cur.parent_invocation_id is None:
-            if run.agent is not None:
-                names.append(run.agent)
-            break
-        cur = by_id.get(cur.parent_invocation_id)
-        if cur is None or not cur.failed:
-            break
-        names.append(cur.agent)
-    names.reverse()
-    return names
-
-
-def path_circle(path: Sequence[str]) -> str | None:
-    """The canonical circle a path of agents closed: the last agent's own loop, else the deepest.
-
-    Example:
-        >>> path_circle(["desk", "planner", "critic", "planner"]), path_circle(["a", "a"])
-        ('critic -> planner -> critic', 'a -> a')
-        >>> path_circle(["a", "b", "a", "c"]), path_circle(["a", "b"])
-        ('a -> b -> a', None)
-    """
-    for end in range(len(path) - 1, 0, -1):
-        name = path[end]
-        earlier = path[:end]
-        if name in earlier:
-            start = end - 1 - earlier[::-1].index(name)
-            return canonical_circle(path[start : end + 1])
-    return None
-
-
-#: A loop written out in an error message: names joined by arrows (``a -> b -> a``).
-_ARROWS: Final = re.compile(r"[^\s,;:()'\"\[\]]+(?:\s*(?:->|→)\s*[^\s,;:()'\"\[\]]+)+")
-
-
-def named_circle(error: ErrorInfo | None, path: Sequence[str]) -> str | None:
-    """The circle a guard refused in the caller, when its message names it and the path agrees.
-
-    A guard that checks before it opens the callee's span leaves only the
-    caller on the failing path. Its message often writes the loop out
-    (``delegation loop: planner -> critic -> planner``): when the failing
-    path, with the refused agent (the loop's last name) added below it, ends
-    with exactly that loop, the loop is the circle. A message that names a
-    loop the path does not hold gives nothing.
-
-    Example:
-        >>> guard = ErrorInfo(code="LoopDetected", message="delegation loop: planner -> critic -> planner")
-        >>> named_circle(guard, ["desk", "planner", "critic"]), named_circle(guard, ["desk", "critic"])
-        ('critic -> planner -> critic', None)
-    """
-    for found in (error, innermost(error)):
-        if found is None:
-            continue
-        for text in _ARROWS.findall(found.message):
-            loop = [name.strip() for name in re.split(r"->|→", text)]
-            closed = [*path, loop[-1]]
-            if len(loop) >= 2 and loop[0] == loop[-1] and closed[-len(loop) :] == loop:
-                return canonical_circle(loop)
-    return None
-
-
 def _circle(run: RunFacts, origin: Call | None, error: ErrorInfo | None) -> str | None:
     """The circle of a failure: tracekit's ``chain``, else the loop its origin refused."""
     if error is not None and error.code == RECURSION:
@@ -374,6 +283,42 @@ def recursion(run: RunFacts) -> Finding | None:
         circle = named_circle(origin.error, agent_path(run, origin))
         finding = replace(finding, circle=circle)
     return finding if finding.circle else None
+
+
+def limit_loop(run: RunFacts) -> Finding | None:
+    """A framework's limit stopped the run while its activations went round a circle.
+
+    The limit may be raised anywhere (:func:`~tracekit.failures.limits.limit_hit`:
+    the last agent, a usage counter, the runner, the root); the circle is the
+    one the run's sequence of activations repeats
+    (:func:`~tracekit.failures.sequence.sequence_cycle`), though every agent
+    in it handed on and ended ok. A limit with no revisit is no circle.
+
+    Example:
+        >>> calls = tuple(Call(f"i{n}", f"i{n - 1}" if n else None, a, "ok", start_ms=n)
+        ...               for n, a in enumerate(["triage", "billing", "triage"]))
+        >>> run = RunFacts("r", "LangGraph", True, False, ErrorInfo(code="GraphRecursionError"),
+        ...                sequence=calls)
+        >>> f = limit_loop(run)
+        >>> f.outcome, f.circle, f.origin_agent, f.origin_code, f.loop.stopped
+        ('failed:recursion', 'billing -> triage -> billing', 'triage', 'GraphRecursionError', 'limit')
+    """
+    if run.ok:
+        return None
+    return limit_finding("failed:recursion", run, "limit")
+
+
+def limit_stop(run: RunFacts) -> Finding | None:
+    """The run ended ok, but a limit cut its circle of activations off, or the app handled it.
+
+    A framework that stops at a limit without raising (a termination
+    condition, a step budget), or an app that caught the limit and returned,
+    leaves a run that never reached its goal: ``degraded``, with the circle,
+    the limit as its code and the agent where it stopped, never ``ok``.
+    """
+    if not run.ok:
+        return None
+    return limit_finding("degraded", run, "silent")
 
 
 def refused(run: RunFacts) -> Finding | None:
@@ -443,16 +388,26 @@ RULES: Final[tuple[Rule, ...]] = (
     incomplete,
     cancelled,
     recursion,
+    limit_loop,
     refused,
     child,
+    limit_stop,
     degraded,
     failed_step,
     ok,
 )
 
 
-def classify_run(run: RunFacts, rules: Sequence[Rule] = RULES) -> Finding:
-    """Apply the rules in order and return the first finding.
+def classify_run(
+    run: RunFacts, rules: Sequence[Rule] = RULES, *, loop_min: int = LOOP_MIN
+) -> Finding:
+    """Apply the rules in order and return the first finding, with its loop.
+
+    A run stopped at a circle carries that loop (:attr:`Finding.loop`): a
+    limit's, or a refusal's on the call path. A run that finished (``ok`` or
+    ``degraded``) whose activations went round a circle ``loop_min`` times or
+    more carries a ``finished`` loop (a loop finding), its class unchanged
+    (:func:`~tracekit.failures.loops.with_loop`).
 
     Example:
         >>> classify_run(RunFacts("r", "desk", has_end=False, ok=None)).outcome
@@ -461,5 +416,5 @@ def classify_run(run: RunFacts, rules: Sequence[Rule] = RULES) -> Finding:
     for rule in rules:
         finding = rule(run)
         if finding is not None:
-            return finding
+            return with_loop(run, finding, loop_min)
     raise AssertionError("the last rule, ok, always finds")  # pragma: no cover

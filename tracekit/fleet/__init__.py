@@ -2,6 +2,7 @@
 
 - :mod:`~tracekit.fleet.report`: :func:`fleet_report` and the one-table
   functions, each a store and the same filters in, a DataFrame out;
+- :mod:`~tracekit.fleet.options`: :class:`FleetOptions`, one report's options in one object;
 - :mod:`~tracekit.fleet.queries`: the SQL, fetching plain rows;
 - :mod:`~tracekit.fleet.tables`: the rows turned into the report's tables;
 - :mod:`~tracekit.fleet.frames`: rows to DataFrames (pandas, on first use);
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from tracekit.fleet.report import (
     FleetFilter,
+    FleetOptions,
     FleetReport,
     agent_latency,
     agent_tokens,
@@ -19,6 +21,7 @@ from tracekit.fleet.report import (
     degraded_runs,
     delegation_edges,
     fleet_report,
+    fleet_report_with,
     incomplete_states,
     loop_costs,
     open_for_report,
@@ -30,6 +33,7 @@ from tracekit.fleet.report import (
 
 __all__ = [
     "FleetFilter",
+    "FleetOptions",
     "FleetReport",
     "agent_latency",
     "agent_tokens",
@@ -37,6 +41,7 @@ __all__ = [
     "degraded_runs",
     "delegation_edges",
     "fleet_report",
+    "fleet_report_with",
     "incomplete_states",
     "loop_costs",
     "open_for_report",

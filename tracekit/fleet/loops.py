@@ -6,9 +6,11 @@ same run filter as every run-level table (:class:`~tracekit.fleet.queries.FleetF
 It runs unchanged on a lake, on DuckDB or Spark.
 
 Example:
-    >>> rows = loop_rows(store.con, FleetFilter())
+    >>> from tracekit.store import Store
+    >>> with Store("fleet.duckdb", read_only=True) as store:
+    ...     rows = loop_rows(store.con, FleetFilter())
     >>> rows.records()[0]["stopped"]
-    'silent'
+    'refused'
 """
 
 from __future__ import annotations

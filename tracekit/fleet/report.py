@@ -33,19 +33,19 @@ Example:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import duckdb
 
 from tracekit._util.sql import StoreOrConnection, connection
-from tracekit.errors import StoreError
 from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet.frames import circles_frame, outcomes_frame, to_frame, without_column
 from tracekit.fleet.loops import loop_rows
 from tracekit.fleet.memory import within_memory
+from tracekit.fleet.options import DEFAULT_LIMIT, Engine, FleetOptions, Percentiles
 from tracekit.fleet.queries import (
     FleetFilter,
     Rows,
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LIMIT",
     "FleetFilter",
+    "FleetOptions",
     "FleetReport",
     "agent_latency",
     "agent_tokens",
@@ -86,6 +87,7 @@ __all__ = [
     "degraded_runs",
     "delegation_edges",
     "fleet_report",
+    "fleet_report_with",
     "incomplete_states",
     "loop_costs",
     "open_for_report",
@@ -94,10 +96,6 @@ __all__ = [
     "recursion_circles",
     "worst_runs",
 ]
-
-
-Engine: TypeAlias = Literal["duckdb", "spark"]
-Percentiles: TypeAlias = Literal["exact", "approx"]
 
 
 def open_for_report(db: str | os.PathLike[str] | None, *, wait: float = 0.0) -> Store:
@@ -218,8 +216,12 @@ def loop_costs(store: Any, flt: FleetFilter | None = None) -> pd.DataFrame:
     and ``limit_codes``; costliest circle first.
 
     Example:
-        >>> loop_costs(store)[["circle", "stopped", "runs", "input_tokens"]].iloc[0].tolist()
-        ['billing -> triage -> billing', 'silent', 3, 5400]
+        >>> from tracekit.store import Store
+        >>> with Store("fleet.duckdb", read_only=True) as store:
+        ...     costs = loop_costs(store)
+        >>> first = costs.iloc[0]
+        >>> first["circle"], first["stopped"], int(first["runs"])
+        ('billing -> invoices -> billing', 'refused', 1)
     """
     return to_frame(loop_rows(connection(store), flt or FleetFilter()))
 
@@ -243,9 +245,6 @@ def outcomes_over_time(store: Any, flt: FleetFilter | None = None) -> pd.DataFra
     """
     return to_frame(over_time_rows(connection(store), flt or FleetFilter()))
 
-
-#: Rows of each list of runs (or circles) a report holds unless asked for more.
-DEFAULT_LIMIT: Final = 50
 
 _TABLES: Final = (
     "outcomes",
@@ -399,6 +398,8 @@ def fleet_report(
     """The whole fleet report for a window, with the change against the previous one.
 
     A few queries (:mod:`tracekit.fleet.queries`), both windows at once where they compare.
+    The keywords are those of :class:`tracekit.fleet.options.FleetOptions`
+    (:func:`fleet_report_with` takes one).
 
     Args:
         store: a :class:`tracekit.store.Store` (only read: every ingest classified its runs).
@@ -421,66 +422,62 @@ def fleet_report(
         TracekitError: a query needs more memory than ``TRACEKIT_DB_MEMORY``
             allows (the message says what to change).
     """
-    page = _Page(limit, offset)
-    if lake is not None:
+    options = FleetOptions(
+        since=since,
+        service=service,
+        agent=agent,
+        now=now,
+        lake=lake,
+        engine=engine,
+        remote=remote,
+        percentiles=percentiles,
+        limit=limit,
+        offset=offset,
+    )
+    return fleet_report_with(store, options)
+
+
+def fleet_report_with(store: Any, options: FleetOptions) -> FleetReport:
+    """:func:`fleet_report` with its options in one object (what ``tracekit fleet`` passes).
+
+    Example:
+        >>> with Store("fleet.duckdb", read_only=True) as store:
+        ...     report = fleet_report_with(store, FleetOptions(since="24h", limit=5))
+        >>> report.page
+        {'limit': 5, 'offset': 0}
+    """
+    if options.lake is not None:
         from tracekit.lake.engine import open_lake
 
-        with open_lake(lake, engine=engine, remote=remote) as con:
+        with open_lake(options.lake, engine=options.engine, remote=options.remote) as con:
             # The Spark engine answers execute/description/fetchall as DuckDB does.
-            flt = FleetFilter.make(since, service, agent, now=now)
-            flt = replace(flt, partitioned=True)  # the lake prunes its day partitions
             spark = not isinstance(con, duckdb.DuckDBPyConnection)
-            with within_memory(percentiles, engine="spark" if spark else "duckdb"):
-                return _report(
-                    cast(duckdb.DuckDBPyConnection, con), "fleet_calls", flt, now, percentiles, page
-                )
+            with within_memory(options.percentiles, engine="spark" if spark else "duckdb"):
+                return _report(cast(duckdb.DuckDBPyConnection, con), "fleet_calls", options)
     if store is None:
         raise TypeError("fleet_report() needs a store or a lake")
     con, source = _source(store)
-    flt = FleetFilter.make(since, service, agent, now=now)
-    with within_memory(percentiles):
-        return _report(con, source, flt, now, percentiles, page)
+    with within_memory(options.percentiles):
+        return _report(con, source, options)
 
 
-@dataclass(frozen=True, slots=True)
-class _Page:
-    limit: int | None
-    offset: int
-
-    def __post_init__(self) -> None:
-        if (self.limit is not None and self.limit < 0) or self.offset < 0:
-            raise StoreError(
-                f"limit {self.limit} and offset {self.offset}: neither may be negative"
-            )
-
-    def cut(self, rows: Rows) -> Rows:
-        end = None if self.limit is None else self.offset + self.limit
-        return Rows(rows.columns, rows.types, rows.rows[self.offset : end])
-
-
-def _report(
-    con: duckdb.DuckDBPyConnection,
-    source: str,
-    flt: FleetFilter,
-    now: datetime | None,
-    percentiles: Percentiles,
-    page: _Page,
-) -> FleetReport:
+def _report(con: duckdb.DuckDBPyConnection, source: str, options: FleetOptions) -> FleetReport:
+    flt = options.filter()
     check_names(con, service=flt.service, agent=flt.agent)
     prev = flt.previous()
-    groups = run_groups(con, flt, prev, _running_since(now))
+    groups = run_groups(con, flt, prev, _running_since(options.now))
     edges = edge_rows(con, flt, source)
     circles = circles_table(circle_rows(con, flt, prev), compare=prev is not None)
     loops = loop_rows(con, flt)
     tables = {
         "outcomes": outcomes_table(groups, compare=prev is not None),
-        "circles": page.cut(circles),
+        "circles": options.page(circles),
         "failures": failures_table(groups, edges),
-        "degraded": degraded_rows(con, flt, page.limit, page.offset),
-        "latency": latency_rows(con, flt, source, approx=percentiles == "approx"),
+        "degraded": degraded_rows(con, flt, options.limit, options.offset),
+        "latency": latency_rows(con, flt, source, approx=options.percentiles == "approx"),
         "edges": edges_table(edges, flt.agent),
         "tokens": token_rows(con, flt, source),
-        "loops": page.cut(loops),
+        "loops": options.page(loops),
     }
     return FleetReport(
         filter=flt,
@@ -494,5 +491,5 @@ def _report(
             "circles": len(circles),
             "loops": len(loops),
         },
-        page={"limit": page.limit, "offset": page.offset},
+        page={"limit": options.limit, "offset": options.offset},
     )

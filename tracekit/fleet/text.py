@@ -39,22 +39,45 @@ import io
 import math
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from tracekit._util.text import escape, format_ms, plural
 from tracekit._util.theme import OUTCOME_STYLES
-from tracekit.fleet.queries import Rows
+from tracekit.fleet.queries import FleetFilter, Rows
 
-if TYPE_CHECKING:  # the report draws itself with this module (__rich_console__)
-    from tracekit.fleet.report import FleetReport
-
-__all__ = ["render_fleet", "renderables"]
+__all__ = ["FleetLike", "render_fleet", "renderables"]
 
 _ROWS: Final = 15  # rows shown per table; --format json has them all
+
+
+class FleetLike(Protocol):
+    """What the tables read of a report (:class:`tracekit.fleet.report.FleetReport`).
+
+    The report draws itself with this module (``__rich_console__``), so this
+    module names only what it reads and never imports the report: the two
+    would import each other.
+    """
+
+    @property
+    def filter(self) -> FleetFilter: ...
+    @property
+    def runs(self) -> int: ...
+    @property
+    def incomplete(self) -> dict[str, int]: ...
+    @property
+    def tables(self) -> dict[str, Rows]: ...
+    @property
+    def previous_runs(self) -> int | None: ...
+    @property
+    def sessions(self) -> dict[str, int]: ...
+    @property
+    def totals(self) -> dict[str, int]: ...
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """The report as rich tables (:func:`renderables`)."""
 
 
 def _missing(value: Any) -> bool:
@@ -145,7 +168,7 @@ _NUMERIC: Final = frozenset(
 )
 
 
-def _outcomes(report: FleetReport) -> Table | Text:
+def _outcomes(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         name = row["outcome"]
         label = name
@@ -175,7 +198,7 @@ def _outcomes(report: FleetReport) -> Table | Text:
     )
 
 
-def _circles(report: FleetReport) -> Table | Text:
+def _circles(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         new = row.get("new")
         flag = "ACT: new" if new is True else "ACT"
@@ -198,7 +221,7 @@ def _circles(report: FleetReport) -> Table | Text:
     )
 
 
-def _failures(report: FleetReport) -> Table | Text:
+def _failures(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         return [
             _text(row["origin_agent"]),
@@ -218,7 +241,7 @@ def _failures(report: FleetReport) -> Table | Text:
     )
 
 
-def _degraded(report: FleetReport) -> Table | Text:
+def _degraded(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         return [
             _text(row["run_id"]),
@@ -239,7 +262,7 @@ def _degraded(report: FleetReport) -> Table | Text:
     )
 
 
-def _latency(report: FleetReport) -> Table | Text:
+def _latency(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         return [
             _text(row["agent"]),
@@ -261,7 +284,7 @@ def _latency(report: FleetReport) -> Table | Text:
     )
 
 
-def _tokens(report: FleetReport) -> Table | Text:
+def _tokens(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         return [
             _text(row["agent"]),
@@ -281,7 +304,7 @@ def _tokens(report: FleetReport) -> Table | Text:
     )
 
 
-def _loops(report: FleetReport) -> Table | Text:
+def _loops(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         stopped = row["stopped"]
         return [
@@ -319,7 +342,7 @@ def _count(value: Any) -> Text:
     return Text(f"{float(value):,.0f}")
 
 
-def _sessions(report: FleetReport) -> Text:
+def _sessions(report: FleetLike) -> Text:
     found = report.sessions
     if not found or not found.get("sessions"):
         return Text("Sessions: none (no run has a session id)", style="dim")
@@ -329,7 +352,7 @@ def _sessions(report: FleetReport) -> Text:
     )
 
 
-def _edges(report: FleetReport) -> Table | Text:
+def _edges(report: FleetLike) -> Table | Text:
     def cells(row: dict[str, Any]) -> list[Text]:
         return [
             _text(row["caller"]),
@@ -348,7 +371,7 @@ def _edges(report: FleetReport) -> Table | Text:
     )
 
 
-def _window(report: FleetReport) -> Text:
+def _window(report: FleetLike) -> Text:
     flt = report.filter
     parts = []
     if flt.start is not None:
@@ -362,7 +385,7 @@ def _window(report: FleetReport) -> Text:
     return Text("Fleet health: " + ", ".join(parts), style="bold")
 
 
-def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) -> str:
+def render_fleet(report: FleetLike, *, width: int = 120, color: bool = False) -> str:
     """The report as rich tables, one after another, at a fixed width."""
     out = io.StringIO()
     console = Console(
@@ -377,7 +400,7 @@ def render_fleet(report: FleetReport, *, width: int = 120, color: bool = False) 
     return out.getvalue().rstrip("\n")
 
 
-def renderables(report: FleetReport) -> Iterator[RenderableType]:
+def renderables(report: FleetLike) -> Iterator[RenderableType]:
     """The window line, then each table, a blank line before each."""
     yield _window(report)
     parts = (

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import duckdb
 
-from tracekit.failures.hard import classify_hard
+from tracekit.failures.hard import classify_hard, revisited_runs
 from tracekit.lake.engine import SparkLake
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ SELECT DISTINCT root_run_id FROM invocations
 WHERE root_run_id IN (SELECT run_id FROM runs) AND run_id IN (SELECT run_id FROM steps WHERE NOT ok)
 UNION
 SELECT DISTINCT run_id FROM steps WHERE NOT ok AND run_id IN (SELECT run_id FROM runs)
-"""
+UNION
+""" + revisited_runs("SELECT run_id FROM runs")
 
 _PLAIN: Final = """
 SELECT CASE WHEN has_end THEN 'ok' ELSE 'incomplete' END AS outcome, count(*) AS runs
@@ -85,7 +86,8 @@ def classify_lake(con: duckdb.DuckDBPyConnection | SparkLake) -> LakeClassificat
     else:
         con.execute(f"CREATE OR REPLACE TEMP TABLE _fleet_hard AS {_HARD}")
     # The Spark engine answers execute/fetchall as a DuckDB connection does.
-    findings, roles = (t.to_pandas() for t in classify_hard(cast(duckdb.DuckDBPyConnection, con)))
+    found = classify_hard(cast(duckdb.DuckDBPyConnection, con))
+    findings, roles = found.findings.to_pandas(), found.roles.to_pandas()
     outcomes: dict[str, Any] = {str(o): int(n) for o, n in con.execute(_PLAIN).fetchall()}
     for outcome, n in findings["outcome"].value_counts().items():
         outcomes[str(outcome)] = outcomes.get(str(outcome), 0) + int(n)

@@ -18,12 +18,8 @@ kept until the loader stores its next batch and for at most a minute (the
 running and crashed runs age with the clock), and never read twice within
 :data:`MIN_AGE_S`: a scrape every 15 s of an idle store costs no query. A
 store that refuses writes (a full disk) is not readable; the last numbers read
-are sent then, with ``tracekit_store_writable 0``.
-
-Example:
-    >>> status, body = get(url + "/metrics")
-    >>> b'tracekit_runs{service="billing",outcome="ok"} 34' in body
-    True
+are sent then, with ``tracekit_store_writable 0``. docs/serve.md shows a
+scrape, a Prometheus scrape config and an alert rule.
 """
 
 from __future__ import annotations

@@ -8,11 +8,16 @@ failed). The rest, runs that ended badly or hold a failed or cancelled
 invocation or a failed step, go through the pure rules
 (:mod:`tracekit.failures.hard`), then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
-The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step.
+The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step,
+and ``loops`` (schema v10): one row a run and circle its agents went round,
+the rules' :class:`~tracekit.failures.model.Loop` with its cost summed here
+over the activations inside the circle (model calls, tokens, time). A run
+that activates an agent twice is always settled by the rules
+(:func:`~tracekit.failures.hard.revisited_runs`): only it can go round one.
 
 The rules are :mod:`tracekit.failures`'; the SQL that writes the store's
-tables (``runs``' findings, ``invocations.failure_role``, ``fleet_calls``) is
-the store's own, here.
+tables (``runs``' findings, ``invocations.failure_role``, ``fleet_calls``,
+``loops``) is the store's own, here.
 """
 
 from __future__ import annotations
@@ -76,13 +81,51 @@ UPDATE runs SET
 FROM _fleet_findings f WHERE runs.run_id = f.run_id
 """
 
+# A loop's cost is its activations': own tokens (the root agent's on its run),
+# model calls (``llm`` steps of each activation's own run) and the time from
+# the first one's start to the last one's end.
+_WRITE_LOOPS: Final = """
+DELETE FROM loops
+WHERE run_id IN (SELECT run_id FROM _fleet_todo) OR run_id NOT IN (SELECT run_id FROM runs);
+
+INSERT INTO loops BY NAME
+WITH member AS (
+    SELECT m.run_id, m.circle, coalesce(i.run_id, m.run_id) AS own_run,
+        CASE WHEN m.invocation_id IS NULL THEN r.own_input_tokens ELSE i.input_tokens END
+            AS input_tokens,
+        CASE WHEN m.invocation_id IS NULL THEN r.own_output_tokens ELSE i.output_tokens END
+            AS output_tokens,
+        CASE WHEN m.invocation_id IS NULL THEN r.start_ms ELSE i.start_ms END AS start_ms,
+        CASE WHEN m.invocation_id IS NULL THEN r.end_ms ELSE i.end_ms END AS end_ms
+    FROM _fleet_loop_members m
+    JOIN runs r ON r.run_id = m.run_id
+    LEFT JOIN invocations i ON i.invocation_id = m.invocation_id
+), llm AS (
+    SELECT run_id, count(*) AS n FROM steps
+    WHERE call = 'llm' AND run_id IN (SELECT own_run FROM member)
+    GROUP BY run_id
+), cost AS (
+    SELECT m.run_id, m.circle, count(*) AS invocations, sum(coalesce(l.n, 0)) AS model_calls,
+        sum(m.input_tokens) AS input_tokens, sum(m.output_tokens) AS output_tokens,
+        max(m.end_ms) - min(m.start_ms) AS duration_ms
+    FROM member m LEFT JOIN llm l ON l.run_id = m.own_run
+    GROUP BY m.run_id, m.circle
+)
+SELECT l.run_id, l.circle, CAST(l.revisits AS INTEGER) AS revisits, l.stopped, l.limit_code,
+    l.origin_agent, coalesce(c.invocations, 0) AS invocations, c.model_calls,
+    c.input_tokens, c.output_tokens, c.duration_ms
+FROM _fleet_loops l LEFT JOIN cost c USING (run_id, circle)
+"""
+
 _WRITE_ROLES: Final = """
 UPDATE invocations SET failure_role = r.role
 FROM _fleet_roles r WHERE invocations.invocation_id = r.invocation_id
 """
 
 
-def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) -> ClassifyReport:
+def classify_store(
+    store: StoreOrConnection, *, own_transaction: bool = True, loop_min: int | None = None
+) -> ClassifyReport:
     """Classify every run of a store whose ``classified_at`` is NULL (idempotent).
 
     Fills ``runs.outcome``, ``circle``, ``origin_invocation_id``,
@@ -94,6 +137,9 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
         own_transaction: run in a transaction of its own; False inside the
             caller's (an ingest derives and classifies in one, so a store is
             never seen derived but unclassified).
+        loop_min: how many times a run's agents go round a circle before a
+            run that did not stop at it gets a ``finished`` loop row (None:
+            :data:`~tracekit.failures.rules.LOOP_MIN`, 3).
 
     Returns:
         How many runs were classified, by outcome.
@@ -116,20 +162,28 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
     row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
     if not row or not row[0]:
         return ClassifyReport()
-    from tracekit.failures.hard import classify_hard  # the rules: only with work
+    from tracekit.failures.hard import classify_hard, revisited_runs  # the rules: only with work
+    from tracekit.failures.rules import LOOP_MIN
 
     if own_transaction:
         con.execute("BEGIN")
     try:
         run_script(con, _TODO)
-        findings, roles = classify_hard(con)
+        con.execute(
+            "INSERT INTO _fleet_hard SELECT run_id FROM"
+            f" ({revisited_runs('SELECT run_id FROM _fleet_todo')})"
+            " WHERE run_id NOT IN (SELECT run_id FROM _fleet_hard)"
+        )
+        found = classify_hard(con, loop_min=LOOP_MIN if loop_min is None else loop_min)
+        findings = found.findings
         counts = [(("ok" if has else "incomplete"), n) for has, n in _plain_counts(con)]
         run_script(con, _PLAIN, now)
         sync_calls(con)
-        con.register("_fleet_findings", findings)
-        con.register("_fleet_roles", roles)
+        for name, table in zip(_REGISTERED, found, strict=True):
+            con.register(name, table)
         con.execute(_WRITE_RUNS, now)
         con.execute(_WRITE_ROLES)
+        run_script(con, _WRITE_LOOPS)
         if own_transaction:
             con.execute("COMMIT")
     except BaseException:
@@ -137,13 +191,17 @@ def classify_store(store: StoreOrConnection, *, own_transaction: bool = True) ->
             con.execute("ROLLBACK")
         raise
     finally:
-        for name in ("_fleet_findings", "_fleet_roles"):
+        for name in _REGISTERED:
             con.unregister(name)
     outcomes: dict[str, int] = dict(counts)
     # Most runs first, as pandas' value_counts ordered them.
     for outcome, n in Counter(findings.column("outcome").to_pylist()).most_common():
         outcomes[str(outcome)] = outcomes.get(str(outcome), 0) + n
     return ClassifyReport(runs=sum(outcomes.values()), outcomes=outcomes)
+
+
+#: The names :func:`classify_store` gives the rules' tables, in HardFindings' order.
+_REGISTERED: Final = ("_fleet_findings", "_fleet_roles", "_fleet_loops", "_fleet_loop_members")
 
 
 def _plain_counts(con: duckdb.DuckDBPyConnection) -> list[tuple[bool, int]]:

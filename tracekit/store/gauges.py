@@ -11,8 +11,8 @@ Example:
     >>> from tracekit.store import Store
     >>> with Store("fleet.duckdb", read_only=True) as store:
     ...     gauges = store_gauges(store.con, top=20)
-    >>> gauges.runs[0]
-    ('billing', 'ok', 34)
+    >>> gauges.runs[0], sum(n for *_, n in gauges.runs)
+    (('data-desk', 'ok', 11), 40)
 """
 
 from __future__ import annotations

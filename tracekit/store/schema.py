@@ -309,7 +309,25 @@ CREATE TABLE loops (
 );
 """
 
-SCHEMA_VERSION: Final = 10
+# v11: ``loops`` gets its rows. Classification writes them (and classifies again
+# the runs a limit stopped while their agents went round a circle: they are
+# ``failed:recursion`` or ``degraded`` now); the runs already classified that
+# activate an agent twice (only those can go round one) are classified again
+# by the next write.
+_V11: Final = """
+UPDATE runs SET classified_at = NULL
+WHERE run_id IN (
+    SELECT DISTINCT run_id FROM (
+        SELECT root_run_id AS run_id, agent FROM invocations
+        UNION ALL
+        SELECT run_id, agent FROM runs WHERE agent IS NOT NULL
+    ) GROUP BY run_id, agent HAVING count(*) > 1
+);
+"""
+
+SCHEMA_VERSION: Final = 11
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[tuple[str, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10)
+MIGRATIONS: Final[tuple[str, ...]] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+)  # fmt: skip

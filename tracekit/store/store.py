@@ -213,6 +213,19 @@ class Store:
             params.append(run_id)
         return self.con.execute(sql + " ORDER BY start_ms NULLS LAST, invocation_id", params).df()
 
+    def loops(self, run_id: str | None = None, *, stopped: str | None = None) -> pd.DataFrame:
+        """The circles runs went round (the ``loops`` table), of one root run or all.
+
+        One row a run and circle: how it stopped (``limit``, ``silent``,
+        ``refused``, ``finished``), the limit, where, and what the circle
+        cost (activations, model calls, tokens, time). Without pandas:
+        :func:`tracekit.store.circles.loops`.
+        """
+        from tracekit.store.circles import loops_query
+
+        sql, params = loops_query(run_id, stopped)
+        return self.con.execute(sql, params).df()
+
     def rejects(self, limit: int | None = None) -> pd.DataFrame:
         """Lines that could not be read, oldest first."""
         sql = "SELECT * FROM rejects ORDER BY ingest_id, line"

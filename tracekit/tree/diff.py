@@ -41,6 +41,7 @@ import msgspec
 
 from tracekit._util.text import duration_ms, escape
 from tracekit.errors import TracekitError
+from tracekit.tree.diff_view import describe_diff, diff_to_html
 from tracekit.tree.fold import Shapes
 from tracekit.tree.model import AgentStep, Step
 from tracekit.tree.why import why_text
@@ -187,13 +188,9 @@ class RunDiff(msgspec.Struct, kw_only=True):
         return body[:-1] + b',"counts":' + _ENCODER.encode(self.counts()) + b"}"
 
     def __str__(self) -> str:
-        from tracekit.tree.diff_view import describe_diff
-
         return describe_diff(self)
 
     def _repr_html_(self) -> str:
-        from tracekit.tree.diff_view import diff_to_html
-
         return diff_to_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

@@ -21,15 +21,89 @@ Example:
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import Final, Protocol
 
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import NEUTRAL, STATUS_COLORS
 
-if TYPE_CHECKING:
-    from tracekit.tree.diff import Change, RunDiff, RunSide, Side
+__all__ = [
+    "ChangeLike",
+    "DiffLike",
+    "RunSideLike",
+    "SideLike",
+    "change_text",
+    "describe_diff",
+    "diff_to_html",
+]
 
-__all__ = ["change_text", "describe_diff", "diff_to_html"]
+
+# What the views read. A diff (tracekit.tree.diff) prints itself with this
+# module, so this module names only the fields it reads and never imports the
+# diff's types: the two would import each other.
+class SideLike(Protocol):
+    """One run's side of a change (:class:`tracekit.tree.diff.Side`)."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def durationMs(self) -> float | None: ...
+    @property
+    def errorCode(self) -> str | None: ...
+    @property
+    def why(self) -> str | None: ...
+
+
+class ChangeLike(Protocol):
+    """One difference (:class:`tracekit.tree.diff.Change`)."""
+
+    @property
+    def change(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def node(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def a(self) -> SideLike | None: ...
+    @property
+    def b(self) -> SideLike | None: ...
+    @property
+    def invocations(self) -> int: ...
+
+
+class RunSideLike(Protocol):
+    """What a compared run's header says (:class:`tracekit.tree.diff.RunSide`)."""
+
+    @property
+    def runId(self) -> str | None: ...
+    @property
+    def agent(self) -> str | None: ...
+    @property
+    def status(self) -> str | None: ...
+    @property
+    def durationMs(self) -> float | None: ...
+    @property
+    def source(self) -> str | None: ...
+
+
+class DiffLike(Protocol):
+    """Two runs compared (:class:`tracekit.tree.diff.RunDiff`); ``slower`` prints as its threshold."""
+
+    @property
+    def a(self) -> RunSideLike: ...
+    @property
+    def b(self) -> RunSideLike: ...
+    @property
+    def slower(self) -> object: ...
+    @property
+    def changes(self) -> Sequence[ChangeLike]: ...
+    def counts(self) -> dict[str, int]:
+        """How many changes of each kind."""
+
 
 _SIGN: Final = {"added": "+", "removed": "-", "status": "~", "slower": ">"}
 _ANSI: Final = {"added": "32", "removed": "31", "status": "33", "slower": "35"}
@@ -45,12 +119,12 @@ def _paint(text: str, code: str | None, color: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color and code else text
 
 
-def _status(side: Side) -> str:
+def _status(side: SideLike) -> str:
     code = side.why or side.errorCode
     return side.status + (f" {escape(code)}" if code else "")
 
 
-def _call(change: Change, side: Side) -> str:
+def _call(change: ChangeLike, side: SideLike) -> str:
     caller = escape(change.node.rpartition("/")[2]) + " " if change.node else ""
     details = [] if change.kind == "delegate" else [escape(change.kind)]
     details.append(_status(side))
@@ -59,7 +133,7 @@ def _call(change: Change, side: Side) -> str:
     return f"{caller}-> {escape(change.agent)} ({', '.join(details)})"
 
 
-def change_text(change: Change) -> str:
+def change_text(change: ChangeLike) -> str:
     """What changed, without the path: the call, the two statuses, or the two durations.
 
     Example:
@@ -85,7 +159,7 @@ def change_text(change: Change) -> str:
     return f"{format_ms(before)} -> {format_ms(after)} (+{format_ms(after - before)}{times})"
 
 
-def _run(side: RunSide) -> str:
+def _run(side: RunSideLike) -> str:
     bits = [escape(side.agent)] if side.agent else []
     if side.status:
         bits.append(side.status)
@@ -96,7 +170,7 @@ def _run(side: RunSide) -> str:
     return run + where + (f" ({', '.join(bits)})" if bits else "")
 
 
-def _counts(diff: RunDiff) -> str:
+def _counts(diff: DiffLike) -> str:
     counts = diff.counts()
     total = sum(counts.values())
     if not total:
@@ -105,7 +179,7 @@ def _counts(diff: RunDiff) -> str:
     return f"{total} change{'s' * (total != 1)}: {listed} (slower counts past {diff.slower})"
 
 
-def describe_diff(diff: RunDiff, *, color: bool = False) -> str:
+def describe_diff(diff: DiffLike, *, color: bool = False) -> str:
     """The comparison as text: a header, the counts, then one line a change."""
     lines = [f"diff: {_run(diff.a)} -> {_run(diff.b)}", _counts(diff)]
     for change in diff.changes:
@@ -118,7 +192,7 @@ def _h(text: str) -> str:
     return html.escape(escape(text), quote=True)
 
 
-def diff_to_html(diff: RunDiff) -> str:
+def diff_to_html(diff: DiffLike) -> str:
     """The comparison as an HTML fragment: the header, the counts and a table of changes.
 
     Example:

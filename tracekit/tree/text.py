@@ -20,7 +20,7 @@ wording is in ``docs/trace-format.md``.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from tracekit._util.text import escape, format_ms
 from tracekit._util.theme import STATUS_ANSI
@@ -37,10 +37,10 @@ from tracekit.tree.fold import (
 from tracekit.tree.model import AgentStep, NodeStep, Step
 from tracekit.tree.why import why_text
 
-if TYPE_CHECKING:  # the forest holds trees and renders them with this module
-    from tracekit.tree.forest import Forest, Integrity, RunTree
-
 __all__ = [
+    "ForestLike",
+    "IntegrityLike",
+    "RunLike",
     "describe_agent_tree",
     "describe_bad_lines",
     "describe_forest",
@@ -54,6 +54,62 @@ _SHOWN: Final = 3  # examples named per line of a report
 # Past this many levels indentation stops growing (a 100,000-deep chain would
 # print 10 GB of spaces); each deeper line says its depth instead.
 _MAX_INDENT: Final = 100
+
+
+# What the forest renderers read. The forest (tracekit.tree.forest) prints its
+# trees with this module, so this module names only the fields it reads and
+# never imports the forest: the two would import each other.
+class RunLike(Protocol):
+    """One tree of a forest, as its header reads it (:class:`tracekit.tree.forest.RunTree`)."""
+
+    @property
+    def runId(self) -> str | None: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def agent(self) -> str | None: ...
+    @property
+    def ok(self) -> bool | None: ...
+    @property
+    def status(self) -> str | None: ...
+    @property
+    def durationMs(self) -> float | None: ...
+    @property
+    def failure(self) -> str | None: ...
+    @property
+    def error(self) -> ErrorInfo | None: ...
+    @property
+    def cycle(self) -> Sequence[str] | None: ...
+    @property
+    def steps(self) -> Sequence[Step]: ...
+
+
+class IntegrityLike(Protocol):
+    """What was odd in a trace (:class:`tracekit.tree.forest.Integrity`)."""
+
+    @property
+    def orphanRuns(self) -> Sequence[str]: ...
+    @property
+    def exitsWithoutEnter(self) -> Sequence[str]: ...
+    @property
+    def entersWithoutExit(self) -> Sequence[str]: ...
+    @property
+    def duplicates(self) -> int: ...
+    @property
+    def conflicts(self) -> Sequence[str]: ...
+    @property
+    def cycles(self) -> Sequence[Sequence[str]]: ...
+    @property
+    def sharedRuns(self) -> Sequence[str]: ...
+
+
+class ForestLike(Protocol):
+    """Every tree of a trace (:class:`tracekit.tree.forest.Forest`)."""
+
+    @property
+    def runs(self) -> Sequence[RunLike]: ...
+    def find(self, run_id: str) -> RunLike | None:
+        """The tree of ``run_id``: a root's, or a child run's subtree."""
 
 
 def _deep_pad(depth: int) -> str:
@@ -235,7 +291,7 @@ def describe_agent_tree(
     return "\n".join(out)
 
 
-def describe_run_header(run: RunTree, color: bool = False) -> str:
+def describe_run_header(run: RunLike, color: bool = False) -> str:
     """The header line of one tree of a forest: run, agent, status, duration.
 
     Example:
@@ -268,7 +324,7 @@ def describe_run_header(run: RunTree, color: bool = False) -> str:
 
 
 def describe_forest(
-    forest: Forest,
+    forest: ForestLike,
     *,
     run_id: str | None = None,
     max_depth: int | None = None,
@@ -287,6 +343,7 @@ def describe_forest(
     Raises:
         KeyError: ``run_id`` names no run of the forest.
     """
+    runs: Sequence[RunLike]
     if run_id is not None:
         found = forest.find(run_id)
         if found is None:
@@ -318,7 +375,7 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def describe_integrity(integrity: Integrity) -> list[str]:
+def describe_integrity(integrity: IntegrityLike) -> list[str]:
     """A short report of what was odd in a trace, one line per kind; empty if clean.
 
     Example:

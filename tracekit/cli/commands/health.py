@@ -103,16 +103,12 @@ def fleet_command(
     With --lake, the same report from an exported lake, on DuckDB or on Spark.
     """
     from tracekit.cli.fleet import print_fleet
+    from tracekit.fleet.options import FleetOptions
 
-    print_fleet(
-        db,
-        since,
-        service,
-        agent,
-        format.value,
-        color.value,
-        wait,
-        server=server,
+    options = FleetOptions(
+        since=since,
+        service=service,
+        agent=agent,
         lake=lake,
         engine=engine.value,
         remote=remote,
@@ -120,6 +116,7 @@ def fleet_command(
         limit=limit,
         offset=offset,
     )
+    print_fleet(db, options, fmt=format.value, color=color.value, wait=wait, server=server)
 
 
 def dashboard_command(

@@ -16,8 +16,10 @@ from typing import Final
 
 from tracekit.events import ErrorInfo, Node
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.shapes.limits import ends_run_on_turn_error
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
+from tracekit.intake.otlp.stops import limit_above
 
 __all__ = ["CANCELLED_CODES", "agent_errors"]
 
@@ -42,6 +44,8 @@ def agent_errors(index: SpanIndex, failed_tools: dict[Key, Node]) -> dict[Key, E
         error = own_error(span)
         if error is None:
             error = _unhandled(index, key, out)
+            if error is None and index.is_root(key):
+                error = limit_above(index, key)  # the runner above stopped the run
             if error is None:
                 continue
         if error.code == "AGENT_FAILED" and error.cause is None:
@@ -153,9 +157,16 @@ def _unhandled(
 
     A handoff passes the conversation on, so the run's answer is the last
     agent's, following handoffs from the root's last call; if that agent
-    failed, the run raised whatever its root span says.
+    failed, the run raised whatever its root span says. A root agent of a
+    family whose runs end with an error out of any agent's turn (a team runtime's
+    runs: :func:`~tracekit.intake.otlp.shapes.limits.ends_run_on_turn_error`)
+    is read the same way.
     """
-    if not index.is_root(key) or not index.is_workflow(key):
+    if not index.is_root(key):
+        return None
+    span = index.spans[key]
+    above = index.spans.get((key[0], span.parent)) if span.parent else None
+    if not index.is_workflow(key) and not ends_run_on_turn_error(span, above):
         return None
     last = _last_call(index, key)
     while last is not None:

@@ -7,7 +7,8 @@ of parent links, makes the top span of a trace with no agent span a root run
 (:class:`~tracekit.intake.otlp.spans.SpanIndex`), turns the rest into steps
 (:class:`~tracekit.intake.otlp.steps.Steps`), surfaces an error folded into
 a step, finds why each agent failed (:mod:`tracekit.intake.otlp.errors`) and
-writes each agent span's records (:mod:`tracekit.intake.otlp.records`).
+how a run stopped where its root does not say it (:mod:`tracekit.intake.otlp.stops`),
+and writes each agent span's records (:mod:`tracekit.intake.otlp.records`).
 Where each span went is counted (:class:`~tracekit.intake.otlp.counts.SpanCounts`).
 
 Example:
@@ -27,7 +28,7 @@ from typing import Final
 
 import msgspec
 
-from tracekit.events import Event, Node
+from tracekit.events import ErrorInfo, Event, Node
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.dialects import apply_dialect
@@ -38,9 +39,11 @@ from tracekit.intake.otlp.loops import loop_agents
 from tracekit.intake.otlp.records import agent_records, pair_sort_key, sessions
 from tracekit.intake.otlp.spans import Key, SpanIndex, parent_loops
 from tracekit.intake.otlp.steps import Steps, own_error
+from tracekit.intake.otlp.stops import run_stops
 
 __all__ = ["Reject", "map_traces"]
 
+_NS_PER_MS: Final = 1_000_000
 #: A span the mapping refused: its line, a short text naming it, and the reason.
 Reject = tuple[int, str, str]
 _Pairs = list[tuple[int, Event]]
@@ -65,9 +68,10 @@ def map_traces(
     failed_tools = _steps(index, steps, counts, pairs)
     errors = agent_errors(index, failed_tools)
     found = sessions(index)
+    stops = run_stops(index, errors)
     for key in index.agents:
         line = spans[key].line
-        for event in agent_records(index, key, errors, steps.usage.get(key), found):
+        for event in agent_records(index, key, errors, steps.usage.get(key), found, stops):
             pairs.append((line, event))
     pairs.sort(key=pair_sort_key)
     return pairs
@@ -85,7 +89,10 @@ def _steps(index: SpanIndex, steps: Steps, counts: SpanCounts, pairs: _Pairs) ->
             continue
         run = index.run_of(key)
         if run is None:
-            counts.outside += 1
+            if _orphan_error(index, key, span, pairs):
+                counts.steps += 1
+            else:
+                counts.outside += 1
             continue
         node = steps.node(key, span, run)
         if node is None:
@@ -102,26 +109,37 @@ def _steps(index: SpanIndex, steps: Steps, counts: SpanCounts, pairs: _Pairs) ->
             if last is None or node.ts >= last.ts:
                 failed_tools[owner] = node
     if hidden:
-        _surface_errors(index, hidden, made, pairs)
+        kept = _surface_errors(index, hidden, made, pairs)
+        counts.wrappers -= kept
+        counts.steps += kept
     return failed_tools
 
 
 def _surface_errors(
     index: SpanIndex, hidden: list[Key], made: dict[Key, int], pairs: _Pairs
-) -> None:
+) -> int:
     """A failed span folded into a step fails that step: an error never vanishes.
 
     The step keeps its own error if it has one; otherwise it takes the first
     failure folded into it (a tool call that raised inside a delegation tool,
     a query that failed inside a plain step). A plain step takes the error's
     code only from a tool call: the innermost failed span is the step that
-    failed, and its type is the origin code.
+    failed, and its type is the origin code. A failed span folded straight
+    into its agent (a code agent's ``Step N``) becomes a failed step of that
+    agent, named after it, with its error. Returns how many spans became steps.
     """
+    into_agent: dict[Key, tuple[Key, ErrorInfo]] = {}  # agent -> its first such span
     for key in hidden:
         error = own_error(index.spans[key])
         above = index.parent_of(key)
         while error is not None and above is not None and above not in made:
-            above = None if above in index.agent_set else index.parent_of(above)
+            if above in index.agent_set:
+                first = into_agent.get(above)
+                if first is None or index.spans[key].start < index.spans[first[0]].start:
+                    into_agent[above] = (key, error)
+                above = None
+                break
+            above = index.parent_of(above)
         if error is None or above is None:
             continue
         line, node = pairs[made[above]]
@@ -135,6 +153,77 @@ def _surface_errors(
         if node.ok is not False or (typed and node.call is None):
             carried = error if node.call is not None or typed else None
             pairs[made[above]] = (line, msgspec.structs.replace(node, ok=False, error=carried))
+    return _unshown(index, into_agent, made, pairs)
+
+
+def _unshown(
+    index: SpanIndex, into_agent: dict[Key, tuple[Key, ErrorInfo]], made: dict[Key, int],
+    pairs: _Pairs,
+) -> int:  # fmt: skip
+    """Failures folded into an agent that nothing else shows: its first, as a failed step.
+
+    An agent that failed, has a failed step or a callee that failed already
+    shows the failure (a tool that raised, a wrapper that only carried a
+    callee's error up).
+    """
+    if not into_agent:
+        return 0
+    shown = {
+        index.otel.get(key)
+        for key, at in made.items()
+        if isinstance(pairs[at][1], Node) and pairs[at][1].ok is False  # type: ignore[union-attr]
+    }
+    kept = 0
+    for agent, (key, error) in into_agent.items():
+        if agent in shown or own_error(index.spans[agent]) is not None:
+            continue
+        callees = index.children_agents.get(agent, ())
+        if any(own_error(index.spans[callee]) is not None for callee in callees):
+            continue
+        pairs.append(_failed_step(index, key, agent, error))
+        kept += 1
+    return kept
+
+
+def _failed_step(index: SpanIndex, key: Key, agent: Key, error: ErrorInfo) -> tuple[int, Event]:
+    """A failed span as a failed step of ``agent``, its error named."""
+    span = index.spans[key]
+    node = Node(
+        ts=span.start / _NS_PER_MS,
+        service=span.service,
+        traceId=span.trace or None,
+        runId=index.run_id(agent),
+        id=span.name or span.id,
+        ok=False,
+        durationMs=(span.end - span.start) / _NS_PER_MS if span.end is not None else None,
+        error=error,
+    )
+    return span.line, node
+
+
+def _orphan_error(index: SpanIndex, key: Key, span: Span, pairs: _Pairs) -> bool:
+    """A failed span whose agent's span never arrived counts under the nearest known agent.
+
+    The instrumentation may drop an agent's span and keep its steps (a
+    managed agent whose model raised): the failure is still the
+    run's. Its nearest known agent is the innermost agent span of its trace
+    whose time holds it. Whether it was kept.
+    """
+    error = own_error(span) if span.error or span.exception is not None else None
+    if error is None:
+        return False
+    holders = [
+        agent
+        for agent in index.agents
+        if agent[0] == key[0]
+        and index.spans[agent].start <= span.start
+        and (index.spans[agent].end or span.start) >= (span.end or span.start)
+    ]
+    if not holders:
+        return False
+    nearest = max(holders, key=lambda a: (index.spans[a].start, a))
+    pairs.append(_failed_step(index, key, nearest, error))
+    return True
 
 
 def _no_agent(spans: dict[Key, Span], index: SpanIndex, counts: SpanCounts) -> bool:

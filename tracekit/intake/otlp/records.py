@@ -113,10 +113,16 @@ def agent_records(
     errors: dict[Key, ErrorInfo],
     usage: Usage | None,
     sessions: dict[str, str],
+    stops: dict[Key, ErrorInfo] | None = None,
 ) -> list[Event]:
-    """The records of one agent span: its run's start and end, or its invocation's enter and exit."""
+    """The records of one agent span: its run's start and end, or its invocation's enter and exit.
+
+    A root in ``stops`` ended ok at a limit (:mod:`tracekit.intake.otlp.stops`):
+    its ``run.end`` is ok and carries that limit as its error.
+    """
     if index.is_root(key):
-        return _root_records(index, key, errors.get(key), usage, sessions)
+        stop = stops.get(key) if stops else None
+        return _root_records(index, key, errors.get(key), usage, sessions, stop)
     return _callee_records(index, key, errors.get(key), usage)
 
 
@@ -126,6 +132,7 @@ def _root_records(
     error: ErrorInfo | None,
     usage: Usage | None,
     sessions: dict[str, str],
+    stop: ErrorInfo | None = None,
 ) -> list[Event]:
     span = index.spans[key]
     common = _common(span.service, span.trace)
@@ -143,14 +150,16 @@ def _root_records(
     if span.end is not None:
         written = span.attrs.get("tracekit.failure")
         failure = cast(_Failure, written) if written in _FAILURES else failure_of(error)
+        if stop is not None:  # it ended ok, at a limit
+            failure = None
         records.append(
             RunEnd(
                 ts=span.end / _NS_PER_MS,
                 runId=run_id,
-                ok=_status(index, key, error) == "ok",
+                ok=stop is not None or _status(index, key, error) == "ok",
                 durationMs=(span.end - span.start) / _NS_PER_MS,
                 failure=failure,
-                error=error,
+                error=stop or error,
                 usage=usage,  # the root agent's own model calls count in the run's total
                 **common,
             )

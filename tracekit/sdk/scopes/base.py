@@ -14,7 +14,7 @@ import inspect
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -25,13 +25,11 @@ from tracekit.events import ErrorInfo, Event, Status, Usage
 from tracekit.sdk import attributes as A
 from tracekit.sdk.context import _CURRENT, Frame
 from tracekit.sdk.errorinfo import encode_error, error_info
+from tracekit.sdk.guards import Guards
 from tracekit.sdk.processor import PENDING, TracekitSpanProcessor
 from tracekit.sdk.usage import UsageTally
 
-if TYPE_CHECKING:
-    from tracekit.sdk.tracer import AgentTracer
-
-__all__ = ["Scope"]
+__all__ = ["Scope", "TracerLike"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _in_context: Final = trace.set_span_in_context
@@ -39,6 +37,23 @@ _RUNTIME: Final = getattr(otel_context, "_RUNTIME_CONTEXT", None)
 # An int: int / int is correctly rounded; int / 1e6 first rounds the
 # nanoseconds to a float (they exceed 2**53) and can be 1 ulp off.
 _NS_PER_MS: Final = 1_000_000
+
+
+class TracerLike(Protocol):
+    """What a scope reads of the tracer that opened it (:class:`tracekit.sdk.tracer.AgentTracer`).
+
+    The tracer opens scopes, so the scopes name only what they read of it and
+    never import it: the two would import each other.
+    """
+
+    @property
+    def processor(self) -> TracekitSpanProcessor: ...
+    @property
+    def guards(self) -> Guards | None: ...
+    @property
+    def _otel(self) -> Any: ...
+    @property
+    def _transfer_spans(self) -> bool: ...
 
 
 class Scope:
@@ -50,7 +65,7 @@ class Scope:
     a framework's callbacks with :meth:`__enter__` and :meth:`__exit__`.
     """
 
-    _tk: AgentTracer
+    _tk: TracerLike
     processor: TracekitSpanProcessor
     _span: Any
     _start_ns: int

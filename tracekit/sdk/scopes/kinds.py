@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from tracekit.errors import AgentFailedError
 from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart
@@ -21,6 +21,7 @@ from tracekit.sdk.guards import check_call
 from tracekit.sdk.scopes.base import (
     _NS_PER_MS,
     Scope,
+    TracerLike,
     _enter_context,
     _is_recursion,
     _leave_context,
@@ -29,9 +30,6 @@ from tracekit.sdk.scopes.base import (
     _trace_hex,
 )
 from tracekit.sdk.transfer import end_transfer, transfer_span
-
-if TYPE_CHECKING:
-    from tracekit.sdk.tracer import AgentTracer
 
 __all__ = ["Invocation", "Run", "Scope", "Step"]
 
@@ -48,7 +46,7 @@ class Run(Scope):
 
     failure: Any = None
 
-    def __init__(self, tk: AgentTracer, agent: str, session: str | None = None) -> None:
+    def __init__(self, tk: TracerLike, agent: str, session: str | None = None) -> None:
         self._tk = tk
         self.processor = tk.processor
         self.agent = agent
@@ -128,7 +126,7 @@ class Step(Scope):
 
     _owner: Scope | None = None
 
-    def __init__(self, tk: AgentTracer, name: str, call: Call | None = None) -> None:
+    def __init__(self, tk: TracerLike, name: str, call: Call | None = None) -> None:
         self._tk = tk
         self.processor = tk.processor
         self.name = name
@@ -228,7 +226,7 @@ class Invocation(Scope):
 
     def __init__(
         self,
-        tk: AgentTracer,
+        tk: TracerLike,
         agent: str,
         *,
         kind: Kind = "delegate",

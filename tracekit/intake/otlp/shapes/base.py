@@ -35,6 +35,22 @@ class Shape:
         names: whether a span of this name may be the family's (asked once per
             distinct name); None: any name may be.
         keys: attributes that may make a span the family's whatever its name.
+        limits: the family's own limits, as data: the exception types and the
+            words (a setting's name, a message's phrase) its errors or stop
+            reasons carry when the framework stopped a run at a limit of its
+            own (recursion, turns, steps, iterations, requests, usage).
+            Matched case-blind against an error's type and message by
+            :func:`tracekit.failures.limits.is_limit`, beside the general
+            vocabulary (:data:`tracekit.intake.otlp.shapes.limits.GENERAL`).
+        turn_error_ends_run: an error out of an agent's turn ends the whole
+            run (AutoGen's teams): a run whose last activation failed, with
+            nothing after it, failed with it, though its root span says ok.
+        step_budget: how an agent's step limit shows, when it stops without
+            raising: ``(attribute, step name prefix, final tool)``: the
+            agent span's attribute holding the limit, the prefix of its step
+            spans, and the tool that gives a final answer. An agent that used
+            every step and whose last step gave no final answer was stopped
+            at its limit (smolagents' ``max_steps``).
     """
 
     name: str
@@ -44,3 +60,6 @@ class Shape:
     is_workflow: Callable[[Span], bool | None] | None = None
     names: Callable[[str], bool] | None = None
     keys: frozenset[str] = field(default_factory=frozenset)
+    limits: tuple[str, ...] = ()
+    turn_error_ends_run: bool = False
+    step_budget: tuple[str, str, str] | None = None

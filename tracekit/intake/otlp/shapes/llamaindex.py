@@ -107,4 +107,6 @@ SHAPE: Final = Shape(
     is_workflow=lambda span: True if _is_runner(span.name) else None,
     names=_is_runner,
     keys=frozenset({CURRENT_AGENT}),
+    # A workflow's ``max_iterations`` ("Max iterations of 20 reached!").
+    limits=("max_iterations", "Max iterations of"),
 )

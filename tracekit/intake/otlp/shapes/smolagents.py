@@ -51,4 +51,8 @@ SHAPE: Final = Shape(
     is_agent=lambda span: True,
     is_workflow=lambda span: False,
     names=_named,
+    # ``max_steps`` ends a run with AgentMaxStepsError ("Reached max steps.").
+    limits=("AgentMaxStepsError", "max_steps", "Reached max steps"),
+    # At max_steps the answer is asked of the model without tools: no error anywhere.
+    step_budget=("smolagents.max_steps", "Step ", "final_answer"),
 )
