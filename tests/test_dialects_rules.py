@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from frameworks.known_gaps import INVOCATIONS, KNOWN_GAPS, Gap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,12 @@ from tracekit.tree import AgentStep, NodeStep, RunTree, build_forest
 
 RECORDINGS = Path(__file__).parent / "frameworks" / "recordings"
 FILES = sorted(RECORDINGS.glob("*/*.otlp.json"))
-OK_FILES = [p for p in FILES if json.loads(p.with_name(p.name.replace(".otlp.json", ".expected.json")).read_text())["run_ok"]]  # fmt: skip
+# A recording tracekit is known to read wrong (frameworks/known_gaps.py) is no baseline.
+OK_FILES = [
+    p for p in FILES
+    if json.loads(p.with_name(p.name.replace(".otlp.json", ".expected.json")).read_text())["run_ok"]
+    and INVOCATIONS not in KNOWN_GAPS.get(f"{p.parent.name}/{p.name.removesuffix('.otlp.json')}", Gap("")).tests
+]  # fmt: skip
 DOCS = {p: [json.loads(line) for line in p.read_text().splitlines() if line.strip()] for p in FILES}
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

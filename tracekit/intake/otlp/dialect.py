@@ -134,12 +134,14 @@ class Edges:
         target_keys: tool arguments that name the agent handed to.
         target_attributes: span attributes that name it (an association property).
         goto: spans that only say where control goes next (``gen_ai.operation.name = goto``).
+        step_from: span attributes holding a graph's step order (the ``graph.step`` rule).
     """
 
     handoff_tools: tuple[str, ...] = ()
     target_keys: tuple[str, ...] = ()
     target_attributes: tuple[str, ...] = ()
     goto: Match = Match()
+    step_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,9 @@ class Dialect:
 
 _MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from"})
 _SECTIONS: Final = ("recognise", "agents", "workflows", "routers", "wrappers", "tools", "models")
-_EDGE_KEYS: Final = frozenset({"handoff_tools", "target_keys", "target_attributes", "goto"})
+_EDGE_KEYS: Final = frozenset(
+    {"handoff_tools", "target_keys", "target_attributes", "goto", "step_from"}
+)
 _ERROR_LISTS: Final = ("control_flow", "loop_refusal", "limits", "cancellation", "code_from")
 _ERROR_KEYS: Final = frozenset({*_ERROR_LISTS, "turn_error_ends_run", "step_budget"})
 _TOP: Final = frozenset({"dialect", *_SECTIONS, "edges", "errors"})
@@ -348,6 +352,7 @@ class _Reader:
             target_keys=self.strings(table, "target_keys", "edges"),
             target_attributes=self.strings(table, "target_attributes", "edges"),
             goto=self.match(self.table(table, "goto"), "edges.goto"),
+            step_from=self.strings(table, "step_from", "edges"),
         )
 
     def errors(self, table: dict[str, Any]) -> Errors:

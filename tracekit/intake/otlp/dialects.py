@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
+from tracekit.intake.otlp.handoff import target_in
 from tracekit.intake.otlp.names import NameMemo
 
 if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
@@ -128,6 +129,8 @@ class Tables:
     goto_names: NameMemo[bool]
     goto_pairs: tuple[tuple[str, str], ...]
     code_keys: frozenset[str]
+    #: The attributes holding a graph's step order, besides the graph's own metadata.
+    step_from: tuple[str, ...]
     #: The keys and span names by which a built-in dialect recognises a trace.
     recognise_keys: frozenset[str]
     recognise_names: NameMemo[bool]
@@ -139,7 +142,9 @@ class Tables:
         for dialect in self.dialects:
             goto = dialect.edges.goto
             if goto and goto.matches(span.name, span.attrs):
-                return goto.name_of(span.name, span.attrs) or None
+                # The target may be written inside the span's output (``{"to_agent": "x"}``).
+                name = goto.name_of(span.name, span.attrs)
+                return (target_in([name]) or name) if name else None
         return None
 
 
@@ -156,6 +161,7 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
             keys |= _keys(match)
             globs.extend(match.names)
         keys |= _keys(d.models) | _keys(d.edges.goto) | set(d.edges.target_attributes)
+        keys |= set(d.edges.step_from)
         keys |= set(d.errors.code_from)
         globs.extend((*d.models.names, *d.edges.goto.names))
     probe = Match(names=tuple(dict.fromkeys(globs)))
@@ -177,6 +183,7 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         ),
         target_keys=tuple(dict.fromkeys(k for d in dialects for k in d.edges.target_keys)),
         code_from=joined("code_from"),
+        step_from=tuple(dict.fromkeys(k for d in dialects for k in d.edges.step_from)),
         keys=frozenset(keys),
         names=NameMemo(lambda name: probe.matches(name, {})),
         mark_keys=frozenset(

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 from tracekit.events import Kind
 from tracekit.intake.otlp import shapes
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.dialects import tables
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
 from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.links import linked_caller
@@ -267,17 +268,17 @@ def graph_step(index: SpanIndex, key: Key) -> Edge | None:
     had ended when this one started. Tried after the handoff spans, which
     name their target.
     """
-    step = shapes.graph_step(shapes.graph_meta(index.spans[key]))
+    step = _step(index.spans[key])
     workflow = index.otel_agent(key)
     if step is None or workflow is None or workflow not in index.workflows:
         return None
     start = index.spans[key].start
     best: tuple[int, int, Key] | None = None
-    for other in index.graph_agents:
+    for other in index.agent_set:
         span = index.spans[other]
         if other == key or other[0] != key[0] or index.otel_agent(other) != workflow:
             continue
-        before = shapes.graph_step(shapes.graph_meta(span))
+        before = _step(span)
         if before is None or before >= step or span.end is None or span.end > start:
             continue
         if best is None or (before, span.start) > best[:2]:
@@ -285,6 +286,18 @@ def graph_step(index: SpanIndex, key: Key) -> Edge | None:
     if best is None or not index.may_call(best[2], key):
         return None
     return Edge(best[2], None, "handoff", "graph.step")
+
+
+def _step(span: Span) -> int | None:
+    """A node run's step: in the graph's metadata, else in an attribute a dialect declares."""
+    found = shapes.graph_step(shapes.graph_meta(span))
+    if found is not None:
+        return found
+    for name in tables().step_from:
+        value = span.attrs.get(name)
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            return int(value)
+    return None
 
 
 def otel_parent(index: SpanIndex, key: Key) -> Edge | None:

@@ -31,7 +31,7 @@ from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.dialects import KIND
 from tracekit.intake.otlp.kinds import is_llm, is_tool
 
-__all__ = ["METHODS", "loop_agents"]
+__all__ = ["METHODS", "loop_agents", "models_of_its_own"]
 
 Key = tuple[str, str]
 #: Model calls and tool calls that make a loop.
@@ -104,3 +104,36 @@ def _module(name: str) -> str:
         if name.endswith(method) and len(name) > len(method):
             return name.removesuffix(method)
     return name
+
+
+def models_of_its_own(spans: dict[Key, Span], key: Key, agents: set[Key]) -> bool:
+    """Whether the span calls a model itself: a model call under it with no agent between.
+
+    A graph that runs the model and the tools itself (a ReAct graph written as a
+    workflow, its agents only reached through its tool calls) is an agent, not the
+    run of a team.
+
+    Example:
+        >>> from tracekit.intake.otlp.decode_json import Span
+        >>> chat = {"gen_ai.operation.name": "chat"}
+        >>> spans = {("t", s.id): s for s in [
+        ...     Span("t", "g", "", "graph", 1, 2, {}, False, "", None),
+        ...     Span("t", "n", "g", "node", 1, 2, {}, False, "", None),
+        ...     Span("t", "c", "n", "chat", 1, 2, chat, False, "", None)]}
+        >>> models_of_its_own(spans, ("t", "g"), {("t", "g")})
+        True
+        >>> models_of_its_own(spans, ("t", "g"), {("t", "g"), ("t", "n")})
+        False
+    """
+    for at, span in spans.items():
+        if at[0] != key[0] or not is_llm(span):
+            continue
+        cur: Key | None = at
+        seen: set[Key] = set()
+        while cur is not None and cur not in agents and cur not in seen:
+            seen.add(cur)
+            parent = spans[cur].parent
+            cur = (key[0], parent) if parent and (key[0], parent) in spans else None
+        if cur == key:
+            return True
+    return False

@@ -24,6 +24,7 @@ from tracekit.intake.otlp.kinds import (
     is_workflow,
     tool_name,
 )
+from tracekit.intake.otlp.loops import models_of_its_own
 from tracekit.intake.otlp.markers import marker_target, may_mark
 from tracekit.intake.otlp.shapes.words import AGENT_KIND, AGENT_KIND_VALUES, SPAN_KIND
 
@@ -282,7 +283,7 @@ class SpanIndex:
 
         An instrumentation may open the run twice (an ``invoke_agent swarm``
         around its ``swarm.workflow``): the outer span is the run, the inner
-        one its wrapper.
+        one its wrapper. A graph that calls the model itself is one agent, not a run.
         """
         for key in list(self.workflows):
             above = self.parent_of(key)
@@ -291,8 +292,9 @@ class SpanIndex:
             if self.agent_name(self.spans[above]) == self.agent_name(self.spans[key]):
                 self.workflows.discard(key)
                 self.agent_set.discard(key)
-                self.workflows.add(above)
                 self.spans[key].attrs = {**self.spans[key].attrs, KIND: "wrapper"}
+                if not models_of_its_own(self.spans, above, self.agent_set):
+                    self.workflows.add(above)
 
     def _named_siblings(self, leaves: list[Key]) -> dict[Key, Key]:
         """Each childless agent span's sibling of the same agent name that holds the work.

@@ -1,0 +1,149 @@
+"""The recordings tracekit does not read true yet: one table, each with what it reads wrong.
+
+A recording listed here keeps its truth and its tests; the tests it fails are marked
+``xfail(strict=True)`` with the reason, so a gap that closes fails its test until the
+entry is removed, and a recording not listed must pass. docs/otlp.md lists the same
+gaps under "Known gaps".
+
+The tests a gap names (``Gap.tests``):
+
+- ``invocations``: test_golden_trees.py's rebuilt invocations against the truth;
+- ``tree``: the golden tree (none is written for a tree known to be wrong);
+- ``class``: the fleet's class of the run;
+- ``reads``: test_recordings.py's ``tracekit tree`` of the framework's handoff chain;
+- ``loop class``: test_loop_classes.py's class of a loop recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+import pytest
+
+INVOCATIONS, TREE, CLASS, READS, LOOP = "invocations", "tree", "class", "reads", "loop class"
+WRONG = (INVOCATIONS, TREE)
+ALL = (INVOCATIONS, TREE, CLASS)
+
+
+class Gap(NamedTuple):
+    """What tracekit reads wrong in a recording, and the tests that therefore fail."""
+
+    reason: str
+    tests: tuple[str, ...] = WRONG
+
+
+_LANGFUSE_GRAPH = (
+    "Langfuse's LangChain callback marks the ReAct graph's `agent` node (each model turn) "
+    "and the router or call_agent node as agents (langfuse.observation.type); the agents, "
+    "graph nodes named only in langfuse.observation.metadata.langgraph_node, are not read"
+)
+_CUT_HANDOFF = (
+    "the last transfer_to_triage, whose target never ran (the limit stopped the run first), "
+    "is read as a tool of billing; the truth lists no tool"
+)
+
+#: Recording id (``<folder>/<scenario>``) -> what tracekit reads wrong.
+KNOWN_GAPS: dict[str, Gap] = {
+    **{
+        f"langfuse_langgraph_supervisor/{scenario}": Gap(_LANGFUSE_GRAPH, tests)
+        for scenario, tests in (
+            ("handoff_chain", ALL), ("handoff_then_tool_agent", ALL), ("loop", WRONG),
+            ("tool_raises", ALL),
+        )
+    },
+    **{
+        f"langfuse_langgraph_swarm/{scenario}": Gap(_LANGFUSE_GRAPH, tests)
+        for scenario, tests in (
+            ("handoff_chain", ALL), ("handoff_then_tool_agent", ALL), ("loop", WRONG),
+            ("loop_limit", WRONG), ("tool_raises", ALL),
+        )
+    },
+    "langfuse_observe/loop_limit": Gap(
+        "the limit the app raised shows only on its root chain span, outside any agent: the "
+        "run reads ok; and " + _CUT_HANDOFF
+    ),
+    "langfuse_observe/tool_raises": Gap(
+        "the app's root chain span (level ERROR) is outside any agent and the run is read "
+        "from triage, which ended well: the handed-off agent that failed last does not fail "
+        "the run",
+        ALL,
+    ),
+    "mlflow_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
+    "openllmetry_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
+    **{
+        f"openllmetry_openai_agents/{scenario}": Gap(
+            "an agent run as a tool (as_tool) writes a trace of its own, with no link to the "
+            "tool call: it is read as a run of its own, not as the caller's delegate",
+            tests,
+        )
+        for scenario, tests in (("handoff_then_tool_agent", WRONG), ("parallel_delegates", ALL))
+    },
+    **{
+        f"openllmetry_llama_index/{scenario}": Gap(
+            "every span is AgentWorkflow.task or FunctionTool.task, the agent only in "
+            "current_agent_name in traceloop.entity.output: no agent, tool or handoff is read",
+            tests,
+        )
+        for scenario, tests in (
+            ("handoff_chain", (*WRONG, READS)), ("handoff_then_tool_agent", WRONG),
+            ("loop", WRONG), ("tool_raises", ALL),
+        )
+    },
+    **{
+        f"openllmetry_agno/{scenario}": Gap(
+            "only the innermost member agent is spanned as an agent (a team's span reads as "
+            "an agent of its own, members not linked to their leader's delegate_task_to_member),"
+            " and a caught tool error is only status='failure' in the output, read as ok",
+            tests,
+        )
+        for scenario, tests in (
+            ("handoff_chain", WRONG), ("handoff_then_tool_agent", WRONG),
+            ("parallel_delegates", ALL), ("tool_raises", ALL),
+        )
+    },
+    "openllmetry_crewai/tool_raises": Gap(
+        "OpenLLMetry's CrewAI instrumentation spans no tool call: the tool error CrewAI caught "
+        "is not in the spans, so the run reads ok, not degraded",
+        (CLASS,),
+    ),
+}  # fmt: skip
+
+
+def marked(test: str, cases: Iterable[object], scenario: str = "") -> list[object]:
+    """The ``cases`` (``pytest.param`` with the recording id as id, or the folder's
+    name with ``scenario`` given) with the known gaps of ``test`` marked as strict
+    expected failures.
+
+    Example:
+        >>> [c.id for c in marked(TREE, [pytest.param(1, id="x/y")])]
+        ['x/y']
+    """
+    out: list[object] = []
+    for case in cases:
+        assert isinstance(case, type(pytest.param(None)))
+        gap = KNOWN_GAPS.get(f"{case.id}/{scenario}" if scenario else str(case.id))
+        if gap is not None and test in gap.tests:
+            mark = pytest.mark.xfail(strict=True, reason=gap.reason)
+            case = pytest.param(*case.values, id=case.id, marks=(*case.marks, mark))
+        out.append(case)
+    return out
+
+
+#: Loop recordings whose loop class (test_loop_classes.py) is wrong: the loop rules
+#: find no circle in them (the loops table has no row), on top of any gap above.
+_NO_CIRCLE = (
+    "langfuse_langgraph_supervisor/loop", "langfuse_langgraph_swarm/loop",
+    "langfuse_langgraph_swarm/loop_limit", "langfuse_observe/loop", "langfuse_observe/loop_limit",
+    "mlflow_langgraph_swarm/loop", "mlflow_openai_agents/loop",
+    "openllmetry_langgraph_supervisor/loop", "openllmetry_langgraph_swarm/loop",
+    "openllmetry_llama_index/loop", "openllmetry_openai_agents/loop",
+)  # fmt: skip
+_LOOP_REASON = "the loop rules find no circle in its handoffs: no row in the loops table"
+for _id in _NO_CIRCLE:
+    _gap = KNOWN_GAPS.get(_id)
+    KNOWN_GAPS[_id] = (
+        Gap(f"{_gap.reason}; and {_LOOP_REASON}", (*_gap.tests, LOOP))
+        if _gap
+        else Gap(_LOOP_REASON, (LOOP,))
+    )
