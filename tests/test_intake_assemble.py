@@ -188,9 +188,9 @@ def test_a_trace_without_an_agent_span_is_a_run_of_its_own(tmp_path: Path, faili
     assert [s.agent for s in starts] == ["shop GET /chat"]
     errors = run_cli("tree", "--errors", str(path))
     assert errors.returncode == 0 and "lookup (error)" in errors.stdout
-    assert errors.stderr.strip().endswith(
-        "3 spans read = 1 agent + 1 step + 1 wrapper + 0 rejected"
-    )
+    counts, note = errors.stderr.strip().splitlines()[-2:]
+    assert counts == "3 spans read = 1 agent + 1 step + 1 wrapper + 0 rejected"
+    assert note.startswith("1 trace has spans but no recognised agent") and "--dialect" in note
 
 
 def test_traces_joined_by_a_span_link_are_mapped_together() -> None:

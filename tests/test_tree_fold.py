@@ -176,7 +176,9 @@ def test_tree_from_a_store_folds_and_expands(tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     folded = run_cli("tree", "nest", "--db", db)
     assert folded.returncode == 0, folded.stderr
-    assert folded.stdout == (GOLDEN / "nested.tree.txt").read_text()
+    # The file's tree, then the why a store knows: the run's outcome and where it began.
+    why = "outcome degraded\nbegan in agent checker at depth 3 (LINT)\n"
+    assert folded.stdout == (GOLDEN / "nested.tree.txt").read_text() + why
     opened = run_cli("tree", "nest", "--db", db, "--expand", "batch[9]")
     assert "    check -> checker (error LINT, 1ms)" in opened.stdout.splitlines()
 

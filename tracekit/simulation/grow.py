@@ -93,6 +93,8 @@ class Grower:
             cut(child, t, cancel=True)
             t = self._step(inv, "cancel_subagent", t)
             live.remove(child)
+        # A child may have ended while the cancellations ran: only those still running are waited for.
+        live = [c for c in live if (c.end or t) >= t]
         if live:
             until = max(c.end or t for c in live) + 1
             inv.items.append(Step("wait_subagents", t, until))
