@@ -93,10 +93,9 @@ class Grower:
             cut(child, t, cancel=True)
             t = self._step(inv, "cancel_subagent", t)
             live.remove(child)
-        # A child may have ended while the cancellations ran: only those still running are waited for.
-        live = [c for c in live if (c.end or t) >= t]
         if live:
-            until = max(c.end or t for c in live) + 1
+            # A child may have ended while the cancellations ran: the wait never ends before it starts.
+            until = max(max(c.end or t for c in live) + 1, t)
             inv.items.append(Step("wait_subagents", t, until))
             t = until + 1 + int(rng.random() * 4)
         inv.end = t
