@@ -226,7 +226,11 @@ def test_jupyter_is_one_step() -> None:
     notebook = extras["optional-dependencies"]["notebook"]
     assert any(dep.startswith("jupyterlab") for dep in notebook), notebook
     dry = subprocess.run(
-        ["make", "--no-print-directory", "-n", "-B", "notebook"], capture_output=True, text=True, cwd=ROOT, timeout=30
+        ["make", "--no-print-directory", "-n", "-B", "notebook"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
     )
     assert dry.returncode == 0, dry.stderr
     assert ".venv/bin/python -m pip install -q -e '.[notebook]'" in dry.stdout
