@@ -341,20 +341,15 @@ Plotly.newPlot('timeline',f.data,f.layout,{{displaylogo:false,responsive:true}})
 """
 
 
-# The circles this run's agents went round, costliest first.
-_RUN_LOOPS: Final = """
-SELECT circle, stopped, revisits, invocations, model_calls, input_tokens, output_tokens,
-    duration_ms, limit_code
-FROM loops WHERE run_id = ?
-ORDER BY coalesce(input_tokens, 0) + coalesce(output_tokens, 0) DESC, circle, stopped
-"""
-
-
 def _run_loops(store: Any, run_id: str) -> str:
-    """The run's loops and what each cost; nothing when its agents went round no circle."""
-    frame = store.con.execute(_RUN_LOOPS, [run_id]).df()
+    """The run's loops and what each cost, costliest first; nothing when it went round none."""
+    frame = store.loops(run_id)
     if frame.empty:
         return ""
+    tokens = frame["input_tokens"].fillna(0) + frame["output_tokens"].fillna(0)
+    frame = frame.assign(_tokens=tokens).sort_values(
+        ["_tokens", "circle", "stopped"], ascending=[False, True, True], kind="stable"
+    )
     rows = table(
         frame,
         [("circle", "circle", "circle"), ("stopped", "stopped", "text"),
