@@ -2,9 +2,9 @@
 
 Run in its own environment (``make record-frameworks`` does):
 ``.frameworks/openllmetry_langgraph_swarm/bin/python
-tests/frameworks/record_openllmetry_langgraph_scenarios.py``. The scenarios, the scripted
+tests/frameworks/record_openllmetry_langgraph_swarm.py``. The scenarios, the scripted
 models and the truth (read from the swarm's own checkpointed messages) are
-``record_langgraph_scenarios.py``'s; only the instrumentation differs: Traceloop's
+``record_langgraph_swarm.py``'s; only the instrumentation differs: Traceloop's
 callback handler (``traceloop.span.kind``), whose spans carry a handoff as an ERROR
 ``ParentCommand`` and as ``goto`` spans and association properties.
 """
