@@ -13,6 +13,7 @@ dashboards import plotly, so that a library user pays for neither.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -220,3 +221,72 @@ def test_the_store_imports_no_otlp_decoder(path: Path) -> None:
     """The store takes span batches and derived rows: decoding a wire format is intake's."""
     found = [(line, m) for line, m in _imports(path) if m.startswith(DECODERS)]
     assert found == [], f"{path.name} imports a decoder: {found}"
+
+
+def _store_tables() -> set[str]:
+    """The tables the store's migrations create (tracekit/store/schema.py)."""
+    schema = (PACKAGE / "store" / "schema.py").read_text(encoding="utf-8")
+    return set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", schema))
+
+
+def _sql_naming(tree: ast.Module, tables: set[str]) -> Iterator[tuple[int, str]]:
+    """Each string literal (not a docstring) with a FROM/JOIN/INTO/UPDATE clause on a table.
+
+    An f-string is read with its placeholders as ``{}``: ``FROM {source}`` names no table.
+    """
+    clause = re.compile(rf"\b(?:FROM|JOIN|INTO|UPDATE)\s+(?:{'|'.join(sorted(tables))})\b")
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skip.add(id(body[0].value))  # a docstring: prose and examples
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            skip.update(id(v) for v in node.values)
+            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if id(node) not in skip:
+            yield from ((node.lineno, m.group(0)) for m in clause.finditer(text))
+
+
+#: Modules outside the store whose SQL may name a store table, and why (keep it short).
+SQL_ELSEWHERE = {
+    "lake/classify.py": "runs on the lake's own Parquet views, named as the store's tables",
+    "lake/layout.py": "the lake's partition keys: a step's and a loop's service and day, by run",
+}
+
+
+def test_the_store_tables_are_found() -> None:
+    assert {"runs", "invocations", "steps", "events", "loops", "ingest_log"} <= _store_tables()
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_only_the_store_runs_sql_on_its_tables(path: Path) -> None:
+    """The store owns the SQL on its tables: other stages call its named reads."""
+    where = str(path.relative_to(PACKAGE))
+    if _part(path) == "store" or where in SQL_ELSEWHERE:
+        return
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = list(_sql_naming(tree, _store_tables()))
+    assert not found, f"{where} runs SQL on the store's tables (move it to tracekit/store/): {found}"
+
+
+def test_the_sql_check_sees_sql_strings() -> None:
+    tree = ast.parse(
+        '"""Reads FROM runs."""\n'
+        'a = "SELECT 1 FROM runs"\n'
+        'b = f"SELECT * FROM {table} JOIN invocations i USING (run_id)"\n'
+        'c = "runs from the window"\n'
+        'd = f"FROM {source}"\n'
+    )
+    assert list(_sql_naming(tree, {"runs", "invocations"})) == [
+        (2, "FROM runs"),
+        (3, "JOIN invocations"),
+    ]
+
+
+def test_each_sql_exception_names_a_module() -> None:
+    assert all((PACKAGE / where).is_file() for where in SQL_ELSEWHERE)

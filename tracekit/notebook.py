@@ -362,7 +362,7 @@ def _open_store(store: Any, run_id: str | None) -> RunView:
 
     run_id = run_id if run_id is not None else _only_run(store)
     records = store.events(run_id)  # raises StoreError, naming the store, if there is no such run
-    row = store.sql("SELECT * FROM runs WHERE run_id = ?", [run_id]).iloc[0]
+    row = store.run_row(run_id).iloc[0]
     frame = tree_order(store.invocations(run_id)).drop(columns="row")
     # DuckDB gives a list column as arrays and NA; a file frame has lists and None.
     frame["chain"] = [_chain(value) for value in frame["chain"]]

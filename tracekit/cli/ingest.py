@@ -26,7 +26,7 @@ import duckdb
 from tracekit._util.text import escape
 from tracekit.cli.interrupt import deferred_interrupts
 from tracekit.errors import IngestInterrupted, TraceFileError
-from tracekit.store import Store
+from tracekit.store import Store, kept_lines
 from tracekit.store.db import default_path
 
 if TYPE_CHECKING:
@@ -166,12 +166,9 @@ def _compact(path: Path) -> None:
 def _holds_nothing(store: Store) -> bool:
     """No record and no rejected line (a failed connection counts as holding something)."""
     try:
-        row = store.con.execute(
-            "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM rejects)"
-        ).fetchone()
+        return kept_lines(store.con) == 0
     except duckdb.Error:
         return False
-    return row is not None and row[0] == 0
 
 
 def _remove(path: Path) -> None:

@@ -1,103 +1,26 @@
-"""What the dashboard reads beyond the fleet report: every row, example runs, origins, calls, the span.
+"""What the dashboard reads beyond the fleet report: the store's reads the pages use.
 
-The fleet report caps its run lists for the terminal; the page pages through
-every row instead, so it reads them here, with the report's own filter. Each
-function only reads the store it is given (SQL on its tables).
-
-Example:
-    >>> from tracekit.store import Store
-    >>> with Store("fleet.duckdb", read_only=True) as store:
-    ...     span = store_span(store)
-    >>> span.runs > 0 and span.first <= span.last
-    True
+The store owns their SQL (:mod:`tracekit.store.page_reads`): every row of a
+table the page pages through, example runs, each agent's origins, the calls
+and summary lines of the runs embedded, the store's span.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from tracekit.store import (
+    StoreSpan,
+    circle_examples,
+    origin_failures,
+    run_calls,
+    run_summaries,
+    store_span,
+)
 
-import pandas as pd
-
-from tracekit.fleet import FleetFilter
-
-__all__ = ["StoreSpan", "circle_examples", "origin_failures", "run_calls", "store_span"]
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSpan:
-    """How many root runs the store holds, and when the first and the last started."""
-
-    runs: int
-    first: datetime | None
-    last: datetime | None
-
-
-def _frame(store: Any, sql: str, params: list[Any]) -> pd.DataFrame:
-    return store.con.execute(sql, params).df()
-
-
-def circle_examples(store: Any, flt: FleetFilter) -> dict[str, str]:
-    """One run for each circle: the newest that failed on it, else the newest that met it."""
-    where, params = flt.runs_where()
-    rows = store.con.execute(
-        f"""
-        SELECT circle, arg_max(run_id, (outcome = 'failed:recursion', start_ms, run_id))
-        FROM runs WHERE circle IS NOT NULL AND {where} GROUP BY circle
-        """,
-        params,
-    ).fetchall()
-    return {str(circle): str(run) for circle, run in rows}
-
-
-def origin_failures(store: Any, flt: FleetFilter) -> pd.DataFrame:
-    """Each agent's own calls in the window and how many failures began there.
-
-    An agent's calls are its invocations and the runs it is the entry agent
-    of: an entry agent is not judged by the few refused re-entries into it
-    alone. A failure that began in an agent counts against it once; the
-    callers that only wrapped it (``failure_role = 'wrapped'``) are not
-    blamed. Columns: ``agent``, ``calls``, ``origins``.
-    """
-    calls, call_params = flt.calls_where("i")
-    runs, run_params = flt.runs_where("r")
-    return _frame(
-        store,
-        f"""
-        WITH own AS (
-            SELECT i.agent, i.failure_role = 'origin' AS began
-            FROM invocations i WHERE i.root_run_id IS NOT NULL AND {calls}
-            UNION ALL
-            SELECT r.agent, r.outcome LIKE 'failed:%' AND r.origin_invocation_id IS NULL
-                AND r.origin_agent IS NOT NULL AND r.origin_step IS NULL
-            FROM runs r WHERE r.agent IS NOT NULL AND {runs}
-        )
-        SELECT agent, count(*) AS calls, count(*) FILTER (WHERE began) AS origins
-        FROM own GROUP BY agent
-        """,
-        call_params + run_params,
-    )
-
-
-def store_span(store: Any) -> StoreSpan:
-    """The store's root runs: how many, the first and the last start."""
-    row = store.con.execute("SELECT count(*), min(start_at), max(start_at) FROM runs").fetchone()
-    return StoreSpan(int(row[0]), row[1], row[2]) if row else StoreSpan(0, None, None)
-
-
-def run_calls(store: Any, run_ids: list[str]) -> list[tuple[Any, ...]]:
-    """The invocations of these root runs in one read, by run and start time.
-
-    Each row: ``root_run_id, invocation_id, parent_invocation_id, agent, node,
-    kind, status, start_ms, end_ms, duration_ms, error_code``.
-    """
-    return store.con.execute(
-        """
-        SELECT root_run_id, invocation_id, parent_invocation_id, agent, node, kind, status,
-            start_ms, end_ms, duration_ms, error_code
-        FROM invocations WHERE root_run_id IN (SELECT unnest(?::VARCHAR[]))
-        ORDER BY root_run_id, start_ms NULLS LAST, invocation_id
-        """,
-        [run_ids],
-    ).fetchall()
+__all__ = [
+    "StoreSpan",
+    "circle_examples",
+    "origin_failures",
+    "run_calls",
+    "run_summaries",
+    "store_span",
+]

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from tracekit._util.text import escape, plural
 from tracekit._util.theme import NEUTRAL, OUTCOME_COLORS
-from tracekit.dashboards.queries import run_calls
+from tracekit.dashboards.queries import run_calls, run_summaries
 from tracekit.dashboards.sections import script_json
 from tracekit.dashboards.tables import cell_text
 from tracekit.errors import TracekitError
@@ -43,10 +43,6 @@ _MAX_STEPS: Final = 400  # lines of a huge run's folded tree drawn at first
 # Past this many invocations a run's timeline is not drawn (a bar each would
 # freeze the page); its folded tree is shown instead.
 _MAX_TIMELINE: Final = 5000
-_SUMMARY_SQL: Final = """
-SELECT run_id, outcome, service, agent, invocations, circle, origin_agent, origin_code, origin_step
-FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
-"""
 
 
 def _why(circle: Any, agent: Any, code: Any, step: Any = None) -> str:
@@ -152,7 +148,7 @@ def embedded_runs(
             " (worst runs, circle examples, then the newest degraded runs); the others are"
             " plain ids in the tables: <code>tracekit tree RUN --db FILE</code> draws any run."
         )
-    rows = {r[0]: r for r in store.con.execute(_SUMMARY_SQL, [kept]).fetchall()}
+    rows = run_summaries(store, kept)
     calls = {
         run: list(group) for run, group in itertools.groupby(run_calls(store, kept), itemgetter(0))
     }

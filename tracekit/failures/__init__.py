@@ -2,7 +2,7 @@
 
 :mod:`tracekit.failures.rules` holds the definition (small pure rules applied
 in order); :func:`classify_events` applies them to the runs of a trace,
-without a store; :mod:`tracekit.failures.hard` to the rows of a store or a
+without a store; :mod:`tracekit.store.hard` to the rows of a store or a
 lake's failed runs (the store's writer, :func:`tracekit.store.classify.classify_store`,
 writes the findings back). Names load
 on first use: a report on a classified store needs ``classify_store``'s

@@ -22,34 +22,12 @@ import msgspec
 
 from tracekit._util.text import escape, plural
 from tracekit.errors import RunNotFoundError, TracekitError
+from tracekit.store import other_runs, path_counts, root_agent
 
 __all__ = ["FleetComparison", "PathShare", "against_fleet", "describe_against_fleet"]
 
 _ENCODER: Final = msgspec.json.Encoder()
-_MAX_DEPTH: Final = 1000  # a path stops here: a circle in the parent links cannot loop for ever
 _LISTED: Final = 50  # lines of each list the text shows
-
-# Paths of every invocation of the root agent's runs, built down the parent
-# links, then counted: in how many other runs each path is seen, and whether
-# this run has it.
-_PATHS: Final = f"""
-WITH RECURSIVE mine AS (
-    SELECT run_id FROM runs WHERE agent IS NOT DISTINCT FROM $agent
-),
-walk(invocation_id, root_run_id, path) AS (
-    SELECT i.invocation_id, i.root_run_id, [i.agent]
-    FROM invocations i JOIN mine m ON i.root_run_id = m.run_id
-    WHERE i.parent_invocation_id IS NULL
-    UNION ALL
-    SELECT c.invocation_id, c.root_run_id, list_append(w.path, c.agent)
-    FROM invocations c JOIN walk w ON c.parent_invocation_id = w.invocation_id
-    WHERE len(w.path) < {_MAX_DEPTH}
-)
-SELECT path,
-       count(DISTINCT root_run_id) FILTER (WHERE root_run_id <> $run) AS runs,
-       bool_or(root_run_id = $run) AS mine
-FROM walk GROUP BY path
-"""
 
 
 class PathShare(msgspec.Struct, kw_only=True):
@@ -98,7 +76,7 @@ def against_fleet(
         RunNotFoundError: the store has no root run ``run_id``.
         TracekitError: the store has no other run of that agent to compare with.
     """
-    row = store.con.execute("SELECT agent FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    row = root_agent(store, run_id)
     if row is None:
         raise RunNotFoundError(
             f"run {escape(run_id)} is not a root run of {escape(str(store.path))}",
@@ -107,16 +85,13 @@ def against_fleet(
             hint="tracekit runs --db FILE lists them.",
         )
     agent = row[0]
-    (others,) = store.con.execute(
-        "SELECT count(*) FROM runs WHERE agent IS NOT DISTINCT FROM ? AND run_id <> ?",
-        [agent, run_id],
-    ).fetchone()
+    others = other_runs(store, agent, run_id)
     if not others:
         raise TracekitError(
             f"no other run of {escape(str(agent))} in {escape(str(store.path))} to compare with",
             hint="Ingest more runs of that agent, or compare two runs: tracekit diff A B.",
         )
-    rows = store.con.execute(_PATHS, {"agent": agent, "run": run_id}).fetchall()
+    rows = path_counts(store, agent, run_id)
     rare, missing = [], []
     for path, runs, mine in rows:
         share = PathShare(path=list(path), runs=runs, share=runs / others)

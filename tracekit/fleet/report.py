@@ -43,7 +43,6 @@ import duckdb
 from tracekit._util.sql import StoreOrConnection, connection
 from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet.frames import circles_frame, outcomes_frame, to_frame, without_column
-from tracekit.fleet.loops import loop_rows
 from tracekit.fleet.memory import within_memory
 from tracekit.fleet.options import DEFAULT_LIMIT, Engine, FleetOptions, Percentiles
 from tracekit.fleet.queries import (
@@ -54,6 +53,7 @@ from tracekit.fleet.queries import (
     degraded_rows,
     edge_rows,
     latency_rows,
+    loop_rows,
     over_time_rows,
     run_groups,
     session_counts,

@@ -6,7 +6,7 @@ nothing failed or cancelled inside: ``ok``), counted where they lie; the runs
 that ended badly or hold a failed or cancelled call or a failed step (a small
 share of a fleet) are selected by the engine with only their failed and
 cancelled calls and failed steps, and
-those rows go through the pure rules (:func:`tracekit.failures.hard.classify_hard`,
+those rows go through the pure rules (:func:`tracekit.store.hard.classify_hard`,
 the very queries the store runs), which walk each run's failure down to its
 origin and name its circle. So every engine gives the same classes, origins
 and circles as the store, by construction and by test.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import duckdb
 
-from tracekit.failures.hard import classify_hard, revisited_runs
+from tracekit.store import classify_hard, revisited_runs
 from tracekit.lake.engine import SparkLake
 
 if TYPE_CHECKING:

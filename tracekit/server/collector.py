@@ -20,7 +20,7 @@ from tracekit.server.decode_pool import Decoded
 from tracekit.server.loader import Loader, SourceStats
 from tracekit.server.recovery import Recovery
 from tracekit.server.spool import Entry, Spool
-from tracekit.store import Store
+from tracekit.store import Store, served_sources
 
 __all__ = ["Accepted", "Collector"]
 
@@ -182,7 +182,7 @@ class Collector:
 
     def start(self) -> None:
         """Replay what the spool holds past the checkpoint, then start writing and loading."""
-        import tracekit.failures.hard
+        import tracekit.store.hard
         import tracekit.store.ingest  # noqa: F401 - pyarrow
 
         replayed = self.loader.replay()
@@ -327,11 +327,7 @@ class Collector:
         """The live reconciliation, per source (what ``GET /api/ingest`` answers)."""
         cursor = self.read_cursor()
         try:
-            rows = cursor.execute(
-                "SELECT source, count(*), sum(lines_read), sum(accepted), sum(rejected),"
-                " sum(duplicates) FROM ingest_log WHERE source LIKE 'serve:%'"
-                " GROUP BY source ORDER BY source"
-            ).fetchall()
+            rows = served_sources(cursor)
         finally:
             cursor.close()
         stored = {

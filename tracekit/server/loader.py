@@ -36,6 +36,7 @@ from tracekit.server.health import STALL_SECONDS, stalled_for
 from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 from tracekit.server.spooled import TRACE, row_text, spooled_spans
+from tracekit.store import next_line
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -458,12 +459,7 @@ class Loader:
 
     def _first_line(self, source: str) -> int:
         found = self._next_line.get(source)
-        if found is None:
-            row = self.store.con.execute(
-                "SELECT coalesce(max(end_line), 1) FROM ingest_log WHERE source = ?", [source]
-            ).fetchone()
-            found = int(row[0]) if row else 1
-        return found
+        return next_line(self.store.con, source) if found is None else found
 
     def _advance(self, cycle: _Cycle) -> None:
         """The store holds the cycle: the checkpoint moves past it once the store's file does."""

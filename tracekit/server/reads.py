@@ -37,7 +37,7 @@ from tracekit.server.decode import TooLargeError
 from tracekit.server.memory import MemoryStoppedError
 from tracekit.server.sql import DEFAULT_LIMIT, DEFAULT_TIMEOUT, SqlResult, bounded_sql
 from tracekit.server.workers import ReadsBusyError
-from tracekit.store import Store
+from tracekit.store import Store, stored_marker
 
 __all__ = ["ARROW", "NDJSON", "per_request", "read_routes", "table_reply"]
 
@@ -343,11 +343,8 @@ def _sql_request(body: bytes) -> tuple[str, int, float]:
 
 def _version(store: Store) -> str:
     """Changes whenever the loader stores a batch: the page redraws only then."""
-    row = store.con.execute(
-        "SELECT count(*), coalesce(max(ingest_id), 0), coalesce(sum(accepted), 0) FROM ingest_log"
-    ).fetchone()
-    classified = store.con.execute("SELECT max(classified_at) FROM runs").fetchone()
-    return hashlib.blake2s(repr((row, classified)).encode(), digest_size=8).hexdigest()
+    marker = stored_marker(store.con)
+    return hashlib.blake2s(repr(marker).encode(), digest_size=8).hexdigest()
 
 
 def _live(request: Request) -> Callable[[Store], Response]:

@@ -6,14 +6,14 @@ classifies those, as :data:`~tracekit.failures.rules.RULES` would
 (``incomplete`` first; ``ok`` when no call failed or was cancelled and no step
 failed). The rest, runs that ended badly or hold a failed or cancelled
 invocation or a failed step, go through the pure rules
-(:mod:`tracekit.failures.hard`), then are written back in two set-based updates. A test checks the result
+(:mod:`tracekit.store.hard`), then are written back in two set-based updates. A test checks the result
 equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
 The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step,
 and ``loops`` (schema v10): one row a run and circle its agents went round,
 the rules' :class:`~tracekit.failures.model.Loop` with its cost summed here
 over the activations inside the circle (model calls, tokens, time). A run
 that activates an agent twice is always settled by the rules
-(:func:`~tracekit.failures.hard.revisited_runs`): only it can go round one.
+(:func:`~tracekit.store.hard.revisited_runs`): only it can go round one.
 
 The rules are :mod:`tracekit.failures`'; the SQL that writes the store's
 tables (``runs``' findings, ``invocations.failure_role``, ``fleet_calls``,
@@ -162,8 +162,8 @@ def classify_store(
     row = con.execute("SELECT count(*) FROM runs WHERE classified_at IS NULL").fetchone()
     if not row or not row[0]:
         return ClassifyReport()
-    from tracekit.failures.hard import classify_hard, revisited_runs  # the rules: only with work
     from tracekit.failures.rules import LOOP_MIN
+    from tracekit.store.hard import classify_hard, revisited_runs  # the rules: only with work
 
     if own_transaction:
         con.execute("BEGIN")

@@ -277,6 +277,10 @@ class Store:
 
         return session_runs(self.con, session_id, source=str(self.path))
 
+    def run_row(self, run_id: str) -> pd.DataFrame:
+        """The run's row of ``runs``, every column (``docs/store.md``); empty for no root run."""
+        return self.con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]).df()
+
     def invocations(self, run_id: str | None = None) -> pd.DataFrame:
         """Agent invocations (enter and exit paired), of one root run or all."""
         sql = "SELECT * FROM invocations"
