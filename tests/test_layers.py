@@ -164,9 +164,6 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 #: Every one is an import for type checkers only.
 _OTLP_ELSEWHERE = "a type named for type checkers; intake/otlp is being reworked elsewhere"
 KNOWN_CIRCLES = {
-    ("tracekit.server.recovery", "tracekit.server.collector"): (
-        "recovery names the Collector type it is handed; server/ is being reworked elsewhere"
-    ),
     ("tracekit.intake.otlp.dialects", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
     ("tracekit.intake.otlp.evidence", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
     ("tracekit.intake.otlp.edges", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,

@@ -15,12 +15,9 @@ import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
-if TYPE_CHECKING:
-    from tracekit.server.collector import Collector
-
-__all__ = ["Recovery", "disk_takes_writes"]
+__all__ = ["Recoverable", "Recovery", "disk_takes_writes"]
 
 log = logging.getLogger("tracekit.server")
 
@@ -49,6 +46,40 @@ def disk_takes_writes(directory: Path, size: int = _PROBE_BYTES) -> bool:
             probe.unlink()
 
 
+class _Loading(Protocol):
+    @property
+    def failed(self) -> str | None: ...
+
+
+class _Spooling(Protocol):
+    @property
+    def dir(self) -> Path: ...
+
+
+class _Storing(Protocol):
+    @property
+    def path(self) -> Path: ...
+
+
+class Recoverable(Protocol):
+    """What recovery reads of the collector it watches (the collector satisfies it).
+
+    Its loader's ``failed`` (why loading stopped), its spool's folder, its
+    store's path, and ``reopen``: the store opened anew, the spool replayed.
+    """
+
+    @property
+    def loader(self) -> _Loading: ...
+
+    @property
+    def spool(self) -> _Spooling: ...
+
+    @property
+    def store(self) -> _Storing: ...
+
+    def reopen(self) -> None: ...
+
+
 class Recovery:
     """A thread that reopens the store once a failed load can be retried.
 
@@ -57,7 +88,7 @@ class Recovery:
         every: seconds between checks.
     """
 
-    def __init__(self, collector: Collector, every: float = 0.5) -> None:
+    def __init__(self, collector: Recoverable, every: float = 0.5) -> None:
         self.collector = collector
         self.every = every
         self.recoveries = 0
