@@ -161,15 +161,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 #: Known circles: each an import left out of the check (importer, imported), and why.
-#: Every one is an import for type checkers only.
-_OTLP_ELSEWHERE = "a type named for type checkers; intake/otlp is being reworked elsewhere"
-KNOWN_CIRCLES = {
-    ("tracekit.intake.otlp.dialects", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
-    ("tracekit.intake.otlp.evidence", "tracekit.intake.otlp.decode_json"): _OTLP_ELSEWHERE,
-    ("tracekit.intake.otlp.edges", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
-    ("tracekit.intake.otlp.links", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
-    ("tracekit.intake.otlp.markers", "tracekit.intake.otlp.spans"): _OTLP_ELSEWHERE,
-}
+#: None is left; an entry here is a debt, named with its reason until it is paid.
+KNOWN_CIRCLES: dict[tuple[str, str], str] = {}
 
 
 def test_no_modules_import_each_other_in_a_circle() -> None:
@@ -268,7 +261,9 @@ def test_only_the_store_runs_sql_on_its_tables(path: Path) -> None:
         return
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = list(_sql_naming(tree, _store_tables()))
-    assert not found, f"{where} runs SQL on the store's tables (move it to tracekit/store/): {found}"
+    assert not found, (
+        f"{where} runs SQL on the store's tables (move it to tracekit/store/): {found}"
+    )
 
 
 def test_the_sql_check_sees_sql_strings() -> None:

@@ -45,7 +45,7 @@ from tracekit.intake.otlp.handoff import target_in
 from tracekit.intake.otlp.names import NameMemo
 
 if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
-    from tracekit.intake.otlp.decode_json import Span
+    from tracekit.intake.otlp.decoded import Span
 
 __all__ = [
     "CONTROL_FLOW_KEY",

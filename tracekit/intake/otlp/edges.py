@@ -37,7 +37,7 @@ from tracekit.intake.otlp.links import linked_caller
 from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
-    from tracekit.intake.otlp.spans import Key, SpanIndex
+    from tracekit.intake.otlp.index_view import IndexView, Key
 
 __all__ = [
     "EDGE_RULES",
@@ -84,7 +84,7 @@ class Edge:
     source: Source
 
 
-EdgeRule: TypeAlias = Callable[["SpanIndex", "Key"], "Edge | None"]
+EdgeRule: TypeAlias = Callable[["IndexView", "Key"], "Edge | None"]
 
 
 def kind_of_node(span: Span | None) -> Kind:
@@ -109,7 +109,7 @@ def kind_of_node(span: Span | None) -> Kind:
     return kind_of_name(tool_name(span) or span.name)
 
 
-def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | None:
+def _handoff(index: IndexView, key: Key, marker: Key, source: Source) -> Edge | None:
     """An edge from the agent that owns ``marker`` (a handoff or transfer span) to ``key``."""
     parent = index.otel_agent(marker)
     if parent is None or parent == key or not index.may_call(parent, key):
@@ -123,7 +123,7 @@ def _handoff(index: SpanIndex, key: Key, marker: Key, source: Source) -> Edge | 
     return Edge(parent, marker, kind, source)
 
 
-def span_link(index: SpanIndex, key: Key) -> Edge | None:
+def span_link(index: IndexView, key: Key) -> Edge | None:
     """A span link to the caller's side (message runtimes, workflow executors, remote agents).
 
     Runtimes that start the callee in a new trace, or under its own server
@@ -144,7 +144,7 @@ def span_link(index: SpanIndex, key: Key) -> Edge | None:
     return _runtime_link(index, key)
 
 
-def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
+def _runtime_link(index: IndexView, key: Key) -> Edge | None:
     """A link on a non-agent span above the agent (a message runtime's), followed to its agent.
 
     The caller's handoff span naming this agent (a ``transfer_to_X`` tool),
@@ -167,7 +167,7 @@ def _runtime_link(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, None, "handoff" if ended else "delegate", "span.link")
 
 
-def gen_ai_transfer(index: SpanIndex, key: Key) -> Edge | None:
+def gen_ai_transfer(index: IndexView, key: Key) -> Edge | None:
     """A GenAI transfer span naming this agent (``gen_ai.transfer.target.name``).
 
     The GenAI conventions write a transfer as an ``execute_tool`` span with
@@ -178,7 +178,7 @@ def gen_ai_transfer(index: SpanIndex, key: Key) -> Edge | None:
     return _handoff(index, key, marker, "gen_ai.transfer") if marker is not None else None
 
 
-def gen_ai_caller(index: SpanIndex, key: Key) -> Edge | None:
+def gen_ai_caller(index: IndexView, key: Key) -> Edge | None:
     """A remote agent's ``gen_ai.caller.name``: the caller running when it started.
 
     A remote (CLIENT/SERVER) agent call may carry no parent the reader has;
@@ -198,7 +198,7 @@ def gen_ai_caller(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, node, kind, "gen_ai.caller")
 
 
-def handoff_span(index: SpanIndex, key: Key) -> Edge | None:
+def handoff_span(index: IndexView, key: Key) -> Edge | None:
     """A handoff span in the agent that was speaking: its parent, kind ``handoff``.
 
     Serves a ``handoff`` span (``from_agent``/``to_agent``, or a ``TOOL``
@@ -223,7 +223,7 @@ def _is_handoff_marker(span: Span) -> bool:
     return name is not None and is_transfer_name(name)
 
 
-def graph_node_parent(index: SpanIndex, key: Key) -> Edge | None:
+def graph_node_parent(index: IndexView, key: Key) -> Edge | None:
     """``graph.node.parent_id``: the agent that handed off, by name.
 
     A tracing processor may write the name of the agent that handed off on
@@ -239,7 +239,7 @@ def graph_node_parent(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, None, "handoff", "graph.node.parent_id")
 
 
-def graph_namespace(index: SpanIndex, key: Key) -> Edge | None:
+def graph_namespace(index: IndexView, key: Key) -> Edge | None:
     """A graph framework's checkpoint namespaces (:func:`~tracekit.intake.otlp.shapes.namespace`).
 
     A subgraph agent runs in the namespace ``caller:1|agent:2``: its caller
@@ -257,7 +257,7 @@ def graph_namespace(index: SpanIndex, key: Key) -> Edge | None:
     return Edge(parent, index.node_between(parent, key), "delegate", "graph.namespace")
 
 
-def graph_step(index: SpanIndex, key: Key) -> Edge | None:
+def graph_step(index: IndexView, key: Key) -> Edge | None:
     """A graph framework's step order: the agent node that ran the step before this one.
 
     A supervisor's worker may hand control back with no tool at all (a pair
@@ -300,7 +300,7 @@ def _step(span: Span) -> int | None:
     return None
 
 
-def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
+def otel_parent(index: IndexView, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
     Serves every shape where a callee nests under its caller: a delegation

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 from tracekit.intake.otlp.dialect import Dialect, Edges, Errors, Match
 
 if TYPE_CHECKING:  # the decoders keep the keys read here (through .dialects)
-    from tracekit.intake.otlp.decode_json import Span
+    from tracekit.intake.otlp.decoded import Span
 
 __all__ = ["Inferred", "infer", "is_evidence_key"]
 

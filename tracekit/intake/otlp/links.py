@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the index calls the rules that call this; this reads the index
-    from tracekit.intake.otlp.spans import Key, SpanIndex
+    from tracekit.intake.otlp.index_view import IndexView, Key
 
 __all__ = ["children_agents_of_span", "linked_caller"]
 
@@ -21,7 +21,7 @@ __all__ = ["children_agents_of_span", "linked_caller"]
 _HOPS = 8
 
 
-def linked_caller(index: SpanIndex, key: Key) -> tuple[Key, Key] | None:
+def linked_caller(index: IndexView, key: Key) -> tuple[Key, Key] | None:
     """The agent a span link leads to from ``key`` or a non-agent span above it.
 
     The message is followed up to its agent: the agent above it, else the
@@ -52,7 +52,7 @@ def linked_caller(index: SpanIndex, key: Key) -> tuple[Key, Key] | None:
     return None
 
 
-def _owner(index: SpanIndex, key: Key) -> Key | None:
+def _owner(index: IndexView, key: Key) -> Key | None:
     """The agent a (message) span belongs to: above it, else run just before it beside it."""
     if key in index.agent_set:
         return key
@@ -69,7 +69,7 @@ def _owner(index: SpanIndex, key: Key) -> Key | None:
     return found
 
 
-def children_agents_of_span(index: SpanIndex, parent: Key | None) -> list[Key]:
+def children_agents_of_span(index: IndexView, parent: Key | None) -> list[Key]:
     """The agent spans right under a (non-agent) span (the index keeps the map once built)."""
     if parent is None:
         return []

@@ -27,7 +27,7 @@ from tracekit.intake.otlp.handoff import HANDOFF_WORDS, target_of_name
 from tracekit.intake.otlp.kinds import is_tool, tool_name
 
 if TYPE_CHECKING:  # the index collects the markers; these read the index
-    from tracekit.intake.otlp.spans import Key, SpanIndex
+    from tracekit.intake.otlp.index_view import IndexView, Key
 
 __all__ = ["caller_marker", "enclosing_tool", "latest_marker", "marker_target", "may_mark"]
 
@@ -52,7 +52,7 @@ def may_mark(span: Span) -> bool:
     return isinstance(name, str) and HANDOFF_WORDS[name]
 
 
-def latest_marker(index: SpanIndex, key: Key, wanted: Callable[[Span], bool]) -> Key | None:
+def latest_marker(index: IndexView, key: Key, wanted: Callable[[Span], bool]) -> Key | None:
     """The latest unclaimed marker span before ``key`` started that names its agent.
 
     One that names no agent serves when none names this one.
@@ -76,7 +76,7 @@ def latest_marker(index: SpanIndex, key: Key, wanted: Callable[[Span], bool]) ->
     return named if named is not None else unnamed
 
 
-def caller_marker(index: SpanIndex, caller: Key, key: Key) -> Key | None:
+def caller_marker(index: IndexView, caller: Key, key: Key) -> Key | None:
     """The caller's latest unclaimed handoff span before ``key`` that names it (or no one)."""
     agent = index.agent_name(index.spans[key])
     start = index.spans[key].start
@@ -92,7 +92,7 @@ def caller_marker(index: SpanIndex, caller: Key, key: Key) -> Key | None:
     return found
 
 
-def enclosing_tool(index: SpanIndex, parent: Key | None, key: Key) -> Key | None:
+def enclosing_tool(index: IndexView, parent: Key | None, key: Key) -> Key | None:
     """A tool span of ``parent`` that encloses ``key`` in time and names its agent.
 
     A team may open a member's agent span beside the leader's

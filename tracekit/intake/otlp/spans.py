@@ -16,6 +16,7 @@ from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.dialects import KIND, apply
 from tracekit.intake.otlp.edges import EDGE_RULES, OTEL, Edge, EdgeRule
 from tracekit.intake.otlp.handoff import kind_of_name
+from tracekit.intake.otlp.index_view import Key
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.kinds import (
     is_container,
@@ -30,7 +31,6 @@ from tracekit.intake.otlp.shapes.words import AGENT_KIND, AGENT_KIND_VALUES, SPA
 
 __all__ = ["Key", "SpanIndex", "is_agent", "parent_loops"]
 
-Key = tuple[str, str]
 _OLD_OPERATIONS: Final = frozenset({None, "", "agent"})
 _MODEL_OPERATIONS: Final = frozenset(
     {"chat", "text_completion", "embeddings", "generate_content", "execute_tool", "create_agent"}
