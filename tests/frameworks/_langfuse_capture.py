@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
-from _recording import CLOSED, Recorder
+from _recording import CLOSED, Recorder, instrumented_by
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -54,3 +54,22 @@ def trace_every_langchain_run() -> None:
 
     register_configure_hook(_HANDLER, inheritable=True)
     _HANDLER.set(CallbackHandler())
+
+
+def langfuse_recorder(name: str, framework: str) -> tuple[LangfuseRecorder, Any]:
+    """A recorder of the Langfuse SDK's LangChain callback handler on ``framework``.
+
+    Every LangChain run is traced; the client writes to a provider that keeps
+    its spans in memory, named after the recording. The second value shuts the
+    client and the provider down, in that order, at the end.
+    """
+    client, provider, exporter = langfuse_client(f"{name.replace('_', '-')}-recording")
+    trace_every_langchain_run()
+    recorder = LangfuseRecorder(name, framework, instrumented_by("langfuse"), exporter)
+    recorder.client = client
+
+    def close() -> None:
+        client.shutdown()
+        provider.shutdown()
+
+    return recorder, close

@@ -14,7 +14,7 @@ import os
 import tempfile
 from typing import Any
 
-from _recording import CLOSED, Recorder
+from _recording import CLOSED, Recorder, instrumented_by
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 
@@ -40,3 +40,13 @@ class MlflowRecorder(Recorder):
 
         tracing_provider.provider.get().force_flush()
         super().write(scenario, **kwargs)
+
+
+def mlflow_recorder(name: str, framework: str, **options: Any) -> MlflowRecorder:
+    """A recorder of MLflow tracing on ``framework``, its spans exported as OTLP to memory.
+
+    The service is named after the recording; ``options`` are the recorder's.
+    Turn on the framework's autolog after this: the exporter is set first.
+    """
+    exporter = mlflow_exporter(f"{name.replace('_', '-')}-recording")
+    return MlflowRecorder(name, framework, instrumented_by("mlflow-tracing"), exporter, **options)

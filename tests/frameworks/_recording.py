@@ -295,3 +295,28 @@ def in_start_order(agents: list[str]) -> list[str]:
 def instrumented_by(distribution: str) -> str:
     """``"<distribution> <installed version>"``."""
     return f"{distribution} {version(distribution)}"
+
+
+def shared_scenarios(recorder: Recorder, scenarios: Any, *more: Any) -> list[Any]:
+    """The chosen ones of the scenarios every instrumentation of a framework records.
+
+    ``scenarios`` is the framework's own recording script (its handoff chain, its
+    handoff then a tool agent, its raising tool), and ``more`` what this
+    instrumentation records besides (a loop, parallel delegates, ...), in order.
+    """
+    shared = [scenarios.handoff_chain, scenarios.handoff_then_tool_agent, scenarios.tool_raises]
+    return recorder.chosen([*shared, *more])
+
+
+def openllmetry_recorder(
+    name: str, framework: str, distribution: str, instrumentor: Any, **options: Any
+) -> tuple[Recorder, TracerProvider]:
+    """A recorder of OpenLLMetry's ``instrumentor`` (of ``distribution``) on ``framework``.
+
+    The instrumentor writes to a provider that keeps its spans in memory, named
+    after the recording (``openllmetry_agno``: ``openllmetry-agno-recording``);
+    ``options`` are the :class:`Recorder`'s. Shut the provider down at the end.
+    """
+    provider, exporter = memory_provider(f"{name.replace('_', '-')}-recording")
+    instrumentor.instrument(tracer_provider=provider)
+    return Recorder(name, framework, instrumented_by(distribution), exporter, **options), provider

@@ -18,31 +18,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import record_langgraph_swarm as scenarios  # offline from here on
-from _langfuse_capture import LangfuseRecorder, langfuse_client, trace_every_langchain_run
+from _langfuse_capture import langfuse_recorder
 from _loop_limit import loop_limit
-from _recording import ended_loop, instrumented_by
+from _recording import ended_loop, shared_scenarios
 
 
 def main() -> None:
-    client, provider, exporter = langfuse_client("langfuse-langgraph-swarm-recording")
-    trace_every_langchain_run()
-    recorder = LangfuseRecorder(
-        "langfuse_langgraph_swarm", "langgraph-swarm", instrumented_by("langfuse"), exporter
-    )
-    recorder.client = client
+    recorder, close = langfuse_recorder("langfuse_langgraph_swarm", "langgraph-swarm")
     recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.loop,
-            loop_limit,
-        ]
-    ):
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.loop, loop_limit):
         scenario(recorder)
-    client.shutdown()
-    provider.shutdown()
+    close()
 
 
 if __name__ == "__main__":

@@ -19,28 +19,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import record_langgraph_swarm as scenarios  # offline from here on
 from _loop_limit import loop_limit
-from _mlflow_capture import MlflowRecorder, mlflow_exporter
-from _recording import ended_loop, instrumented_by
+from _mlflow_capture import mlflow_recorder
+from _recording import ended_loop, shared_scenarios
 
 
 def main() -> None:
-    exporter = mlflow_exporter("mlflow-langgraph-swarm-recording")
+    recorder = mlflow_recorder("mlflow_langgraph_swarm", "langgraph-swarm")
     import mlflow
 
     mlflow.langchain.autolog()
-    recorder = MlflowRecorder(
-        "mlflow_langgraph_swarm", "langgraph-swarm", instrumented_by("mlflow-tracing"), exporter
-    )
     recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.loop,
-            loop_limit,
-        ]
-    ):
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.loop, loop_limit):
         scenario(recorder)
 
 

@@ -20,30 +20,21 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import _openai_agents_loops as loops
 import record_openai_agents as scenarios  # offline from here on
-from _mlflow_capture import MlflowRecorder, mlflow_exporter
-from _recording import instrumented_by
+from _mlflow_capture import mlflow_recorder
+from _recording import shared_scenarios
 from agents import set_trace_processors
 
 
 async def main() -> None:
-    exporter = mlflow_exporter("mlflow-openai-agents-recording")
+    recorder = mlflow_recorder(
+        "mlflow_openai_agents", "openai-agents", handoff_node=lambda caller, target: "Handoff"
+    )
     import mlflow
 
     set_trace_processors([])
     mlflow.openai.autolog()
-    recorder = MlflowRecorder(
-        "mlflow_openai_agents", "openai-agents", instrumented_by("mlflow-tracing"), exporter,
-        handoff_node=lambda caller, target: "Handoff",
-    )  # fmt: skip
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.parallel_delegates,
-            loops.loop,
-            loops.loop_limit,
-        ]
+    for scenario in shared_scenarios(
+        recorder, scenarios, scenarios.parallel_delegates, loops.loop, loops.loop_limit
     ):
         await scenario(recorder)
 

@@ -21,25 +21,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
 
 import record_agno as scenarios  # offline from here on
-from _recording import Recorder, instrumented_by, memory_provider
+from _recording import openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.agno import AgnoInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-agno-recording")
-    AgnoInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_agno", "agno", instrumented_by("opentelemetry-instrumentation-agno"),
-        exporter,
-    )  # fmt: skip
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.parallel_delegates,
-        ]
-    ):
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_agno", "agno", "opentelemetry-instrumentation-agno", AgnoInstrumentor()
+    )
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.parallel_delegates):
         scenario(recorder)
     provider.shutdown()
 

@@ -21,25 +21,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
 import record_crewai as scenarios  # offline from here on
-from _recording import Recorder, instrumented_by, memory_provider
+from _recording import openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.crewai import CrewAIInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-crewai-recording")
-    CrewAIInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_crewai", "crewai", instrumented_by("opentelemetry-instrumentation-crewai"),
-        exporter,
-    )  # fmt: skip
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.ask_then_delegate,
-        ]
-    ):
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_crewai", "crewai", "opentelemetry-instrumentation-crewai", CrewAIInstrumentor()
+    )
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.ask_then_delegate):
         scenario(recorder)
     provider.shutdown()
 

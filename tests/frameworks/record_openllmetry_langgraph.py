@@ -22,25 +22,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
 import record_langgraph as scenarios  # offline from here on
-from _recording import Recorder, instrumented_by, memory_provider
+from _recording import openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-langgraph-recording")
-    LangchainInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_langgraph", "langgraph",
-        instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
-    )  # fmt: skip
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.parallel_delegates,
-        ]
-    ):
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_langgraph",
+        "langgraph",
+        "opentelemetry-instrumentation-langchain",
+        LangchainInstrumentor(),
+    )
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.parallel_delegates):
         scenarios.SEEN.clear()
         scenario(recorder)
     provider.shutdown()

@@ -22,26 +22,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
 import record_langgraph_supervisor as scenarios  # offline from here on
-from _recording import Recorder, ended_loop, instrumented_by, memory_provider
+from _recording import ended_loop, openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-langgraph-supervisor-recording")
-    LangchainInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_langgraph_supervisor", "langgraph-supervisor",
-        instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
-    )  # fmt: skip
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_langgraph_supervisor",
+        "langgraph-supervisor",
+        "opentelemetry-instrumentation-langchain",
+        LangchainInstrumentor(),
+    )
     recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.loop,
-        ]
-    ):
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.loop):
         scenario(recorder)
     provider.shutdown()
 

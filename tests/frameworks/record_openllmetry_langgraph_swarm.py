@@ -23,27 +23,19 @@ os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
 import record_langgraph_swarm as scenarios  # offline from here on
 from _loop_limit import loop_limit
-from _recording import Recorder, ended_loop, instrumented_by, memory_provider
+from _recording import ended_loop, openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-langgraph-swarm-recording")
-    LangchainInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_langgraph_swarm", "langgraph-swarm",
-        instrumented_by("opentelemetry-instrumentation-langchain"), exporter,
-    )  # fmt: skip
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_langgraph_swarm",
+        "langgraph-swarm",
+        "opentelemetry-instrumentation-langchain",
+        LangchainInstrumentor(),
+    )
     recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.loop,
-            loop_limit,
-        ]
-    ):
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.loop, loop_limit):
         scenario(recorder)
     provider.shutdown()
 

@@ -23,26 +23,19 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
 
 import record_llama_index as scenarios  # offline from here on
-from _recording import Recorder, ended_loop, instrumented_by, memory_provider
+from _recording import ended_loop, openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.llamaindex import LlamaIndexInstrumentor
 
 
 def main() -> None:
-    provider, exporter = memory_provider("openllmetry-llama-index-recording")
-    LlamaIndexInstrumentor().instrument(tracer_provider=provider)
-    recorder = Recorder(
-        "openllmetry_llama_index", "llama-index-core",
-        instrumented_by("opentelemetry-instrumentation-llamaindex"), exporter,
-    )  # fmt: skip
+    recorder, provider = openllmetry_recorder(
+        "openllmetry_llama_index",
+        "llama-index-core",
+        "opentelemetry-instrumentation-llamaindex",
+        LlamaIndexInstrumentor(),
+    )
     recorder.loops = ended_loop("loop")  # the loop those scenarios write is not marked
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.loop,
-        ]
-    ):
+    for scenario in shared_scenarios(recorder, scenarios, scenarios.loop):
         asyncio.run(scenario(recorder))
     provider.shutdown()
 

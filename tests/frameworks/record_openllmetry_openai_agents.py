@@ -24,27 +24,19 @@ os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
 
 import _openai_agents_loops as loops
 import record_openai_agents as scenarios  # offline from here on
-from _recording import Recorder, instrumented_by, memory_provider
+from _recording import openllmetry_recorder, shared_scenarios
 from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
 
 async def main() -> None:
-    provider, exporter = memory_provider("openllmetry-openai-agents-recording")
-    OpenAIAgentsInstrumentor(replace_existing_processors=True).instrument(tracer_provider=provider)
-    recorder = Recorder(
+    recorder, provider = openllmetry_recorder(
         "openllmetry_openai_agents", "openai-agents",
-        instrumented_by("opentelemetry-instrumentation-openai-agents"), exporter,
+        "opentelemetry-instrumentation-openai-agents",
+        OpenAIAgentsInstrumentor(replace_existing_processors=True),
         handoff_node=lambda caller, target: f"{caller} → unknown.handoff",
     )  # fmt: skip
-    for scenario in recorder.chosen(
-        [
-            scenarios.handoff_chain,
-            scenarios.handoff_then_tool_agent,
-            scenarios.tool_raises,
-            scenarios.parallel_delegates,
-            loops.loop,
-            loops.loop_limit,
-        ]
+    for scenario in shared_scenarios(
+        recorder, scenarios, scenarios.parallel_delegates, loops.loop, loops.loop_limit
     ):
         await scenario(recorder)
     provider.shutdown()
