@@ -33,7 +33,7 @@ CHILD = """
 import sys, time
 try:
     from tracekit.intake import read_trace
-except ImportError:  # a checkout from before the move
+except ImportError:  # a baseline checkout whose readers are in tracekit.readers
     from tracekit.readers import read_trace
 from tracekit.store import Store
 import tracekit.store.ingest
@@ -52,7 +52,7 @@ CALLS = """
 import cProfile, pstats, sys
 try:
     from tracekit.intake import read_trace
-except ImportError:  # a checkout from before the move
+except ImportError:  # a baseline checkout whose readers are in tracekit.readers
     from tracekit.readers import read_trace
 read_trace(sys.argv[1])
 profile = cProfile.Profile()
