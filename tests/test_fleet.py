@@ -23,8 +23,7 @@ from tracekit.fleet import (
     worst_runs,
 )
 from tracekit.fleet.frames import to_frame
-from tracekit.fleet.queries import fetch
-from tracekit.store import Store
+from tracekit.store import Store, fetch
 
 NOW = datetime.fromtimestamp((T0 + 2 * 3_600_000) / 1000, UTC)  # two hours after T0
 HOUR = 3_600_000.0
@@ -139,7 +138,7 @@ def test_to_dict_is_plain_json(db: Path) -> None:
 
 
 def test_the_join_agrees_with_fleet_calls(db: Path) -> None:
-    from tracekit.fleet.queries import calls_source
+    from tracekit.store import calls_source
     from tracekit.store.classify import classify_store
 
     with Store(db, read_only=True) as store:

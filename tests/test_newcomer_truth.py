@@ -21,8 +21,7 @@ from tests._tree_helpers import ROOT, run_cli
 from tracekit import Store
 from tracekit.dashboards.fleet_figures import FEW_CALLS, failure_rate_figure
 from tracekit.dashboards.graph_layout import layout
-from tracekit.dashboards.queries import origin_failures
-from tracekit.fleet.queries import FleetFilter
+from tracekit.store import FleetFilter, origin_failures
 from tracekit.store.cause import describe_cause
 
 SAMPLES = ROOT / "sample_traces"

@@ -224,7 +224,7 @@ def delegation_graph(
         edges: ``caller``, ``callee``, ``calls``, ``failed`` (:func:`tracekit.fleet.delegation_edges`).
         circles: canonical circles (``"a -> b -> a"``) whose edges to highlight.
         origins: ``agent``, ``calls``, ``origins`` (failures that began there), as
-            :func:`tracekit.dashboards.queries.origin_failures`; without it, every failed call.
+            :func:`tracekit.store.page_reads.origin_failures`; without it, every failed call.
         title: the figure's title.
         width: the plot area's width in pixels: groups of agents are packed to it.
 

@@ -34,7 +34,6 @@ from urllib.parse import quote
 import pandas as pd
 
 from tracekit.dashboards.page import fleet_figures
-from tracekit.dashboards.queries import circle_examples, store_span
 from tracekit.dashboards.run_figures import timeline_figure
 from tracekit.dashboards.sections import (
     CSS,
@@ -51,6 +50,7 @@ from tracekit.dashboards.sections import (
 )
 from tracekit.dashboards.tables import SCRIPT, cell_text, table
 from tracekit.fleet import fleet_report, worst_runs
+from tracekit.store import circle_examples, store_span
 from tracekit.tree.html import tree_to_html
 
 __all__ = [

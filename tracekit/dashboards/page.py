@@ -24,7 +24,6 @@ import plotly.graph_objects as go
 from tracekit.dashboards.fleet_figures import failure_rate_figure, latency_figure, outcomes_figure
 from tracekit.dashboards.graph import delegation_graph
 from tracekit.dashboards.measures import own_time_table, tokens_table
-from tracekit.dashboards.queries import circle_examples, origin_failures, store_span
 from tracekit.dashboards.runs import embedded_runs
 from tracekit.dashboards.sections import (
     CSS,
@@ -41,6 +40,7 @@ from tracekit.dashboards.sections import (
 from tracekit.dashboards.tables import SCRIPT
 from tracekit.errors import TracekitError
 from tracekit.fleet import FleetReport, fleet_report, outcomes_over_time, worst_runs
+from tracekit.store import circle_examples, origin_failures, store_span
 
 __all__ = ["build_dashboard", "fleet_figures", "save_page", "write_dashboard"]
 

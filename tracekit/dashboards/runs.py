@@ -29,10 +29,10 @@ from typing import Any, Final
 
 from tracekit._util.text import escape, plural
 from tracekit._util.theme import NEUTRAL, OUTCOME_COLORS
-from tracekit.dashboards.queries import run_calls, run_summaries
 from tracekit.dashboards.sections import script_json
 from tracekit.dashboards.tables import cell_text
 from tracekit.errors import TracekitError
+from tracekit.store import run_calls, run_summaries
 from tracekit.tree.html import tree_to_html
 
 __all__ = ["MAX_EMBEDDED", "embedded_runs"]

@@ -26,9 +26,9 @@ import pandas as pd
 from tracekit._util.theme import OUTCOME_COLORS
 from tracekit.dashboards.fleet_figures import label
 from tracekit.dashboards.measures import sessions_line
-from tracekit.dashboards.queries import StoreSpan
 from tracekit.dashboards.tables import cell_text, table
 from tracekit.fleet import FleetReport
+from tracekit.store import StoreSpan
 
 __all__ = [
     "CSS",

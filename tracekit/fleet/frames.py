@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit.fleet.queries import Rows
+from tracekit.store import Rows
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Final, Literal, TypeAlias
 
 from tracekit.errors import StoreError
-from tracekit.fleet.queries import FleetFilter, Rows
+from tracekit.store import FleetFilter, Rows
 
 __all__ = ["DEFAULT_LIMIT", "Engine", "FleetOptions", "Percentiles"]
 

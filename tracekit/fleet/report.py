@@ -12,7 +12,8 @@ that started in the window, of the service, whose tree invoked the agent.
 Call-level metrics (latency, delegation edges) count the invocations that
 started in the window, of the service, made by or to the agent.
 
-The queries live in :mod:`tracekit.fleet.queries` and fetch plain rows;
+The store owns the queries (:mod:`tracekit.store.fleet_runs`,
+:mod:`tracekit.store.fleet_agents`), which fetch plain rows;
 :class:`FleetReport` keeps those rows and makes a DataFrame of a table when
 it is first read, so ``tracekit fleet`` never imports pandas.
 
@@ -45,9 +46,18 @@ from tracekit.failures.outcomes import STALE_AFTER_MS
 from tracekit.fleet.frames import circles_frame, outcomes_frame, to_frame, without_column
 from tracekit.fleet.memory import within_memory
 from tracekit.fleet.options import DEFAULT_LIMIT, Engine, FleetOptions, Percentiles
-from tracekit.fleet.queries import (
+from tracekit.fleet.tables import (
+    circles_table,
+    edges_table,
+    failures_table,
+    incomplete_counts,
+    outcome_counts,
+    outcomes_table,
+)
+from tracekit.store import (
     FleetFilter,
     Rows,
+    Store,
     calls_source,
     circle_rows,
     degraded_rows,
@@ -60,15 +70,6 @@ from tracekit.fleet.queries import (
     token_rows,
     worst_rows,
 )
-from tracekit.fleet.tables import (
-    circles_table,
-    edges_table,
-    failures_table,
-    incomplete_counts,
-    outcome_counts,
-    outcomes_table,
-)
-from tracekit.store import Store
 from tracekit.store.db import default_path
 from tracekit.store.query import check_names
 
@@ -269,7 +270,7 @@ class FleetReport:
     the window's sessions (``sessions``), those with a failed run
     (``failed``) and their runs (``runs``). ``circles`` marks the
     circles not seen in the previous window as ``new``. ``tables`` holds the
-    same tables as plain rows (:class:`tracekit.fleet.queries.Rows`).
+    same tables as plain rows (:class:`tracekit.store.fetched.Rows`).
     """
 
     filter: FleetFilter
@@ -397,7 +398,7 @@ def fleet_report(
 ) -> FleetReport:
     """The whole fleet report for a window, with the change against the previous one.
 
-    A few queries (:mod:`tracekit.fleet.queries`), both windows at once where they compare.
+    A few queries (the store's fleet reads), both windows at once where they compare.
     The keywords are those of :class:`tracekit.fleet.options.FleetOptions`
     (:func:`fleet_report_with` takes one).
 

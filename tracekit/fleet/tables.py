@@ -1,8 +1,8 @@
 """The fleet report's tables, derived from the query rows by small pure functions.
 
-One scan of the runs (:func:`tracekit.fleet.queries.run_groups`) gives the
+One scan of the runs (:func:`tracekit.store.fleet_runs.run_groups`) gives the
 outcome shares of both windows, the incomplete runs and the failures by
-origin; one scan of the calls (:func:`tracekit.fleet.queries.edge_rows`)
+origin; one scan of the calls (:func:`tracekit.store.fleet_agents.edge_rows`)
 gives the delegation edges and the calls made to each origin agent (the
 failure rates' denominators). No pandas here: the CLI prints these rows.
 
@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from tracekit.failures.outcomes import OUTCOMES
-from tracekit.fleet.queries import Rows
+from tracekit.store import Rows
 
 __all__ = [
     "circles_table",

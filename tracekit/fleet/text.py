@@ -47,7 +47,7 @@ from rich.text import Text
 
 from tracekit._util.text import escape, format_ms, plural
 from tracekit._util.theme import OUTCOME_STYLES
-from tracekit.fleet.queries import FleetFilter, Rows
+from tracekit.store import FleetFilter, Rows
 
 __all__ = ["FleetLike", "render_fleet", "renderables"]
 
