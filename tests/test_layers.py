@@ -7,7 +7,8 @@ next; the CLI and the notebook helpers on top (docs/architecture.md). A module m
 the ones below, never one above (lazy imports inside functions count too:
 they are still a dependency), and no modules import each other in a circle,
 within a package or across packages. Only the CLI imports typer and only the
-dashboards import plotly, so that a library user pays for neither.
+dashboards import plotly, so that a library user pays for neither. The store
+owns the SQL on its tables: a SQL string elsewhere that names one fails.
 """
 
 from __future__ import annotations
