@@ -80,17 +80,6 @@ KNOWN_GAPS: dict[str, Gap] = {
         for scenario, tests in (("handoff_then_tool_agent", WRONG), ("parallel_delegates", ALL))
     },
     **{
-        f"openllmetry_llama_index/{scenario}": Gap(
-            "every span is AgentWorkflow.task or FunctionTool.task, the agent only in "
-            "current_agent_name in traceloop.entity.output: no agent, tool or handoff is read",
-            tests,
-        )
-        for scenario, tests in (
-            ("handoff_chain", (*WRONG, READS)), ("handoff_then_tool_agent", WRONG),
-            ("loop", WRONG), ("tool_raises", ALL),
-        )
-    },
-    **{
         f"openllmetry_agno/{scenario}": Gap(
             "only the innermost member agent is spanned as an agent (a team's span reads as "
             "an agent of its own, members not linked to their leader's delegate_task_to_member),"

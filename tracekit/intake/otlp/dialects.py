@@ -39,9 +39,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
+from tracekit.intake.otlp.dialect import Dialect, Match, attribute_of, key_of, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
 from tracekit.intake.otlp.handoff import target_in
+from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.names import NameMemo
 
 if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
@@ -129,6 +130,9 @@ class Tables:
     goto_names: NameMemo[bool]
     goto_pairs: tuple[tuple[str, str], ...]
     code_keys: frozenset[str]
+    #: Attribute values that say a span failed (``errors.failed_where``), and their keys.
+    failed: Match
+    failed_keys: frozenset[str]
     #: The attributes holding a graph's step order, besides the graph's own metadata.
     step_from: tuple[str, ...]
     #: The keys and span names by which a built-in dialect recognises a trace.
@@ -149,7 +153,8 @@ class Tables:
 
 
 def _keys(match: Match) -> set[str]:
-    return {*match.attributes, *(key for key, _ in match.where), *match.name_from}
+    refs = (*match.attributes, *(key for key, _ in match.where), *match.name_from)
+    return set(map(key_of, refs))
 
 
 @cache
@@ -157,12 +162,13 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
     keys: set[str] = set()
     globs: list[str] = []
     for d in dialects:
-        for match in (d.recognise, d.agents, d.workflows, d.routers, d.wrappers, d.tools):
+        for match in (d.recognise, d.agents, d.workflows, d.routers, d.wrappers, d.tools, d.turns):
             keys |= _keys(match)
             globs.extend(match.names)
-        keys |= _keys(d.models) | _keys(d.edges.goto) | set(d.edges.target_attributes)
-        keys |= set(d.edges.step_from)
-        keys |= set(d.errors.code_from)
+        keys |= _keys(d.models) | _keys(d.edges.goto) | set(map(key_of, d.edges.target_attributes))
+        keys |= set(map(key_of, d.edges.step_from))
+        keys |= set(map(key_of, d.errors.code_from))
+        keys |= {key_of(k) for k, _ in d.errors.failed_where}
         globs.extend((*d.models.names, *d.edges.goto.names))
     probe = Match(names=tuple(dict.fromkeys(globs)))
     known = Match(names=tuple(g for d in dialects for g in d.recognise.names))
@@ -187,11 +193,15 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         keys=frozenset(keys),
         names=NameMemo(lambda name: probe.matches(name, {})),
         mark_keys=frozenset(
-            k for d in dialects for k in (*d.edges.target_attributes, *d.edges.goto.attributes)
+            key_of(k)
+            for d in dialects
+            for k in (*d.edges.target_attributes, *d.edges.goto.attributes)
         ),
         goto_names=NameMemo(lambda name: goto_globs.matches(name, {})),
         goto_pairs=tuple(p for d in dialects for p in d.edges.goto.where),
-        code_keys=frozenset(k for d in dialects for k in d.errors.code_from),
+        code_keys=frozenset(key_of(k) for d in dialects for k in d.errors.code_from),
+        failed=Match(where=tuple(p for d in dialects for p in d.errors.failed_where)),
+        failed_keys=frozenset(key_of(k) for d in dialects for k, _ in d.errors.failed_where),
         recognise_keys=frozenset(k for d in dialects for k in _keys(d.recognise)),
         recognise_names=NameMemo(lambda name: known.matches(name, {})),
         kept={},
@@ -258,6 +268,8 @@ def apply(spans: dict[Key, Span]) -> dict[str, str]:
                 _kind(spans, span, dialect)
         if span.error or span.exception is not None or not found.code_keys.isdisjoint(attrs):
             _errors(spans, span, found)
+        elif not found.failed_keys.isdisjoint(attrs):
+            _failed(span, found)
         if (
             not marks.isdisjoint(attrs)
             or found.goto_names[span.name]
@@ -312,13 +324,14 @@ def _recognised(spans: dict[Key, Span], found: Tables) -> dict[str, Dialect]:
     return out
 
 
-#: Sections in the order they are asked: a router or wrapper that looks like an agent is not one.
+#: Sections in the order they are asked: a router or wrapper that looks like an agent is
+#: not one, and a wrapper that calls a tool (a workflow's task naming it) is the tool call.
 _KINDS: Final = (
     ("routers", "wrapper", None),
+    ("tools", "tool", "gen_ai.tool.name"),
     ("wrappers", "wrapper", None),
     ("workflows", "workflow", "gen_ai.workflow.name"),
     ("agents", "agent", "gen_ai.agent.name"),
-    ("tools", "tool", "gen_ai.tool.name"),
     ("models", "model", None),
 )
 
@@ -334,6 +347,10 @@ def apply_dialect(spans: dict[Key, Span], dialect: Dialect, traces: set[str]) ->
 
 
 def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
+    if dialect.turns and CURRENT_AGENT not in span.attrs:
+        agent = _turn_of(span, dialect.turns)
+        if agent is not None:
+            span.attrs = {**span.attrs, CURRENT_AGENT: agent}
     for section, kind, name_key in _KINDS:
         match: Match = getattr(dialect, section)
         if not match or not match.matches(span.name, span.attrs):
@@ -346,6 +363,19 @@ def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
             attrs[name_key] = name
         span.attrs = attrs
         return
+
+
+def _turn_of(span: Span, turns: Match) -> str | None:
+    """The agent whose turn the span starts, when the dialect's ``[turns]`` claims it."""
+    if not turns.matches(span.name, span.attrs):
+        return None
+    return turns.name_of(span.name, span.attrs)
+
+
+def _failed(span: Span, found: Tables) -> None:
+    """A span whose attributes say it failed (a caught error given back as output)."""
+    if found.failed.matches(span.name, span.attrs):
+        span.error = True
 
 
 def _inside_same(spans: dict[Key, Span], span: Span, match: Match, name: str) -> bool:
@@ -391,8 +421,8 @@ def _target(spans: dict[Key, Span], span: Span, found: Tables) -> None:
     goto = target is not None
     if target is None:
         for key in found.target_attributes:
-            value = span.attrs.get(key)
-            if value:
+            value = attribute_of(span.attrs, key)
+            if value and isinstance(value, str):
                 target = str(value)
                 break
     if target is None or _TARGET in span.attrs:
