@@ -33,11 +33,6 @@ class Gap(NamedTuple):
     tests: tuple[str, ...] = WRONG
 
 
-_LANGFUSE_GRAPH = (
-    "Langfuse's LangChain callback marks the ReAct graph's `agent` node (each model turn) "
-    "and the router or call_agent node as agents (langfuse.observation.type); the agents, "
-    "graph nodes named only in langfuse.observation.metadata.langgraph_node, are not read"
-)
 _CUT_HANDOFF = (
     "the last transfer_to_triage, whose target never ran (the limit stopped the run first), "
     "is read as a tool of billing; the truth lists no tool"
@@ -45,20 +40,7 @@ _CUT_HANDOFF = (
 
 #: Recording id (``<folder>/<scenario>``) -> what tracekit reads wrong.
 KNOWN_GAPS: dict[str, Gap] = {
-    **{
-        f"langfuse_langgraph_supervisor/{scenario}": Gap(_LANGFUSE_GRAPH, tests)
-        for scenario, tests in (
-            ("handoff_chain", ALL), ("handoff_then_tool_agent", ALL), ("loop", WRONG),
-            ("tool_raises", ALL),
-        )
-    },
-    **{
-        f"langfuse_langgraph_swarm/{scenario}": Gap(_LANGFUSE_GRAPH, tests)
-        for scenario, tests in (
-            ("handoff_chain", ALL), ("handoff_then_tool_agent", ALL), ("loop", WRONG),
-            ("loop_limit", WRONG), ("tool_raises", ALL),
-        )
-    },
+    "langfuse_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     "langfuse_observe/loop_limit": Gap(
         "the limit the app raised shows only on its root chain span, outside any agent: the "
         "run reads ok; and " + _CUT_HANDOFF
@@ -123,7 +105,7 @@ def marked(test: str, cases: Iterable[object], scenario: str = "") -> list[objec
 #: find no circle in them (the loops table has no row), on top of any gap above.
 _NO_CIRCLE = (
     "langfuse_langgraph_supervisor/loop", "langfuse_langgraph_swarm/loop",
-    "langfuse_langgraph_swarm/loop_limit", "langfuse_observe/loop", "langfuse_observe/loop_limit",
+    "langfuse_observe/loop", "langfuse_observe/loop_limit",
     "mlflow_langgraph_swarm/loop", "mlflow_openai_agents/loop",
     "openllmetry_langgraph_supervisor/loop", "openllmetry_langgraph_swarm/loop",
     "openllmetry_llama_index/loop", "openllmetry_openai_agents/loop",

@@ -196,6 +196,9 @@ class Edges:
         target_attributes: span attributes that name it (an association property).
         goto: spans that only say where control goes next (``gen_ai.operation.name = goto``).
         step_from: span attributes holding a graph's step order (the ``graph.step`` rule).
+        metadata_from: attribute prefixes (ending in ``.``) under which a graph
+            framework's run metadata is written one key an attribute (values
+            JSON): read as that metadata (its node, step and namespace).
     """
 
     handoff_tools: tuple[str, ...] = ()
@@ -203,6 +206,7 @@ class Edges:
     target_attributes: tuple[str, ...] = ()
     goto: Match = Match()
     step_from: tuple[str, ...] = ()
+    metadata_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +267,7 @@ _SECTIONS: Final = (
     "recognise", "agents", "workflows", "routers", "wrappers", "tools", "models", "turns",
 )  # fmt: skip
 _EDGE_KEYS: Final = frozenset(
-    {"handoff_tools", "target_keys", "target_attributes", "goto", "step_from"}
+    {"handoff_tools", "target_keys", "target_attributes", "goto", "step_from", "metadata_from"}
 )
 _ERROR_LISTS: Final = ("control_flow", "loop_refusal", "limits", "cancellation", "code_from")
 _ERROR_KEYS: Final = frozenset(
@@ -430,6 +434,7 @@ class _Reader:
             target_attributes=self.strings(table, "target_attributes", "edges"),
             goto=self.match(self.table(table, "goto"), "edges.goto"),
             step_from=self.strings(table, "step_from", "edges"),
+            metadata_from=self.strings(table, "metadata_from", "edges"),
         )
 
     def errors(self, table: dict[str, Any]) -> Errors:

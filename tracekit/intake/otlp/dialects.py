@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Match, attribute_of, key_of, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
@@ -69,6 +69,8 @@ KIND: Final = "tracekit.dialect.kind"
 #: The control-flow exception a span raised (it did not fail).
 CONTROL_FLOW_KEY: Final = "tracekit.control_flow"
 _TARGET: Final = "gen_ai.transfer.target.name"
+#: The attribute the graph rules read a run's metadata from (JSON).
+_META: Final = "metadata"
 _MODE: Final = "gen_ai.transfer.mode"
 _SHAPES: Final = Path(__file__).parent / "shapes"
 _ACTIVE: ContextVar[tuple[Dialect, ...]] = ContextVar("tracekit_dialects", default=())
@@ -138,6 +140,8 @@ class Tables:
     #: The keys and span names by which a built-in dialect recognises a trace.
     recognise_keys: frozenset[str]
     recognise_names: NameMemo[bool]
+    #: Prefixes under which a graph's run metadata is written one key an attribute.
+    metadata_from: tuple[str, ...]
     #: Per set of base keys, whether the decoders keep an attribute (:func:`kept_keys`).
     kept: dict[frozenset[str], NameMemo[bool]]
 
@@ -204,6 +208,7 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         failed_keys=frozenset(key_of(k) for d in dialects for k, _ in d.errors.failed_where),
         recognise_keys=frozenset(k for d in dialects for k in _keys(d.recognise)),
         recognise_names=NameMemo(lambda name: known.matches(name, {})),
+        metadata_from=tuple(dict.fromkeys(k for d in dialects for k in d.edges.metadata_from)),
         kept={},
     )
 
@@ -237,7 +242,12 @@ def kept_keys(base: frozenset[str]) -> NameMemo[bool]:
     memo = found.kept.get(base)
     if memo is None:
         keys = found.keys | base
-        memo = found.kept[base] = NameMemo(lambda key: key in keys or is_evidence_key(key))
+        prefixes = found.metadata_from
+
+        def kept(key: str) -> bool:
+            return key in keys or is_evidence_key(key) or (bool(prefixes) and key.startswith(prefixes))
+
+        memo = found.kept[base] = NameMemo(kept)
     return memo
 
 
@@ -325,14 +335,14 @@ def _recognised(spans: dict[Key, Span], found: Tables) -> dict[str, Dialect]:
 
 
 #: Sections in the order they are asked: a router or wrapper that looks like an agent is
-#: not one, and a wrapper that calls a tool (a workflow's task naming it) is the tool call.
+#: not one, and a wrapper that calls a tool or a model (a workflow's task naming it) is the call.
 _KINDS: Final = (
     ("routers", "wrapper", None),
     ("tools", "tool", "gen_ai.tool.name"),
+    ("models", "model", None),
     ("wrappers", "wrapper", None),
     ("workflows", "workflow", "gen_ai.workflow.name"),
     ("agents", "agent", "gen_ai.agent.name"),
-    ("models", "model", None),
 )
 
 
@@ -347,6 +357,8 @@ def apply_dialect(spans: dict[Key, Span], dialect: Dialect, traces: set[str]) ->
 
 
 def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
+    if dialect.edges.metadata_from and _META not in span.attrs:
+        _gather_metadata(span, dialect.edges.metadata_from)
     if dialect.turns and CURRENT_AGENT not in span.attrs:
         agent = _turn_of(span, dialect.turns)
         if agent is not None:
@@ -363,6 +375,31 @@ def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
             attrs[name_key] = name
         span.attrs = attrs
         return
+
+
+def _gather_metadata(span: Span, prefixes: tuple[str, ...]) -> None:
+    """A run's metadata written one key an attribute, gathered as the one ``metadata`` table.
+
+    The graph rules read a framework's run metadata (its node, step and
+    namespace) as one JSON attribute; a dialect that flattens it under a
+    prefix (values JSON-encoded) is read the same.
+    """
+    meta: dict[str, Any] = {}
+    for key, value in span.attrs.items():
+        if key.startswith(prefixes):
+            name = key[next(len(p) for p in prefixes if key.startswith(p)) :]
+            meta[name] = _decoded(value)
+    if meta:
+        span.attrs = {**span.attrs, _META: json.dumps(meta)}
+
+
+def _decoded(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
 
 
 def _turn_of(span: Span, turns: Match) -> str | None:
