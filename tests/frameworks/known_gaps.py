@@ -54,14 +54,6 @@ KNOWN_GAPS: dict[str, Gap] = {
     "mlflow_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     "openllmetry_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     **{
-        f"openllmetry_openai_agents/{scenario}": Gap(
-            "an agent run as a tool (as_tool) writes a trace of its own, with no link to the "
-            "tool call: it is read as a run of its own, not as the caller's delegate",
-            tests,
-        )
-        for scenario, tests in (("handoff_then_tool_agent", WRONG), ("parallel_delegates", ALL))
-    },
-    **{
         f"openllmetry_agno/{scenario}": Gap(
             "only the innermost member agent is spanned as an agent (a team's span reads as "
             "an agent of its own, members not linked to their leader's delegate_task_to_member),"

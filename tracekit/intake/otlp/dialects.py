@@ -245,7 +245,9 @@ def kept_keys(base: frozenset[str]) -> NameMemo[bool]:
         prefixes = found.metadata_from
 
         def kept(key: str) -> bool:
-            return key in keys or is_evidence_key(key) or (bool(prefixes) and key.startswith(prefixes))
+            return (
+                key in keys or is_evidence_key(key) or (bool(prefixes) and key.startswith(prefixes))
+            )
 
         memo = found.kept[base] = NameMemo(kept)
     return memo

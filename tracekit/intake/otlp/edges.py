@@ -52,6 +52,7 @@ __all__ = [
     "kind_of_node",
     "otel_parent",
     "span_link",
+    "tool_window",
 ]
 
 Source: TypeAlias = Literal[
@@ -63,6 +64,7 @@ Source: TypeAlias = Literal[
     "graph.node.parent_id",
     "graph.namespace",
     "graph.step",
+    "tool.window",
 ]
 OTEL: Final = "otel.parent"
 
@@ -300,6 +302,39 @@ def _step(span: Span) -> int | None:
     return None
 
 
+def tool_window(index: SpanIndex, key: Key) -> Edge | None:
+    """An agent opened beside its caller, inside the caller's tool call: a delegate through it.
+
+    A runner may open an agent called from a tool (``as_tool``) under the run,
+    not under the tool span: the span tree puts a run, not an agent, above
+    it. A tool call of another agent of the same run that was open for this
+    agent's whole run is the node: of several, the one whose name holds the
+    agent's name, else the first to start (concurrent tool calls start their
+    agents in the order they were made, and each serves one).
+    """
+    run = index.otel_agent(key)
+    span = index.spans[key]
+    if run is None or run not in index.workflows or span.end is None:
+        return None
+    name = index.agent_name(span).lower()
+    best: tuple[bool, int, Key, Key] | None = None
+    for caller in index.agent_set:
+        if caller[0] != key[0] or caller == key or index.otel_agent(caller) != run:
+            continue
+        for tool in index.tools_of(caller):
+            found = index.spans[tool]
+            if tool in index.claimed or found.start > span.start:
+                continue
+            if found.end is not None and found.end < span.end:
+                continue
+            rank = (name not in (tool_name(found) or "").lower(), found.start, tool, caller)
+            if best is None or rank < best:
+                best = rank
+    if best is None or not index.may_call(best[3], key):
+        return None
+    return Edge(best[3], best[2], "delegate", "tool.window")
+
+
 def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
@@ -323,5 +358,6 @@ EDGE_RULES: Final[tuple[EdgeRule, ...]] = (
     graph_node_parent,
     graph_step,
     graph_namespace,
+    tool_window,
     otel_parent,
 )
