@@ -206,3 +206,53 @@ def test_an_agent_after_the_tool_call_ended_is_no_delegate_of_it(tmp_path: Path)
     index = SpanIndex({(s.trace, s.id): s for s in decode_spans(doc)})
     edge = index.edges[("cd" * 16, hex_id(callee["spanId"]))]
     assert edge.source != "tool.window" and edge.node is None
+
+
+# -- a delegation tool that returned before its member ran ------------------------
+@SETTINGS
+@given(order=st.permutations(_NAMES[:4]), gaps=st.lists(st.integers(1, 40), min_size=4, max_size=4))
+def test_a_member_after_its_delegation_call_returned_is_delegated_through_it(
+    order: list[str], gaps: list[int]
+) -> None:
+    trace, lead = "ef" * 16, "e" * 16
+    agent = [string("gen_ai.operation.name", "invoke_agent")]
+    spans = [{"traceId": trace, "spanId": lead, "parentSpanId": "", "name": "invoke_agent lead",
+              "startTimeUnixNano": str(_BASE), "endTimeUnixNano": str(_BASE + 10_000),
+              "attributes": [*agent, string("gen_ai.agent.name", "lead")]}]  # fmt: skip
+    clock = 100
+    for n, (name, gap) in enumerate(zip(order, gaps, strict=True)):
+        call = [string("gen_ai.operation.name", "execute_tool"),
+                string("gen_ai.tool.name", "delegate_task_to_member"),
+                string("gen_ai.tool.call.arguments", json.dumps({"member_id": name}))]  # fmt: skip
+        spans.append({"traceId": trace, "spanId": f"{n + 1:016x}", "parentSpanId": lead,
+                      "name": "execute_tool delegate_task_to_member",
+                      "startTimeUnixNano": str(_BASE + clock),
+                      "endTimeUnixNano": str(_BASE + clock + 5), "attributes": call})  # fmt: skip
+        clock += 5 + gap  # the call returned; the member runs after it, under the lead
+        spans.append({"traceId": trace, "spanId": f"{n + 1:08x}{'b' * 8}", "parentSpanId": lead,
+                      "name": f"invoke_agent {name}", "startTimeUnixNano": str(_BASE + clock),
+                      "endTimeUnixNano": str(_BASE + clock + 50),
+                      "attributes": [*agent, string("gen_ai.agent.name", name)]})  # fmt: skip
+        clock += 60
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    index = SpanIndex({(s.trace, s.id): s for s in decode_spans(doc)})
+    for n in range(len(order)):
+        edge = index.edges[(trace, hex_id(f"{n + 1:08x}{'b' * 8}"))]
+        assert (edge.parent, edge.node) == ((trace, lead), (trace, hex_id(f"{n + 1:016x}")))
+        assert edge.kind == "delegate"
+
+
+# -- unless, and glob values ------------------------------------------------------
+@SETTINGS
+@given(attrs=st.dictionaries(_KEYS, st.text(max_size=5), max_size=5), veto=_KEYS)
+def test_a_section_never_claims_a_span_carrying_an_unless_key(
+    attrs: dict[str, str], veto: str
+) -> None:
+    section = parse_dialect(
+        f'[agents]\nattributes = ["{veto}"]\nwhere = {{ "kind" = "ag*" }}\nunless = ["{veto}"]\n',
+        "t",
+    ).agents
+    assert not section.matches("x", {**attrs, veto: "1", "kind": "agent"})
+    without = {k: v for k, v in attrs.items() if k != veto}
+    assert section.matches("x", {**without, "kind": "Agent team"})
+    assert not section.matches("x", {**without, "kind": "tool"})

@@ -112,8 +112,10 @@ class Match:
         names: span-name globs (``agent:*``); a ``*`` may carry the name.
         attributes: attribute keys; a span with any of them matches.
         where: attribute values (``{"app.span.kind": "agent"}``, or a list of
-            values), any one matching.
+            values), any one matching; a value with ``*`` is a glob.
         name_from: attributes that name the agent, tool or target, first found wins.
+        unless: attribute keys; a span with any of them is not claimed (a team's
+            span marked a workflow, that a later section claims as an agent).
 
     An attribute may be read inside its JSON value: ``key#path.to.field``
     (:func:`attribute_of`), in ``attributes``, ``where`` and ``name_from``.
@@ -123,11 +125,20 @@ class Match:
     attributes: tuple[str, ...] = ()
     where: tuple[tuple[str, str], ...] = ()
     name_from: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
     _globs: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
+    _values: tuple[tuple[str, re.Pattern[str] | str], ...] = field(
+        default=(), repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         globs = tuple(re.compile(_capturing(glob)) for glob in self.names)
         object.__setattr__(self, "_globs", globs)
+        values = tuple(
+            (key, re.compile(fnmatch.translate(value)) if "*" in value else value)
+            for key, value in self.where
+        )
+        object.__setattr__(self, "_values", values)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.attributes or self.where)
@@ -139,9 +150,11 @@ class Match:
             >>> Match(names=("tool:*",)).matches("tool:lookup", {})
             True
         """
+        if self.unless and any(_present(attrs, key) for key in self.unless):
+            return False
         if any(_present(attrs, key) for key in self.attributes):
             return True
-        if any(_text(attribute_of(attrs, key)) == value for key, value in self.where):
+        if any(_equal(attribute_of(attrs, key), value) for key, value in self._values):
             return True
         return any(glob.fullmatch(name) for glob in self._globs)
 
@@ -168,6 +181,14 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):  # a JSON ``true`` read by path
         return "true" if value else "false"
     return "" if value is None else str(value).strip('"').lower()
+
+
+def _equal(found: Any, value: re.Pattern[str] | str) -> bool:
+    if found is None:
+        return False
+    if isinstance(value, str):
+        return _text(found) == value
+    return value.match(_text(found)) is not None
 
 
 def _present(attrs: dict[str, Any], ref: str) -> bool:
@@ -262,7 +283,7 @@ class Dialect:
     errors: Errors = Errors()
 
 
-_MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from"})
+_MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from", "unless"})
 _SECTIONS: Final = (
     "recognise", "agents", "workflows", "routers", "wrappers", "tools", "models", "turns",
 )  # fmt: skip
@@ -424,6 +445,7 @@ class _Reader:
             attributes=self.strings(table, "attributes", where),
             where=self.pairs(table, "where", where),
             name_from=self.strings(table, "name_from", where),
+            unless=self.strings(table, "unless", where),
         )
 
     def edges(self, table: dict[str, Any]) -> Edges:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from tracekit.intake.otlp.dialect import Dialect, Match, attribute_of, key_of, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
-from tracekit.intake.otlp.handoff import target_in
+from tracekit.intake.otlp.handoff import is_handoff_word, is_transfer_name, target_in
 from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.names import NameMemo
 
@@ -157,7 +157,7 @@ class Tables:
 
 
 def _keys(match: Match) -> set[str]:
-    refs = (*match.attributes, *(key for key, _ in match.where), *match.name_from)
+    refs = (*match.attributes, *(key for key, _ in match.where), *match.name_from, *match.unless)
     return set(map(key_of, refs))
 
 
@@ -472,7 +472,14 @@ def _target(spans: dict[Key, Span], span: Span, found: Tables) -> None:
         marker = parent
         span.attrs = {**span.attrs, KIND: "wrapper"}  # the tool call is the node
     if _TARGET not in marker.attrs:
-        marker.attrs = {**marker.attrs, _TARGET: target, _MODE: "pass_control"}
+        marker.attrs = {**marker.attrs, _TARGET: target, _MODE: _mode(marker)}
+
+
+def _mode(marker: Span) -> str:
+    """A delegation tool (``delegate_*``, no handoff word) returns to its caller; else control passes."""
+    name = marker.attrs.get("gen_ai.tool.name") or marker.attrs.get("tool.name") or marker.name
+    delegates = is_transfer_name(str(name)) and not is_handoff_word(str(name))
+    return "return_to_caller" if delegates else "pass_control"
 
 
 def _is_tool_call(span: Span) -> bool:

@@ -34,7 +34,12 @@ from tracekit.intake.otlp.dialects import tables
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
 from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.links import linked_caller
-from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
+from tracekit.intake.otlp.markers import (
+    caller_marker,
+    enclosing_tool,
+    latest_marker,
+    named_marker,
+)
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
     from tracekit.intake.otlp.spans import Key, SpanIndex
@@ -342,10 +347,15 @@ def otel_parent(index: SpanIndex, key: Key) -> Edge | None:
     inside a tool, agents used as tools, tracekit's own SDK. When no tool span lies
     between them, a tool span of the caller that encloses the callee in time
     and names it (a team's ``delegate_task_to_member``, whose member runs beside
-    it) is the node.
+    it) is the node, else the caller's latest one before it that names it (a
+    delegation tool that returned before its member ran).
     """
     parent = index.otel_agent(key)
-    node = index.node_between(parent, key) or enclosing_tool(index, parent, key)
+    node = (
+        index.node_between(parent, key)
+        or enclosing_tool(index, parent, key)
+        or named_marker(index, parent, key)
+    )
     return Edge(parent, node, kind_of_node(index.spans[node]) if node else "delegate", OTEL)
 
 
