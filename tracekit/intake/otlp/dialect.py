@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import tomllib
 from collections.abc import Sequence
@@ -45,7 +46,9 @@ __all__ = [
     "Edges",
     "Errors",
     "Match",
+    "attribute_of",
     "find_dialects",
+    "key_of",
     "load_dialect",
     "parse_dialect",
 ]
@@ -53,6 +56,52 @@ __all__ = [
 #: The file of a working directory that declares its app's dialect.
 OWN_FILE: Final = "tracekit.toml"
 _PYPROJECT: Final = "pyproject.toml"
+
+
+#: Between an attribute's key and a path into its JSON value (``output#result.agent``).
+PATH_MARK: Final = "#"
+
+
+def attribute_of(attrs: dict[str, Any], ref: str) -> Any:
+    """An attribute's value, or, for ``key#a.b``, what lies at ``a.b`` in its JSON value.
+
+    An instrumentation may write what no attribute says inside a JSON
+    attribute (a span's output naming whose turn it is); a dialect reads it
+    by path. A value that is not JSON, or lacks the path, gives None.
+
+    Example:
+        >>> attribute_of({"out": '{"state": {"agent": "billing"}}'}, "out#state.agent")
+        'billing'
+        >>> attribute_of({"out": "plain text"}, "out#state.agent") is None
+        True
+    """
+    key, mark, path = ref.partition(PATH_MARK)
+    value = attrs.get(key)
+    if not mark or value is None:
+        return value
+    parts = path.split(".")
+    if isinstance(value, str):
+        if f'"{parts[-1]}"' not in value:
+            return None  # most values: one substring test, no parse
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    for part in parts:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def key_of(ref: str) -> str:
+    """The attribute a reference reads (``out`` of ``out#state.agent``).
+
+    Example:
+        >>> key_of("out#state.agent"), key_of("gen_ai.agent.name")
+        ('out', 'gen_ai.agent.name')
+    """
+    return ref.partition(PATH_MARK)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,19 +112,33 @@ class Match:
         names: span-name globs (``agent:*``); a ``*`` may carry the name.
         attributes: attribute keys; a span with any of them matches.
         where: attribute values (``{"app.span.kind": "agent"}``, or a list of
-            values), any one matching.
+            values), any one matching; a value with ``*`` is a glob.
         name_from: attributes that name the agent, tool or target, first found wins.
+        unless: attribute keys; a span with any of them is not claimed (a team's
+            span marked a workflow, that a later section claims as an agent).
+
+    An attribute may be read inside its JSON value: ``key#path.to.field``
+    (:func:`attribute_of`), in ``attributes``, ``where`` and ``name_from``.
     """
 
     names: tuple[str, ...] = ()
     attributes: tuple[str, ...] = ()
     where: tuple[tuple[str, str], ...] = ()
     name_from: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
     _globs: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
+    _values: tuple[tuple[str, re.Pattern[str] | str], ...] = field(
+        default=(), repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         globs = tuple(re.compile(_capturing(glob)) for glob in self.names)
         object.__setattr__(self, "_globs", globs)
+        values = tuple(
+            (key, re.compile(fnmatch.translate(value)) if "*" in value else value)
+            for key, value in self.where
+        )
+        object.__setattr__(self, "_values", values)
 
     def __bool__(self) -> bool:
         return bool(self.names or self.attributes or self.where)
@@ -87,9 +150,11 @@ class Match:
             >>> Match(names=("tool:*",)).matches("tool:lookup", {})
             True
         """
-        if any(key in attrs for key in self.attributes):
+        if self.unless and any(_present(attrs, key) for key in self.unless):
+            return False
+        if any(_present(attrs, key) for key in self.attributes):
             return True
-        if any(_text(attrs.get(key)) == value for key, value in self.where):
+        if any(_equal(attribute_of(attrs, key), value) for key, value in self._values):
             return True
         return any(glob.fullmatch(name) for glob in self._globs)
 
@@ -101,8 +166,8 @@ class Match:
             'billing'
         """
         for key in self.name_from:
-            found = attrs.get(key)
-            if found:
+            found = attribute_of(attrs, key)
+            if found and isinstance(found, (str, int, float)):
                 return str(found)
         for glob in self._globs:
             hit = glob.fullmatch(name)
@@ -113,7 +178,24 @@ class Match:
 
 def _text(value: Any) -> str:
     """An attribute value as compared: lower case, JSON quotes dropped (``"AGENT"``)."""
+    if isinstance(value, bool):  # a JSON ``true`` read by path
+        return "true" if value else "false"
     return "" if value is None else str(value).strip('"').lower()
+
+
+def _equal(found: Any, value: re.Pattern[str] | str) -> bool:
+    if found is None:
+        return False
+    if isinstance(value, str):
+        return _text(found) == value
+    return value.match(_text(found)) is not None
+
+
+def _present(attrs: dict[str, Any], ref: str) -> bool:
+    if PATH_MARK not in ref:
+        return ref in attrs
+    found = attribute_of(attrs, ref)
+    return found is not None and found != ""
 
 
 def _capturing(glob: str) -> str:
@@ -135,6 +217,9 @@ class Edges:
         target_attributes: span attributes that name it (an association property).
         goto: spans that only say where control goes next (``gen_ai.operation.name = goto``).
         step_from: span attributes holding a graph's step order (the ``graph.step`` rule).
+        metadata_from: attribute prefixes (ending in ``.``) under which a graph
+            framework's run metadata is written one key an attribute (values
+            JSON): read as that metadata (its node, step and namespace).
     """
 
     handoff_tools: tuple[str, ...] = ()
@@ -142,6 +227,7 @@ class Edges:
     target_attributes: tuple[str, ...] = ()
     goto: Match = Match()
     step_from: tuple[str, ...] = ()
+    metadata_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +241,9 @@ class Errors:
         cancellation: signals that end a branch cancelled on purpose: no
             failure when the span above them did not fail.
         code_from: attributes holding the error code, first found wins.
+        failed_where: attribute values that say a span failed though its
+            status does not (``{"out#tool_output.is_error" = "true"}``: an
+            error the framework caught and gave back as the tool's output).
         turn_error_ends_run: an unhandled error in an agent's turn ends the
             team's run (None: the dialect does not say).
         step_budget: how an agent's step limit shows when it stops without
@@ -167,13 +256,18 @@ class Errors:
     limits: tuple[str, ...] = ()
     cancellation: tuple[str, ...] = ()
     code_from: tuple[str, ...] = ()
+    failed_where: tuple[tuple[str, str], ...] = ()
     turn_error_ends_run: bool | None = None
     step_budget: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
-    """One declaration (see the module's docstring); ``origin`` is where it was read."""
+    """One declaration (see the module's docstring); ``origin`` is where it was read.
+
+    ``turns`` are spans that start an agent's turn where no span is the agent
+    (``name_from`` names it): each run of one agent's turns is an invocation.
+    """
 
     name: str
     origin: str = ""
@@ -184,17 +278,22 @@ class Dialect:
     wrappers: Match = Match()
     tools: Match = Match()
     models: Match = Match()
+    turns: Match = Match()
     edges: Edges = Edges()
     errors: Errors = Errors()
 
 
-_MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from"})
-_SECTIONS: Final = ("recognise", "agents", "workflows", "routers", "wrappers", "tools", "models")
+_MATCH_KEYS: Final = frozenset({"names", "attributes", "where", "name_from", "unless"})
+_SECTIONS: Final = (
+    "recognise", "agents", "workflows", "routers", "wrappers", "tools", "models", "turns",
+)  # fmt: skip
 _EDGE_KEYS: Final = frozenset(
-    {"handoff_tools", "target_keys", "target_attributes", "goto", "step_from"}
+    {"handoff_tools", "target_keys", "target_attributes", "goto", "step_from", "metadata_from"}
 )
 _ERROR_LISTS: Final = ("control_flow", "loop_refusal", "limits", "cancellation", "code_from")
-_ERROR_KEYS: Final = frozenset({*_ERROR_LISTS, "turn_error_ends_run", "step_budget"})
+_ERROR_KEYS: Final = frozenset(
+    {*_ERROR_LISTS, "turn_error_ends_run", "step_budget", "failed_where"}
+)
 _TOP: Final = frozenset({"dialect", *_SECTIONS, "edges", "errors"})
 
 
@@ -331,18 +430,22 @@ class _Reader:
             raise self.error(f"{where}.{key}", f"expected a list of strings, got {found!r}")
         return tuple(found)
 
+    def pairs(self, table: dict[str, Any], key: str, where: str) -> tuple[tuple[str, str], ...]:
+        pairs = self.table(table, key) if key in table else {}
+        values: list[tuple[str, str]] = []
+        for name in pairs:
+            for value in self.strings(pairs, name, f"{where}.{key}"):
+                values.append((name, value.lower()))
+        return tuple(values)
+
     def match(self, table: dict[str, Any], where: str) -> Match:
         self.known(table, _MATCH_KEYS, where)
-        pairs = self.table(table, "where") if "where" in table else {}
-        values: list[tuple[str, str]] = []
-        for key in pairs:
-            for value in self.strings(pairs, key, f"{where}.where"):
-                values.append((key, value.lower()))
         return Match(
             names=self.strings(table, "names", where),
             attributes=self.strings(table, "attributes", where),
-            where=tuple(values),
+            where=self.pairs(table, "where", where),
             name_from=self.strings(table, "name_from", where),
+            unless=self.strings(table, "unless", where),
         )
 
     def edges(self, table: dict[str, Any]) -> Edges:
@@ -353,6 +456,7 @@ class _Reader:
             target_attributes=self.strings(table, "target_attributes", "edges"),
             goto=self.match(self.table(table, "goto"), "edges.goto"),
             step_from=self.strings(table, "step_from", "edges"),
+            metadata_from=self.strings(table, "metadata_from", "edges"),
         )
 
     def errors(self, table: dict[str, Any]) -> Errors:
@@ -366,4 +470,5 @@ class _Reader:
             raise self.error(
                 "errors.step_budget", "expected [attribute, step name prefix, final tool]"
             )
-        return Errors(turn_error_ends_run=flag, step_budget=budget, **lists)
+        failed = self.pairs(table, "failed_where", "errors")
+        return Errors(turn_error_ends_run=flag, step_budget=budget, failed_where=failed, **lists)

@@ -37,11 +37,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from tracekit.intake.otlp.dialect import Dialect, Match, load_dialect
+from tracekit.intake.otlp.dialect import Dialect, Match, attribute_of, key_of, load_dialect
 from tracekit.intake.otlp.evidence import is_evidence_key
-from tracekit.intake.otlp.handoff import target_in
+from tracekit.intake.otlp.handoff import is_handoff_word, is_transfer_name, target_in
+from tracekit.intake.otlp.inputs import CURRENT_AGENT
 from tracekit.intake.otlp.names import NameMemo
 
 if TYPE_CHECKING:  # the decoders ask which keys to keep: they import this module
@@ -68,6 +69,8 @@ KIND: Final = "tracekit.dialect.kind"
 #: The control-flow exception a span raised (it did not fail).
 CONTROL_FLOW_KEY: Final = "tracekit.control_flow"
 _TARGET: Final = "gen_ai.transfer.target.name"
+#: The attribute the graph rules read a run's metadata from (JSON).
+_META: Final = "metadata"
 _MODE: Final = "gen_ai.transfer.mode"
 _SHAPES: Final = Path(__file__).parent / "shapes"
 _ACTIVE: ContextVar[tuple[Dialect, ...]] = ContextVar("tracekit_dialects", default=())
@@ -129,11 +132,16 @@ class Tables:
     goto_names: NameMemo[bool]
     goto_pairs: tuple[tuple[str, str], ...]
     code_keys: frozenset[str]
+    #: Attribute values that say a span failed (``errors.failed_where``), and their keys.
+    failed: Match
+    failed_keys: frozenset[str]
     #: The attributes holding a graph's step order, besides the graph's own metadata.
     step_from: tuple[str, ...]
     #: The keys and span names by which a built-in dialect recognises a trace.
     recognise_keys: frozenset[str]
     recognise_names: NameMemo[bool]
+    #: Prefixes under which a graph's run metadata is written one key an attribute.
+    metadata_from: tuple[str, ...]
     #: Per set of base keys, whether the decoders keep an attribute (:func:`kept_keys`).
     kept: dict[frozenset[str], NameMemo[bool]]
 
@@ -149,7 +157,8 @@ class Tables:
 
 
 def _keys(match: Match) -> set[str]:
-    return {*match.attributes, *(key for key, _ in match.where), *match.name_from}
+    refs = (*match.attributes, *(key for key, _ in match.where), *match.name_from, *match.unless)
+    return set(map(key_of, refs))
 
 
 @cache
@@ -157,12 +166,13 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
     keys: set[str] = set()
     globs: list[str] = []
     for d in dialects:
-        for match in (d.recognise, d.agents, d.workflows, d.routers, d.wrappers, d.tools):
+        for match in (d.recognise, d.agents, d.workflows, d.routers, d.wrappers, d.tools, d.turns):
             keys |= _keys(match)
             globs.extend(match.names)
-        keys |= _keys(d.models) | _keys(d.edges.goto) | set(d.edges.target_attributes)
-        keys |= set(d.edges.step_from)
-        keys |= set(d.errors.code_from)
+        keys |= _keys(d.models) | _keys(d.edges.goto) | set(map(key_of, d.edges.target_attributes))
+        keys |= set(map(key_of, d.edges.step_from))
+        keys |= set(map(key_of, d.errors.code_from))
+        keys |= {key_of(k) for k, _ in d.errors.failed_where}
         globs.extend((*d.models.names, *d.edges.goto.names))
     probe = Match(names=tuple(dict.fromkeys(globs)))
     known = Match(names=tuple(g for d in dialects for g in d.recognise.names))
@@ -187,13 +197,18 @@ def _tables(dialects: tuple[Dialect, ...], user: tuple[Dialect, ...]) -> Tables:
         keys=frozenset(keys),
         names=NameMemo(lambda name: probe.matches(name, {})),
         mark_keys=frozenset(
-            k for d in dialects for k in (*d.edges.target_attributes, *d.edges.goto.attributes)
+            key_of(k)
+            for d in dialects
+            for k in (*d.edges.target_attributes, *d.edges.goto.attributes)
         ),
         goto_names=NameMemo(lambda name: goto_globs.matches(name, {})),
         goto_pairs=tuple(p for d in dialects for p in d.edges.goto.where),
-        code_keys=frozenset(k for d in dialects for k in d.errors.code_from),
+        code_keys=frozenset(key_of(k) for d in dialects for k in d.errors.code_from),
+        failed=Match(where=tuple(p for d in dialects for p in d.errors.failed_where)),
+        failed_keys=frozenset(key_of(k) for d in dialects for k, _ in d.errors.failed_where),
         recognise_keys=frozenset(k for d in dialects for k in _keys(d.recognise)),
         recognise_names=NameMemo(lambda name: known.matches(name, {})),
+        metadata_from=tuple(dict.fromkeys(k for d in dialects for k in d.edges.metadata_from)),
         kept={},
     )
 
@@ -227,7 +242,14 @@ def kept_keys(base: frozenset[str]) -> NameMemo[bool]:
     memo = found.kept.get(base)
     if memo is None:
         keys = found.keys | base
-        memo = found.kept[base] = NameMemo(lambda key: key in keys or is_evidence_key(key))
+        prefixes = found.metadata_from
+
+        def kept(key: str) -> bool:
+            return (
+                key in keys or is_evidence_key(key) or (bool(prefixes) and key.startswith(prefixes))
+            )
+
+        memo = found.kept[base] = NameMemo(kept)
     return memo
 
 
@@ -258,6 +280,8 @@ def apply(spans: dict[Key, Span]) -> dict[str, str]:
                 _kind(spans, span, dialect)
         if span.error or span.exception is not None or not found.code_keys.isdisjoint(attrs):
             _errors(spans, span, found)
+        elif not found.failed_keys.isdisjoint(attrs):
+            _failed(span, found)
         if (
             not marks.isdisjoint(attrs)
             or found.goto_names[span.name]
@@ -312,14 +336,15 @@ def _recognised(spans: dict[Key, Span], found: Tables) -> dict[str, Dialect]:
     return out
 
 
-#: Sections in the order they are asked: a router or wrapper that looks like an agent is not one.
+#: Sections in the order they are asked: a router or wrapper that looks like an agent is
+#: not one, and a wrapper that calls a tool or a model (a workflow's task naming it) is the call.
 _KINDS: Final = (
     ("routers", "wrapper", None),
+    ("tools", "tool", "gen_ai.tool.name"),
+    ("models", "model", None),
     ("wrappers", "wrapper", None),
     ("workflows", "workflow", "gen_ai.workflow.name"),
     ("agents", "agent", "gen_ai.agent.name"),
-    ("tools", "tool", "gen_ai.tool.name"),
-    ("models", "model", None),
 )
 
 
@@ -334,6 +359,12 @@ def apply_dialect(spans: dict[Key, Span], dialect: Dialect, traces: set[str]) ->
 
 
 def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
+    if dialect.edges.metadata_from and _META not in span.attrs:
+        _gather_metadata(span, dialect.edges.metadata_from)
+    if dialect.turns and CURRENT_AGENT not in span.attrs:
+        agent = _turn_of(span, dialect.turns)
+        if agent is not None:
+            span.attrs = {**span.attrs, CURRENT_AGENT: agent}
     for section, kind, name_key in _KINDS:
         match: Match = getattr(dialect, section)
         if not match or not match.matches(span.name, span.attrs):
@@ -346,6 +377,44 @@ def _kind(spans: dict[Key, Span], span: Span, dialect: Dialect) -> None:
             attrs[name_key] = name
         span.attrs = attrs
         return
+
+
+def _gather_metadata(span: Span, prefixes: tuple[str, ...]) -> None:
+    """A run's metadata written one key an attribute, gathered as the one ``metadata`` table.
+
+    The graph rules read a framework's run metadata (its node, step and
+    namespace) as one JSON attribute; a dialect that flattens it under a
+    prefix (values JSON-encoded) is read the same.
+    """
+    meta: dict[str, Any] = {}
+    for key, value in span.attrs.items():
+        if key.startswith(prefixes):
+            name = key[next(len(p) for p in prefixes if key.startswith(p)) :]
+            meta[name] = _decoded(value)
+    if meta:
+        span.attrs = {**span.attrs, _META: json.dumps(meta)}
+
+
+def _decoded(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _turn_of(span: Span, turns: Match) -> str | None:
+    """The agent whose turn the span starts, when the dialect's ``[turns]`` claims it."""
+    if not turns.matches(span.name, span.attrs):
+        return None
+    return turns.name_of(span.name, span.attrs)
+
+
+def _failed(span: Span, found: Tables) -> None:
+    """A span whose attributes say it failed (a caught error given back as output)."""
+    if found.failed.matches(span.name, span.attrs):
+        span.error = True
 
 
 def _inside_same(spans: dict[Key, Span], span: Span, match: Match, name: str) -> bool:
@@ -391,8 +460,8 @@ def _target(spans: dict[Key, Span], span: Span, found: Tables) -> None:
     goto = target is not None
     if target is None:
         for key in found.target_attributes:
-            value = span.attrs.get(key)
-            if value:
+            value = attribute_of(span.attrs, key)
+            if value and isinstance(value, str):
                 target = str(value)
                 break
     if target is None or _TARGET in span.attrs:
@@ -403,7 +472,14 @@ def _target(spans: dict[Key, Span], span: Span, found: Tables) -> None:
         marker = parent
         span.attrs = {**span.attrs, KIND: "wrapper"}  # the tool call is the node
     if _TARGET not in marker.attrs:
-        marker.attrs = {**marker.attrs, _TARGET: target, _MODE: "pass_control"}
+        marker.attrs = {**marker.attrs, _TARGET: target, _MODE: _mode(marker)}
+
+
+def _mode(marker: Span) -> str:
+    """A delegation tool (``delegate_*``, no handoff word) returns to its caller; else control passes."""
+    name = marker.attrs.get("gen_ai.tool.name") or marker.attrs.get("tool.name") or marker.name
+    delegates = is_transfer_name(str(name)) and not is_handoff_word(str(name))
+    return "return_to_caller" if delegates else "pass_control"
 
 
 def _is_tool_call(span: Span) -> bool:

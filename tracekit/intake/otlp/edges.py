@@ -34,7 +34,12 @@ from tracekit.intake.otlp.dialects import tables
 from tracekit.intake.otlp.handoff import is_transfer_name, kind_of_name
 from tracekit.intake.otlp.kinds import tool_name
 from tracekit.intake.otlp.links import linked_caller
-from tracekit.intake.otlp.markers import caller_marker, enclosing_tool, latest_marker
+from tracekit.intake.otlp.markers import (
+    caller_marker,
+    enclosing_tool,
+    latest_marker,
+    named_marker,
+)
 
 if TYPE_CHECKING:  # the index calls the rules; the rules read the index
     from tracekit.intake.otlp.index_view import IndexView, Key
@@ -52,6 +57,7 @@ __all__ = [
     "kind_of_node",
     "otel_parent",
     "span_link",
+    "tool_window",
 ]
 
 Source: TypeAlias = Literal[
@@ -63,6 +69,7 @@ Source: TypeAlias = Literal[
     "graph.node.parent_id",
     "graph.namespace",
     "graph.step",
+    "tool.window",
 ]
 OTEL: Final = "otel.parent"
 
@@ -300,6 +307,39 @@ def _step(span: Span) -> int | None:
     return None
 
 
+def tool_window(index: IndexView, key: Key) -> Edge | None:
+    """An agent opened beside its caller, inside the caller's tool call: a delegate through it.
+
+    A runner may open an agent called from a tool (``as_tool``) under the run,
+    not under the tool span: the span tree puts a run, not an agent, above
+    it. A tool call of another agent of the same run that was open for this
+    agent's whole run is the node: of several, the one whose name holds the
+    agent's name, else the first to start (concurrent tool calls start their
+    agents in the order they were made, and each serves one).
+    """
+    run = index.otel_agent(key)
+    span = index.spans[key]
+    if run is None or run not in index.workflows or span.end is None:
+        return None
+    name = index.agent_name(span).lower()
+    best: tuple[bool, int, Key, Key] | None = None
+    for caller in index.agent_set:
+        if caller[0] != key[0] or caller == key or index.otel_agent(caller) != run:
+            continue
+        for tool in index.tools_of(caller):
+            found = index.spans[tool]
+            if tool in index.claimed or found.start > span.start:
+                continue
+            if found.end is not None and found.end < span.end:
+                continue
+            rank = (name not in (tool_name(found) or "").lower(), found.start, tool, caller)
+            if best is None or rank < best:
+                best = rank
+    if best is None or not index.may_call(best[3], key):
+        return None
+    return Edge(best[3], best[2], "delegate", "tool.window")
+
+
 def otel_parent(index: IndexView, key: Key) -> Edge | None:
     """The plain OTel parent: the nearest agent span above, through the tool span between.
 
@@ -307,10 +347,15 @@ def otel_parent(index: IndexView, key: Key) -> Edge | None:
     inside a tool, agents used as tools, tracekit's own SDK. When no tool span lies
     between them, a tool span of the caller that encloses the callee in time
     and names it (a team's ``delegate_task_to_member``, whose member runs beside
-    it) is the node.
+    it) is the node, else the caller's latest one before it that names it (a
+    delegation tool that returned before its member ran).
     """
     parent = index.otel_agent(key)
-    node = index.node_between(parent, key) or enclosing_tool(index, parent, key)
+    node = (
+        index.node_between(parent, key)
+        or enclosing_tool(index, parent, key)
+        or named_marker(index, parent, key)
+    )
     return Edge(parent, node, kind_of_node(index.spans[node]) if node else "delegate", OTEL)
 
 
@@ -323,5 +368,6 @@ EDGE_RULES: Final[tuple[EdgeRule, ...]] = (
     graph_node_parent,
     graph_step,
     graph_namespace,
+    tool_window,
     otel_parent,
 )

@@ -29,7 +29,14 @@ from tracekit.intake.otlp.kinds import is_tool, tool_name
 if TYPE_CHECKING:  # the index collects the markers; these read the index
     from tracekit.intake.otlp.index_view import IndexView, Key
 
-__all__ = ["caller_marker", "enclosing_tool", "latest_marker", "marker_target", "may_mark"]
+__all__ = [
+    "caller_marker",
+    "enclosing_tool",
+    "latest_marker",
+    "marker_target",
+    "may_mark",
+    "named_marker",
+]
 
 
 def marker_target(span: Span) -> str | None:
@@ -111,3 +118,26 @@ def enclosing_tool(index: IndexView, parent: Key | None, key: Key) -> Key | None
         if found.start <= span.start and ends_after and marker_target(found) == agent:
             return marker
     return None
+
+
+def named_marker(index: IndexView, parent: Key | None, key: Key) -> Key | None:
+    """The caller's latest unclaimed marker span before ``key`` that names its agent.
+
+    A delegation tool may return before the member it names runs (a team's
+    ``delegate_task_to_member`` that hands back a generator): the member then
+    opens under the leader after the tool span ended.
+    """
+    if parent is None or key[0] not in index.markers:
+        return None
+    agent = index.agent_name(index.spans[key])
+    start = index.spans[key].start
+    found: Key | None = None
+    for marker in index.markers[key[0]]:
+        span = index.spans[marker]
+        if marker in index.claimed or index.otel.get(marker) != parent or span.start > start:
+            continue
+        if marker_target(span) == agent and (
+            found is None or span.start >= index.spans[found].start
+        ):
+            found = marker
+    return found

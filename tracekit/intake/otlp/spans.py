@@ -9,6 +9,7 @@ instead of followed forever.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Final
 
 from tracekit.intake.otlp import shapes
@@ -186,6 +187,8 @@ class SpanIndex:
             span = spans[key]
             if span.links or not _EVIDENCE.isdisjoint(span.attrs):
                 self._evidence.add(key[0])
+        self._evidence |= self._side_by_side()
+        self._tools: dict[Key, list[Key]] | None = None  # tool spans by agent, when asked
         self._by_name: dict[tuple[str, str], list[Key]] | None = None
         #: Agent spans by their OTel parent, built once when :mod:`.links` first asks.
         self.agent_children: dict[Key, list[Key]] | None = None
@@ -481,6 +484,36 @@ class SpanIndex:
             if found is None or span.start >= self.spans[found].start:
                 found = other
         return found
+
+    def _side_by_side(self) -> set[str]:
+        """Traces where an agent under a run started while another agent of the run was running.
+
+        A runner may open an agent called from a tool beside its caller (both
+        under the run): the ``tool.window`` rule reads those traces.
+        """
+        by_run: dict[Key, list[Span]] = {}
+        for key in self.agent_set:
+            above = self.otel[key]
+            if above is not None and above in self.workflows:
+                by_run.setdefault(above, []).append(self.spans[key])
+        found: set[str] = set()
+        for run, beside in by_run.items():
+            beside.sort(key=lambda span: span.start)
+            for before, after in pairwise(beside):
+                if before.end is None or before.end > after.start:
+                    found.add(run[0])
+                    break
+        return found
+
+    def tools_of(self, agent: Key) -> list[Key]:
+        """The tool spans whose nearest agent above is ``agent`` (all agents' built once)."""
+        if self._tools is None:
+            self._tools = {}
+            for key, span in self.spans.items():
+                above = self.otel.get(key)
+                if above is not None and key not in self.agent_set and is_tool(span):
+                    self._tools.setdefault(above, []).append(key)
+        return self._tools.get(agent, [])
 
     def open_tool(self, agent: Key, moment: int) -> Key | None:
         """The agent's latest tool span that was open at ``moment``."""
