@@ -79,9 +79,8 @@ _IDS: Final = _Ids()
 
 def new_ids() -> tuple[str, str]:
     """Return a fresh ``(run_id, invocation_id)`` pair, unique across processes."""
-    n = next(_IDS.counter)
-    prefix = _IDS.prefix
-    return f"r-{prefix}-{n}", f"i-{prefix}-{n}"
+    own = f"{_IDS.prefix}-{next(_IDS.counter)}"
+    return "r-" + own, "i-" + own
 
 
 def propagate_context(fn: Callable[P, R]) -> Callable[P, R]:

@@ -10,6 +10,7 @@ HTTP and the store sinks are each a writer of one batch behind the same
 from __future__ import annotations
 
 import os
+from collections import deque
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
@@ -23,9 +24,9 @@ from tracekit.sdk.batching import BatchingSink
 __all__ = ["JsonlSink", "MemorySink", "Sink"]
 
 _ENCODER: Final = msgspec.json.Encoder()
-_ENCODE_INTO: Final = _ENCODER.encode_into
-#: A buffered sink writes once it holds this much.
-_BUFFER_BYTES: Final = 64 * 1024
+_ENCODE: Final = _ENCODER.encode
+#: A buffered sink writes once it holds this many records (about 64 KiB).
+_BUFFER_RECORDS: Final = 256
 #: The longest a record waits in a buffered sink, in seconds.
 FLUSH_INTERVAL: Final = 0.2
 _FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
@@ -116,7 +117,7 @@ class JsonlSink(BatchingSink):
     lines lands at the end as one piece.
 
     By default records are encoded into a buffer in memory and written with
-    one ``os.write`` when the buffer holds 64 KiB, when a top-level run or
+    one ``os.write`` when the buffer holds 256 records (about 64 KiB), when a top-level run or
     invocation ends (its ``run.end``, or an ``exit`` without a parent run),
     every ``interval`` seconds from a shared background thread, and at
     ``flush()``, ``close()`` and interpreter exit (an exception that ends the
@@ -160,8 +161,6 @@ class JsonlSink(BatchingSink):
             raise ValueError("interval must be positive")
         self.path = Path(path)
         self.interval = interval
-        self._buf = bytearray()
-        self._held = 0  # records in _buf
         self._file = _JsonlWriter(self.path)
         super().__init__(self._file, batch=batch or 1)
         if batch == 1:
@@ -172,8 +171,7 @@ class JsonlSink(BatchingSink):
 
     def _reinit(self) -> None:
         # At start and in a forked child: the parent writes what it buffered.
-        self._buf = bytearray()
-        self._held = 0
+        self._lines: deque[bytes] = deque()
         super()._reinit()
 
     def _emit_direct(self, event: Event) -> None:
@@ -194,44 +192,39 @@ class JsonlSink(BatchingSink):
         self.sent += 1  # no call between read and store: the GIL keeps it whole
 
     def _emit_buffered(self, event: Event) -> None:
-        with self._write_lock:  # the buffer and the write, so lines stay whole and in order
-            if self._closed:
-                self._drop_late()
-                return
-            buf = self._buf
-            mark = len(buf)
-            try:
-                _ENCODE_INTO(event, buf, -1)
-            except BaseException:
-                del buf[mark:]  # never half a line
-                raise
-            buf += b"\n"
-            self._held += 1
-            kind = type(event)
-            if (
-                len(buf) >= _BUFFER_BYTES
-                or kind is RunEnd
-                or (kind is Exit and event.parentRunId is None)  # type: ignore[union-attr]
-            ):
-                self._write_buffer()
+        # No lock: deque.append is atomic, and the writer pops lines one by one,
+        # so a line appended meanwhile waits for the next write, in order.
+        if self._closed:
+            self._drop_late()
+            return
+        lines = self._lines
+        lines.append(_ENCODE(event))
+        kind = type(event)
+        if (
+            len(lines) >= _BUFFER_RECORDS
+            or kind is RunEnd
+            or (kind is Exit and event.parentRunId is None)  # type: ignore[union-attr]
+        ):
+            self._write_buffer()
 
     def _write_buffer(self) -> None:
-        """Write the buffer in one piece (the write lock held); a failure loses it, logged once."""
-        buf, held = self._buf, self._held
-        if not held:
-            return
-        self._buf, self._held = bytearray(), 0
-        try:
-            self._file.write_bytes(buf)
-        except Exception as exc:
-            self.dropped += held
-            self._warn(f"writing failed ({type(exc).__name__}: {exc})")
-            return
-        self.sent += held
+        """Write what is buffered in one piece; a failure loses it, logged once."""
+        with self._write_lock:  # one writer at a time: lines reach the file in order
+            lines = self._lines
+            popleft = lines.popleft
+            batch = [popleft() for _ in range(len(lines))]
+            if not batch:
+                return
+            try:
+                self._file.write(batch)
+            except Exception as exc:
+                self._failed(batch, exc)
+                return
+            self.sent += len(batch)  # only ever changed under the write lock
 
     def flush(self) -> None:
         """Write every buffered record now."""
-        with self._write_lock:
+        if self._lines:
             self._write_buffer()
         super().flush()
 
@@ -239,3 +232,8 @@ class JsonlSink(BatchingSink):
         """Write what is buffered, then close the file; later records are dropped."""
         flusher.forget(self)
         super().close()
+        late = len(self._lines)  # emitted while closing, after the last write
+        if late:
+            self._lines.clear()
+            with self._lock:
+                self.dropped += late
