@@ -170,7 +170,11 @@ class Scope:
         span = self._span = tk._otel.start_span(name, context)
         if span.is_recording():
             _put_attributes(span, attrs)
-        self.processor.record_start(self, _start_ns(span), span.get_span_context().trace_id)
+        try:  # inlined: this is the hot path
+            start_ns = span.start_time or time.time_ns()
+        except AttributeError:  # a non-recording span has no times
+            start_ns = time.time_ns()
+        self.processor.record_start(self, start_ns, span.get_span_context().trace_id)
 
     def _end(self) -> None:
         span = self._span
@@ -189,15 +193,8 @@ class Scope:
         span.set_status(StatusCode.ERROR, str(exc) or info.code)
 
 
-def _start_ns(span: Any) -> int:
-    """When the span started: the SDK span's own clock, else now (an unsampled span)."""
-    try:
-        return span.start_time or time.time_ns()
-    except AttributeError:  # a non-recording span has no times
-        return time.time_ns()
-
-
 def _end_ns(span: Any) -> int:
+    """When the span ended: the SDK span's own clock, else now (an unsampled span)."""
     try:
         return span.end_time or time.time_ns()
     except AttributeError:
@@ -236,7 +233,9 @@ _last_trace: tuple[int, str | None] = (0, None)
 
 
 def _enter_context(span: Any, frame: Frame) -> tuple[object, contextvars.Token[Frame | None]]:
-    return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
+    if _RUNTIME is None:
+        return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
+    return _RUNTIME.attach(_in_context(span)), _CURRENT.set(frame)
 
 
 def _leave_context(tokens: tuple[object, contextvars.Token[Frame | None]]) -> None:

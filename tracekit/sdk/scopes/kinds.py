@@ -24,6 +24,7 @@ from tracekit.sdk.scopes.base import (
     _NS_PER_MS,
     Scope,
     TracerLike,
+    _end_ns,
     _enter_context,
     _is_recursion,
     _leave_context,
@@ -318,7 +319,9 @@ class Invocation(Scope):
         return span
 
     def _end(self) -> None:
-        super()._end()
+        span = self._span  # Scope._end, inlined: this is the hot path
+        span.end()
+        self.processor.record_end(self, _end_ns(span))
         transfer, self._transfer = self._transfer, None
         if transfer is not None:
             end_transfer(transfer, self.status, self.error)
