@@ -198,29 +198,28 @@ class AgentTracer:
     ) -> asyncio.Task[T]:
         """Run ``coro`` as a background subagent in a new task, and return the task.
 
-                The ``enter`` is written now, with the current run as parent; the
-                ``exit`` when the task ends, however long after the caller's step.
-                Cancelling the task ends the invocation as ``cancelled``. A refusal
-                by the guards raises here, before any task exists.
+        The ``enter`` is written now, with the current run as parent; the
+        ``exit`` when the task ends, however long after the caller's step.
+        Cancelling the task ends the invocation as ``cancelled``. A refusal
+        by the guards raises here, before any task exists.
 
-                Example:
-                    >>> import asyncio
-        import atexit
-                    >>> from tracekit.sdk import MemorySink
-                    >>> sink = MemorySink()
-                    >>> tk = AgentTracer(sink)
-                    >>> async def research(topic):
-                    ...     return f"notes on {topic}"
-                    >>> async def main():
-                    ...     with tk.run("planner"):
-                    ...         task = tk.spawn("researcher", research("X"), node="fan_out")
-                    ...         return await task
-                    >>> asyncio.run(main())
-                    'notes on X'
-                    >>> [type(e).__name__ for e in sink.events]
-                    ['RunStart', 'Enter', 'Exit', 'RunEnd']
-                    >>> sink.events[1].agent, sink.events[1].kind
-                    ('researcher', 'subagent')
+        Example:
+            >>> import asyncio
+            >>> from tracekit.sdk import MemorySink
+            >>> sink = MemorySink()
+            >>> tk = AgentTracer(sink)
+            >>> async def research(topic):
+            ...     return f"notes on {topic}"
+            >>> async def main():
+            ...     with tk.run("planner"):
+            ...         task = tk.spawn("researcher", research("X"), node="fan_out")
+            ...         return await task
+            >>> asyncio.run(main())
+            'notes on X'
+            >>> [type(e).__name__ for e in sink.events]
+            ['RunStart', 'Enter', 'Exit', 'RunEnd']
+            >>> sink.events[1].agent, sink.events[1].kind
+            ('researcher', 'subagent')
         """
         inv = self.subagent(agent, node=node, allowed=allowed)
         ctx = contextvars.copy_context()
