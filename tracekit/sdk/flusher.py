@@ -3,9 +3,9 @@
 A buffered sink (the default :class:`~tracekit.sdk.JsonlSink`) writes when
 its buffer is full and when a top-level run ends; this thread bounds how long
 a record can wait otherwise (an agent that hangs, a subagent still running
-after its run). One thread serves every sink of the process: it wakes every
-``interval`` seconds (the smallest any sink asked for) and calls each sink's
-``flush``. It is a daemon: the exit flush is ``atexit``'s, not its.
+after its run). One thread serves every sink of the process: it calls each
+sink's ``flush`` every ``sink.interval`` seconds, sleeping until the next one
+is due. It is a daemon: the exit flush is ``atexit``'s, not its.
 
 Example:
     >>> class Held:
@@ -23,8 +23,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 import weakref
 from typing import Protocol
 
@@ -37,7 +39,8 @@ class _Flushable(Protocol):
     def flush(self) -> None: ...
 
 
-_SINKS: weakref.WeakSet[_Flushable] = weakref.WeakSet()
+#: Each watched sink and when its next flush is due (``time.monotonic``).
+_SINKS: weakref.WeakKeyDictionary[_Flushable, float] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _wake = threading.Event()
@@ -47,32 +50,44 @@ def watch(sink: _Flushable) -> None:
     """Flush ``sink`` every ``sink.interval`` seconds from the shared thread (started here)."""
     global _thread
     with _lock:
-        _SINKS.add(sink)
+        _SINKS[sink] = time.monotonic() + sink.interval
         if _thread is None:
             _thread = threading.Thread(target=_run, name="tracekit-flush", daemon=True)
             _thread.start()
         else:
-            _wake.set()  # a shorter interval takes effect now
+            _wake.set()  # a sooner due time takes effect now
 
 
 def forget(sink: _Flushable) -> None:
     """Stop flushing ``sink`` (it closed)."""
     with _lock:
-        _SINKS.discard(sink)
+        _SINKS.pop(sink, None)
 
 
 def _run() -> None:
     while True:
-        sinks = list(_SINKS)
-        interval = min((s.interval for s in sinks), default=1.0)
-        _wake.wait(interval)
+        _wake.wait(_flush_due())
         _wake.clear()
-        for sink in sinks:
-            try:
+
+
+def _flush_due() -> float:
+    """Flush the sinks whose time has come; the seconds until the next one is due.
+
+    Its own frame: no sink stays referenced while the thread waits, so a sink
+    dropped without ``close()`` can be finalised (and write what it holds).
+    """
+    now = time.monotonic()
+    wait = 1.0
+    for sink, due in list(_SINKS.items()):
+        if due <= now:
+            with contextlib.suppress(Exception):  # a sink logs its own failures
                 sink.flush()
-            except Exception:  # a sink logs its own failures; the thread must live
-                continue
-        del sinks  # a sink closed and dropped meanwhile is not kept alive here
+            due = now + sink.interval
+            with _lock:
+                if sink in _SINKS:  # not forgotten meanwhile
+                    _SINKS[sink] = due
+        wait = min(wait, due - now)
+    return max(wait, 0.0)
 
 
 def _restart_in_child() -> None:

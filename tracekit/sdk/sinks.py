@@ -228,6 +228,14 @@ class JsonlSink(BatchingSink):
             self._write_buffer()
         super().flush()
 
+    def __del__(self) -> None:
+        # A sink dropped without close(): write what it holds rather than lose it.
+        if getattr(self, "_lines", None):
+            try:  # noqa: SIM105 (contextlib.suppress may be gone at interpreter exit)
+                self._write_buffer()
+            except Exception:
+                pass
+
     def close(self) -> None:
         """Write what is buffered, then close the file; later records are dropped."""
         flusher.forget(self)
