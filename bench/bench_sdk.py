@@ -24,6 +24,14 @@ runs this script once per side in a fresh process, alternating, with
 ``PYTHONPATH`` set to the side's code, measuring CPU time (the machine is
 shared: wall time there is mostly the neighbours); the table gives both
 sides' medians and their ratio.
+
+When the machine is too loaded for timings, count instructions instead
+(deterministic; the kernel's share of a write is not counted): ``--only SIDE``
+runs one side's loop once, so the difference of two runs under callgrind is
+the cost of ``calls`` invocations::
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        python bench/bench_sdk.py --only jsonl --calls 1200   # and --calls 200
 """
 
 from __future__ import annotations
@@ -111,24 +119,32 @@ BARE = "bare OTel span, no-op exporter"
 JSONL = "tracekit invoke, JSONL (default sink)"
 
 
+def _sides(calls: int, tmp: str) -> dict[str, Callable[[], None]]:
+    return {
+        BARE: _bare(calls),
+        JSONL: _tracekit(calls, JsonlSink(Path(tmp) / "a.jsonl")),
+        "tracekit invoke, JSONL (batch=1, a write per record)": _tracekit(
+            calls, JsonlSink(Path(tmp) / "c.jsonl", batch=1)
+        ),
+        "tracekit invoke, JSONL (batch=64)": _tracekit(
+            calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
+        ),
+        "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
+        "tracekit invoke, no I/O, shared provider": _tracekit(
+            calls, _CountSink(), _shared_provider()
+        ),
+    }
+
+
+#: ``--only`` names: one side, run once (for callgrind; see the module docstring).
+SHORT = ("bare", "jsonl", "jsonl1", "batch64", "memory", "shared")
+
+
 def _measure(
     calls: int, reps: int, clock: Callable[[], float] = time.perf_counter
 ) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
-        sides = {
-            BARE: _bare(calls),
-            JSONL: _tracekit(calls, JsonlSink(Path(tmp) / "a.jsonl")),
-            "tracekit invoke, JSONL (batch=1, a write per record)": _tracekit(
-                calls, JsonlSink(Path(tmp) / "c.jsonl", batch=1)
-            ),
-            "tracekit invoke, JSONL (batch=64)": _tracekit(
-                calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
-            ),
-            "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
-            "tracekit invoke, no I/O, shared provider": _tracekit(
-                calls, _CountSink(), _shared_provider()
-            ),
-        }
+        sides = _sides(calls, tmp)
         for loop in sides.values():  # warm up
             loop()
         times: dict[str, list[float]] = {name: [] for name in sides}
@@ -136,6 +152,13 @@ def _measure(
             for name, loop in sides.items():
                 times[name].append(_per_call_us(loop, calls, clock))
     return times
+
+
+def _only(side: str, calls: int) -> None:
+    """Run one side's loop once after a short warm-up of it: a fixed amount of work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _sides(50, tmp)[list(_sides(1, tmp))[SHORT.index(side)]]()
+        _sides(calls, tmp)[list(_sides(1, tmp))[SHORT.index(side)]]()
 
 
 def _compare(baseline: Path, calls: int, reps: int) -> None:
@@ -176,7 +199,11 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="an older tracekit checkout to compare")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     parser.add_argument("--cpu", action="store_true", help="the process's CPU time, not wall")
+    parser.add_argument("--only", choices=SHORT, help="run one side once, print nothing")
     args = parser.parse_args()
+    if args.only is not None:
+        _only(args.only, args.calls)
+        return
     if args.baseline is not None:
         _compare(args.baseline, args.calls, args.reps)
         return
