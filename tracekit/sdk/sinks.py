@@ -117,15 +117,16 @@ class JsonlSink(BatchingSink):
     lines lands at the end as one piece.
 
     By default records are encoded into a buffer in memory and written with
-    one ``os.write`` when the buffer holds 256 records (about 64 KiB), when a top-level run or
-    invocation ends (its ``run.end``, or an ``exit`` without a parent run),
+    one ``os.write`` when the buffer holds 256 records (about 64 KiB), when a
+    top-level run or invocation ends (its ``run.end``, or an ``exit`` without
+    a parent run),
     every ``interval`` seconds from a shared background thread, and at
     ``flush()``, ``close()`` and interpreter exit (an exception that ends the
     program included). A process killed without running its exit handlers
     (``SIGKILL``, an unhandled ``SIGTERM``, ``os._exit``) loses at most the
     records of its last ``interval``; the file still holds whole lines only.
     ``batch=1`` writes every record at once (a crash loses at most part of
-    the last line) at about a quarter more cost per invocation; ``batch=N``
+    the last line) for about 0.2x of a bare span more per invocation; ``batch=N``
     writes every N records, and only at close, exit or ``flush()`` otherwise.
     Buffered lines are forgotten in a forked child (the parent writes them).
     A write that fails is logged once and its records counted in ``dropped``.
