@@ -7,10 +7,15 @@ the figures are medians of the per-repetition mean cost of one call.
   only processor is a ``SimpleSpanProcessor`` around a no-op exporter, inside
   an open parent span (as each invocation is inside its run);
 * tracekit: ``AgentTracer.invoke`` inside an open run, writing its ``enter``
-  and ``exit`` to a ``JsonlSink`` (one ``os.write`` per record, the default);
-  also with ``batch=64``, with a sink that only counts (no I/O at all), and on
-  a provider shared with a no-op exporter (where a call with a node is also
-  the caller's ``execute_tool`` transfer span, GenAI conventions).
+  and ``exit`` to a ``JsonlSink`` as made by default (the headline); also
+  with ``batch=1`` (one ``os.write`` per record), ``batch=64``, with a sink
+  that only counts (no I/O at all), and on a provider shared with a no-op
+  exporter (where a call with a node is also the caller's ``execute_tool``
+  transfer span, GenAI conventions).
+
+Each timed tracekit loop ends with ``tracer.flush()``: every record of the
+loop is written inside the time taken, so a sink that buffers pays for all
+its writes.
 
 Run: ``.venv/bin/python bench/bench_sdk.py`` (``--calls``, ``--reps`` to change
 the size). ``--baseline DIR`` compares this checkout's tracekit with the one
@@ -19,6 +24,14 @@ runs this script once per side in a fresh process, alternating, with
 ``PYTHONPATH`` set to the side's code, measuring CPU time (the machine is
 shared: wall time there is mostly the neighbours); the table gives both
 sides' medians and their ratio.
+
+When the machine is too loaded for timings, count instructions instead
+(deterministic; the kernel's share of a write is not counted): ``--only SIDE``
+runs one side's loop once, so the difference of two runs under callgrind is
+the cost of ``calls`` invocations::
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        python bench/bench_sdk.py --only jsonl --calls 1200   # and --calls 200
 """
 
 from __future__ import annotations
@@ -85,6 +98,7 @@ def _tracekit(calls: int, sink: Sink, provider: TracerProvider | None = None) ->
             for _ in range(calls):
                 with tk.invoke("sql", node="delegate"):
                     pass
+        tk.flush()  # the loop's records are all written inside the timed region
 
     return loop
 
@@ -102,25 +116,35 @@ def _shared_provider() -> TracerProvider:
 
 
 BARE = "bare OTel span, no-op exporter"
+JSONL = "tracekit invoke, JSONL (default sink)"
+
+
+def _sides(calls: int, tmp: str) -> dict[str, Callable[[], None]]:
+    return {
+        BARE: _bare(calls),
+        JSONL: _tracekit(calls, JsonlSink(Path(tmp) / "a.jsonl")),
+        "tracekit invoke, JSONL (batch=1, a write per record)": _tracekit(
+            calls, JsonlSink(Path(tmp) / "c.jsonl", batch=1)
+        ),
+        "tracekit invoke, JSONL (batch=64)": _tracekit(
+            calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
+        ),
+        "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
+        "tracekit invoke, no I/O, shared provider": _tracekit(
+            calls, _CountSink(), _shared_provider()
+        ),
+    }
+
+
+#: ``--only`` names: one side, run once (for callgrind; see the module docstring).
+SHORT = ("bare", "jsonl", "jsonl1", "batch64", "memory", "shared")
 
 
 def _measure(
     calls: int, reps: int, clock: Callable[[], float] = time.perf_counter
 ) -> dict[str, list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
-        sides = {
-            BARE: _bare(calls),
-            "tracekit invoke, JSONL (flush per record)": _tracekit(
-                calls, JsonlSink(Path(tmp) / "a.jsonl")
-            ),
-            "tracekit invoke, JSONL (batch=64)": _tracekit(
-                calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
-            ),
-            "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
-            "tracekit invoke, no I/O, shared provider": _tracekit(
-                calls, _CountSink(), _shared_provider()
-            ),
-        }
+        sides = _sides(calls, tmp)
         for loop in sides.values():  # warm up
             loop()
         times: dict[str, list[float]] = {name: [] for name in sides}
@@ -128,6 +152,13 @@ def _measure(
             for name, loop in sides.items():
                 times[name].append(_per_call_us(loop, calls, clock))
     return times
+
+
+def _only(side: str, calls: int) -> None:
+    """Run one side's loop once after a short warm-up of it: a fixed amount of work."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _sides(50, tmp)[list(_sides(1, tmp))[SHORT.index(side)]]()
+        _sides(calls, tmp)[list(_sides(1, tmp))[SHORT.index(side)]]()
 
 
 def _compare(baseline: Path, calls: int, reps: int) -> None:
@@ -152,12 +183,12 @@ def _compare(baseline: Path, calls: int, reps: int) -> None:
         for side, ts in got.items()
     }
     print(f"{calls} calls x 3 repetitions x {reps} fresh processes per side, CPU time per call")
-    print(f"  {'':<42} {'before':>17} {'after':>17}  after/before")
+    print(f"  {'':<52} {'before':>17} {'after':>17}  after/before")
     for name in got["after"]:
         before, after = (statistics.median(got[s][name]) for s in ("before", "after"))
         rb, ra = (statistics.median(rel[s][name]) for s in ("before", "after"))
         print(
-            f"  {name:<42} {before:7.2f} us {rb:4.2f}x {after:7.2f} us {ra:4.2f}x   {ra / rb:5.2f}x"
+            f"  {name:<52} {before:7.2f} us {rb:4.2f}x {after:7.2f} us {ra:4.2f}x   {ra / rb:5.2f}x"
         )
 
 
@@ -168,7 +199,11 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="an older tracekit checkout to compare")
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     parser.add_argument("--cpu", action="store_true", help="the process's CPU time, not wall")
+    parser.add_argument("--only", choices=SHORT, help="run one side once, print nothing")
     args = parser.parse_args()
+    if args.only is not None:
+        _only(args.only, args.calls)
+        return
     if args.baseline is not None:
         _compare(args.baseline, args.calls, args.reps)
         return
@@ -180,7 +215,7 @@ def main() -> None:
     print(f"{args.calls} calls x {args.reps} repetitions, median per call")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:<44} {med:8.2f} us   {med / base:5.2f}x")
+        print(f"  {name:<52} {med:8.2f} us   {med / base:5.2f}x")
 
 
 if __name__ == "__main__":

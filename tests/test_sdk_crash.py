@@ -1,4 +1,9 @@
-"""A process killed mid-run leaves a readable file with its open invocations."""
+"""A process killed mid-run leaves a readable file with its open invocations.
+
+With ``batch=1`` every record is on disk as it is written; with the default
+buffered sink, within the sink's ``interval`` (its background flush), so the
+tests wait for the records the agent wrote before it hung, then kill it.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from _sdk_helpers import paired, read_jsonl
 
 from tracekit.events import Node, RunEnd
 
 _CRASHER = """
-import sys, time
+import json, sys, time
 from tracekit.sdk import AgentTracer, JsonlSink
-tk = AgentTracer(JsonlSink(sys.argv[1]))
+tk = AgentTracer(JsonlSink(sys.argv[1], **json.loads(sys.argv[2])))
 with tk.run("front_desk"):
     with tk.step("sort"):
         pass
@@ -30,17 +36,34 @@ with tk.run("front_desk"):
 """
 
 
-def test_sigkill_leaves_unfinished_invocations_running(tmp_path: Path) -> None:
-    path = tmp_path / "crash.jsonl"
+#: The records written before the agent hangs: run.start, node, 3 enters, 1 exit.
+_BEFORE_HANG = 6
+_MODES = {"buffered (default)": "{}", "batch=1": '{"batch": 1}'}
+
+
+def _killed_mid_run(path: Path, sink_args: str) -> None:
+    """Start the crasher, wait until its records are on disk, SIGKILL it."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", _CRASHER, str(path)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", _CRASHER, str(path), sink_args], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "inside"
+    deadline = time.monotonic() + 30  # the flush is due within 0.2 s; the machine may be busy
+    while _lines(path) < _BEFORE_HANG and time.monotonic() < deadline:
+        time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=10) == -signal.SIGKILL
     proc.stdout.close()
-    time.sleep(0.01)
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+@pytest.mark.parametrize("mode", list(_MODES))
+def test_sigkill_leaves_unfinished_invocations_running(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "crash.jsonl"
+    _killed_mid_run(path, _MODES[mode])
     events = read_jsonl(path)  # every line parses: nothing half-written
     pairs = paired(events)
     running = sorted(enter.agent for enter, exit_ in pairs.values() if exit_ is None)
@@ -52,13 +75,7 @@ def test_sigkill_leaves_unfinished_invocations_running(tmp_path: Path) -> None:
 
 def test_tracekit_tree_shows_the_killed_run(tmp_path: Path) -> None:
     path = tmp_path / "crash.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _CRASHER, str(path)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "inside"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    proc.stdout.close()
+    _killed_mid_run(path, _MODES["buffered (default)"])
     tracekit = shutil.which("tracekit", path=str(Path(sys.executable).parent))
     assert tracekit is not None
     shown = subprocess.run(

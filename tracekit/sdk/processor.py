@@ -1,27 +1,22 @@
-"""The span processor: an ``enter`` in ``on_start``, an ``exit`` in ``on_end``.
+"""The span processor: the sinks, the record counter, and the provider's flush and shutdown.
 
-Writing the ``enter`` as the span starts means a process that dies mid-run
-still leaves every started invocation in the file, shown as running. Only
-spans of the owning :class:`~tracekit.sdk.AgentTracer` become records; a
-user's other spans on the same provider (and another ``AgentTracer``'s) pass
-by untouched.
-
-The scope that starts or ends a span parks itself in a thread-local slot for
-the duration of the call, and the processor asks it for the record. That is
-the hot path: no attribute is read back through OpenTelemetry's locked,
-validating attribute map.
+Each scope writes its own records through :meth:`TracekitSpanProcessor.record_start`
+right after its span starts (so a process that dies mid-run still leaves every
+started invocation in the file, shown as running) and
+:meth:`~TracekitSpanProcessor.record_end` right after it ends. That is the hot
+path: no hand-over through ``on_start``/``on_end``, and no attribute read back
+through OpenTelemetry's locked, validating attribute map. A user's other spans
+on the same provider (and another ``AgentTracer``'s) pass by untouched.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 
 from tracekit.events import Event
 from tracekit.sdk.sinks import Sink
@@ -38,14 +33,6 @@ class _Recorded(Protocol):
     def end_event(self, end_ns: int, service: str | None) -> Event | None: ...
 
 
-class _Slot(threading.local):
-    scope: _Recorded | None = None
-
-
-#: The scope whose span is being started or ended on this thread.
-PENDING = _Slot()
-
-
 class TracekitSpanProcessor(SpanProcessor):
     """Turn tracekit's spans into v1 records and hand them to the sinks.
 
@@ -59,17 +46,7 @@ class TracekitSpanProcessor(SpanProcessor):
         self._seq = itertools.count(1)
         self._failed: set[int] = set()
 
-    # -- OpenTelemetry hooks ---------------------------------------------
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        owner = PENDING.scope
-        if owner is not None and owner.processor is self:
-            self.record_start(owner, span.start_time or 0, span.context.trace_id)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        owner = PENDING.scope
-        if owner is not None and owner.processor is self:
-            self.record_end(owner, span.end_time or 0)
-
+    # -- OpenTelemetry hooks (a span's records are written by its scope) ----
     def shutdown(self) -> None:
         self.close()
 

@@ -10,18 +10,25 @@ HTTP and the store sinks are each a writer of one batch behind the same
 from __future__ import annotations
 
 import os
+from collections import deque
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
 import msgspec
 
 from tracekit.errors import TraceFileError
-from tracekit.events import Event
+from tracekit.events import Event, Exit, RunEnd
+from tracekit.sdk import flusher
 from tracekit.sdk.batching import BatchingSink
 
 __all__ = ["JsonlSink", "MemorySink", "Sink"]
 
 _ENCODER: Final = msgspec.json.Encoder()
+_ENCODE: Final = _ENCODER.encode
+#: A buffered sink writes once it holds this many records (about 64 KiB).
+_BUFFER_RECORDS: Final = 256
+#: The longest a record waits in a buffered sink, in seconds.
+FLUSH_INTERVAL: Final = 0.2
 _FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -79,18 +86,22 @@ class _JsonlWriter:
     encode = staticmethod(_ENCODER.encode)
 
     def write(self, batch: list[bytes]) -> None:
+        self.write_bytes(batch[0] + b"\n" if len(batch) == 1 else b"\n".join([*batch, b""]))
+
+    def write_bytes(self, data: bytes | bytearray) -> None:
+        """Write whole lines in one ``os.write`` (finishing a short one)."""
         fd = self._fd
         if fd is None:
             raise OSError(f"{self.target}: sink is closed")
-        data = batch[0] + b"\n" if len(batch) == 1 else b"\n".join([*batch, b""])
         done = os.write(fd, data)
         if done < len(data):
             self.finish(data, done)
 
-    def finish(self, data: bytes, done: int) -> None:
+    def finish(self, data: bytes | bytearray, done: int) -> None:
         """Finish a short write (a full disk or a signal) rather than leave half a line."""
+        view = memoryview(data)
         while done < len(data):
-            done += os.write(self._fd, data[done:])  # type: ignore[arg-type]
+            done += os.write(self._fd, view[done:])  # type: ignore[arg-type]
 
     def close(self) -> None:
         if self._fd is not None:
@@ -99,20 +110,32 @@ class _JsonlWriter:
 
 
 class JsonlSink(BatchingSink):
-    """Append records to a JSONL file, one whole line per ``os.write``.
+    """Append records to a JSONL file, whole lines only, buffered by default.
 
     The file is opened with ``O_APPEND``, so lines from several threads or
     processes writing the same file never interleave: each write of whole
-    lines lands at the end as one piece. By default every record is written
-    at once (a crash loses at most part of the last line); ``batch=N`` keeps
-    up to N lines in memory and writes them together, which is cheaper but
-    loses the unwritten lines if the process dies. Queued lines are written
-    at close and at exit, and forgotten in a forked child (the parent writes
-    them). A write that fails is logged once and counted in ``dropped``.
+    lines lands at the end as one piece.
+
+    By default records are encoded into a buffer in memory and written with
+    one ``os.write`` when the buffer holds 256 records (about 64 KiB), when a
+    top-level run or invocation ends (its ``run.end``, or an ``exit`` without
+    a parent run),
+    every ``interval`` seconds from a shared background thread, and at
+    ``flush()``, ``close()`` and interpreter exit (an exception that ends the
+    program included). A process killed without running its exit handlers
+    (``SIGKILL``, an unhandled ``SIGTERM``, ``os._exit``) loses at most the
+    records of its last ``interval``; the file still holds whole lines only.
+    ``batch=1`` writes every record at once (a crash loses at most part of
+    the last line) for about 0.2x of a bare span more per invocation; ``batch=N``
+    writes every N records, and only at close, exit or ``flush()`` otherwise.
+    Buffered lines are forgotten in a forked child (the parent writes them).
+    A write that fails is logged once and its records counted in ``dropped``.
 
     Args:
         path: the file; created if missing, never truncated.
-        batch: write every N records instead of every record (1 = no batching).
+        batch: None (the default) for the buffer above; 1 to write every
+            record at once; N to write every N records.
+        interval: the longest a buffered record waits, in seconds (default 0.2).
 
     Raises:
         TraceFileError: the file cannot be opened for appending.
@@ -126,18 +149,35 @@ class JsonlSink(BatchingSink):
         {"type":"node","ts":1.0,"runId":"r","id":"decide"}
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, batch: int = 1) -> None:
-        if batch < 1:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        batch: int | None = None,
+        interval: float = FLUSH_INTERVAL,
+    ) -> None:
+        if batch is not None and batch < 1:
             raise ValueError("batch must be at least 1")
+        if interval <= 0:
+            raise ValueError("interval must be positive")
         self.path = Path(path)
+        self.interval = interval
         self._file = _JsonlWriter(self.path)
-        super().__init__(self._file, batch=batch)
+        super().__init__(self._file, batch=batch or 1)
         if batch == 1:
             self.emit = self._emit_direct  # type: ignore[method-assign]
+        elif batch is None:
+            self.emit = self._emit_buffered  # type: ignore[method-assign]
+            flusher.watch(self)
+
+    def _reinit(self) -> None:
+        # At start and in a forked child: the parent writes what it buffered.
+        self._lines: deque[bytes] = deque()
+        super()._reinit()
 
     def _emit_direct(self, event: Event) -> None:
-        # The default path, one line per os.write, written here rather than as
-        # the writer's batch of one: that call costs ~2.5% of a bare span.
+        # One line per os.write, written here rather than as the writer's
+        # batch of one: that call costs ~2.5% of a bare span.
         data = _ENCODER.encode(event) + b"\n"
         fd = self._file._fd
         if fd is None or self._closed:
@@ -151,3 +191,58 @@ class JsonlSink(BatchingSink):
             self._failed([data[:-1]], exc)
             return
         self.sent += 1  # no call between read and store: the GIL keeps it whole
+
+    def _emit_buffered(self, event: Event) -> None:
+        # No lock: deque.append is atomic, and the writer pops lines one by one,
+        # so a line appended meanwhile waits for the next write, in order.
+        if self._closed:
+            self._drop_late()
+            return
+        lines = self._lines
+        lines.append(_ENCODE(event))
+        kind = type(event)
+        if (
+            len(lines) >= _BUFFER_RECORDS
+            or kind is RunEnd
+            or (kind is Exit and event.parentRunId is None)  # type: ignore[union-attr]
+        ):
+            self._write_buffer()
+
+    def _write_buffer(self) -> None:
+        """Write what is buffered in one piece; a failure loses it, logged once."""
+        with self._write_lock:  # one writer at a time: lines reach the file in order
+            lines = self._lines
+            popleft = lines.popleft
+            batch = [popleft() for _ in range(len(lines))]
+            if not batch:
+                return
+            try:
+                self._file.write(batch)
+            except Exception as exc:
+                self._failed(batch, exc)
+                return
+            self.sent += len(batch)  # only ever changed under the write lock
+
+    def flush(self) -> None:
+        """Write every buffered record now."""
+        if self._lines:
+            self._write_buffer()
+        super().flush()
+
+    def __del__(self) -> None:
+        # A sink dropped without close(): write what it holds rather than lose it.
+        if getattr(self, "_lines", None):
+            try:  # noqa: SIM105 (contextlib.suppress may be gone at interpreter exit)
+                self._write_buffer()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        """Write what is buffered, then close the file; later records are dropped."""
+        flusher.forget(self)
+        super().close()
+        late = len(self._lines)  # emitted while closing, after the last write
+        if late:
+            self._lines.clear()
+            with self._lock:
+                self.dropped += late

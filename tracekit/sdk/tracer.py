@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 from collections.abc import Coroutine, Iterable
 from types import TracebackType
@@ -65,7 +66,14 @@ class AgentTracer:
         service: str | None = None,
         transfer_spans: bool | None = None,
     ) -> None:
-        provider = tracer_provider if tracer_provider is not None else TracerProvider()
+        private = tracer_provider is None and not set_global
+        # A private provider's spans reach no processor at all (the scopes
+        # write their own records): the provider's exit hook is replaced by ours.
+        provider = (
+            tracer_provider
+            if tracer_provider is not None
+            else TracerProvider(shutdown_on_exit=not private)
+        )
         if set_global:
             trace.set_tracer_provider(provider)
         self._otel = provider.get_tracer("tracekit", __version__)
@@ -76,7 +84,9 @@ class AgentTracer:
         self._transfer_spans = transfer_spans
         self.guards = guards
         self.processor = TracekitSpanProcessor(sinks, service=service)
-        if hasattr(provider, "add_span_processor"):
+        if private:
+            atexit.register(self.processor.shutdown)
+        elif hasattr(provider, "add_span_processor"):
             provider.add_span_processor(self.processor)
 
     # -- scopes ----------------------------------------------------------------

@@ -26,7 +26,7 @@ from tracekit.sdk import attributes as A
 from tracekit.sdk.context import _CURRENT, Frame
 from tracekit.sdk.errorinfo import encode_error, error_info
 from tracekit.sdk.guards import Guards
-from tracekit.sdk.processor import PENDING, TracekitSpanProcessor
+from tracekit.sdk.processor import TracekitSpanProcessor
 from tracekit.sdk.usage import UsageTally
 
 __all__ = ["Scope", "TracerLike"]
@@ -159,31 +159,27 @@ class Scope:
 
     # -- span plumbing shared by the scopes ------------------------------------
     def _start(self, name: str, attrs: dict[str, Any], under: Any = None) -> None:
-        """Start this scope's span, in the current context or ``under`` the span given."""
+        """Start this scope's span, in the current context or ``under`` the span given.
+
+        The record is written here, once the span exists, rather than from a
+        span processor's ``on_start``: no hand-over through a thread-local
+        slot, and unsampled spans take the same road.
+        """
         tk = self._tk
         context = _in_context(under) if under is not None else None
-        PENDING.scope = self
-        try:
-            span = tk._otel.start_span(name, context)
-        finally:
-            PENDING.scope = None
-        self._span = span
+        span = self._span = tk._otel.start_span(name, context)
         if span.is_recording():
             _put_attributes(span, attrs)
-        else:  # a sampler dropped the span: write the record ourselves
-            trace_id = span.get_span_context().trace_id
-            tk.processor.record_start(self, time.time_ns(), trace_id)
+        try:  # inlined: this is the hot path
+            start_ns = span.start_time or time.time_ns()
+        except AttributeError:  # a non-recording span has no times
+            start_ns = time.time_ns()
+        self.processor.record_start(self, start_ns, span.get_span_context().trace_id)
 
     def _end(self) -> None:
         span = self._span
-        if span.is_recording():
-            PENDING.scope = self
-            try:
-                span.end()
-            finally:
-                PENDING.scope = None
-        else:
-            self._tk.processor.record_end(self, time.time_ns())
+        span.end()
+        self.processor.record_end(self, _end_ns(span))
 
     def _fail(self, status: Status, exc: BaseException) -> None:
         span = self._span
@@ -195,6 +191,14 @@ class Scope:
         span.set_attribute(A.ERROR, encode_error(info))
         span.set_attribute(A.ERROR_TYPE, info.code)
         span.set_status(StatusCode.ERROR, str(exc) or info.code)
+
+
+def _end_ns(span: Any) -> int:
+    """When the span ended: the SDK span's own clock, else now (an unsampled span)."""
+    try:
+        return span.end_time or time.time_ns()
+    except AttributeError:
+        return time.time_ns()
 
 
 def _put_attributes(span: Any, attrs: dict[str, Any]) -> None:
@@ -229,7 +233,9 @@ _last_trace: tuple[int, str | None] = (0, None)
 
 
 def _enter_context(span: Any, frame: Frame) -> tuple[object, contextvars.Token[Frame | None]]:
-    return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
+    if _RUNTIME is None:
+        return otel_context.attach(_in_context(span)), _CURRENT.set(frame)
+    return _RUNTIME.attach(_in_context(span)), _CURRENT.set(frame)
 
 
 def _leave_context(tokens: tuple[object, contextvars.Token[Frame | None]]) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Final
 
+import msgspec
+
 from tracekit.errors import AgentFailedError
 from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart
 from tracekit.sdk import attributes as A
@@ -22,6 +24,7 @@ from tracekit.sdk.scopes.base import (
     _NS_PER_MS,
     Scope,
     TracerLike,
+    _end_ns,
     _enter_context,
     _is_recursion,
     _leave_context,
@@ -35,6 +38,14 @@ __all__ = ["Invocation", "Run", "Scope", "Step"]
 
 #: run.end's error code for a run that was cancelled (the fleet rules' ``cancelled``).
 CANCELLED: Final = "CANCELLED"
+
+# An invocation's records are copies of these with its fields replaced:
+# ``replace`` skips ``__post_init__``, whose checks (the ok/status pair, the
+# depth of an error's causes) hold by construction here. A failed exit, which
+# carries an error, is built by its constructor and checked.
+_ENTER: Final = Enter(ts=0.0, invocationId="-", runId="-", agent="-")
+_EXIT: Final = Exit(ts=0.0, invocationId="-", runId="-", agent="-", ok=True, status="ok")
+_copy: Final = msgspec.structs.replace
 
 
 class Run(Scope):
@@ -308,7 +319,9 @@ class Invocation(Scope):
         return span
 
     def _end(self) -> None:
-        super()._end()
+        span = self._span  # Scope._end, inlined: this is the hot path
+        span.end()
+        self.processor.record_end(self, _end_ns(span))
         transfer, self._transfer = self._transfer, None
         if transfer is not None:
             end_transfer(transfer, self.status, self.error)
@@ -353,7 +366,8 @@ class Invocation(Scope):
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
         self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
-        return Enter(
+        return _copy(
+            _ENTER,
             ts=start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -366,7 +380,24 @@ class Invocation(Scope):
         )
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
-        return Exit(
+        if self.error is not None:  # the constructor checks the depth of its causes
+            return Exit(
+                ts=end_ns / _NS_PER_MS,
+                service=service,
+                traceId=self._trace_id,
+                invocationId=self.invocation_id,
+                runId=self.run_id,
+                parentRunId=self.parent_run_id,
+                agent=self.agent,
+                node=self.node,
+                ok=self.status == "ok",
+                status=self.status,
+                durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
+                error=self.error,
+                usage=self._usage_out,
+            )
+        return _copy(
+            _EXIT,
             ts=end_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -378,6 +409,5 @@ class Invocation(Scope):
             ok=self.status == "ok",
             status=self.status,
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
-            error=self.error,
             usage=self._usage_out,
         )
