@@ -134,18 +134,21 @@ class OtlpConverter:
         self._keep(spans, line)
         return len(spans)
 
-    def feed_spans(self, spans: list[Span], *, line: int = 0, now: float | None = None) -> int:
+    def feed_spans(
+        self, spans: list[Span], *, line: int = 0, now: float | None = None, checked: bool = False
+    ) -> int:
         """Take spans decoded elsewhere (OTLP protobuf, a collector's spool); returns how many.
 
         Args:
             spans: the spans.
             line: where they came from (a line, a spool offset).
             now: the assembler's tick (a collector's clock); documents fed by default.
+            checked: the spans met the limits at the door already (not checked again).
 
         Raises:
             ValueError: a span's times are out of range; then none of them is kept.
         """
-        self._keep(spans, line, now)
+        self._keep(spans, line, now, checked=checked)
         return len(spans)
 
     def take(self, traces: list[str]) -> list[tuple[int, Event]]:
@@ -167,8 +170,11 @@ class OtlpConverter:
         """
         return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
 
-    def _keep(self, spans: list[Span], line: int, now: float | None = None) -> None:
-        spans = self._within_limits(spans, line)
+    def _keep(
+        self, spans: list[Span], line: int, now: float | None = None, *, checked: bool = False
+    ) -> None:
+        if not checked:
+            spans = self._within_limits(spans, line)
         self._docs += 1
         self.assembler.add(spans, position=line, now=self._docs if now is None else now)
 

@@ -221,9 +221,14 @@ class SpanRows:
         self.add(doc, spans, line)
         return len(spans)
 
-    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> None:
-        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order)."""
+    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
+        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
+
+        Returns:
+            The spans added (those within the limits), in their order.
+        """
         decoded = iter(spans)
+        kept: list[Span] = []
         pos = 0
         for resource_spans in _get(doc, "resourceSpans", "resource_spans") or ():
             resource = resource_spans.get("resource")
@@ -238,9 +243,11 @@ class SpanRows:
                     reason = check_limits(span) if self._check else None
                     if reason is None:
                         self._add(raw, span, line, pos, res_text, scope_text)
+                        kept.append(span)
                     else:
                         self.refused.append((line, raw_text(span), reason))
                     pos += 1
+        return kept
 
     def _add(
         self,
