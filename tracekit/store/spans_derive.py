@@ -28,6 +28,7 @@ from typing import Final
 import duckdb
 import pyarrow as pa
 
+from tracekit._util.arrow import strings
 from tracekit._util.sql import run_script
 from tracekit.events import encode_event
 from tracekit.intake.otlp.counts import SpanCounts
@@ -376,7 +377,7 @@ def _sources(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
 def _with_traces(
     con: duckdb.DuckDBPyConnection, traces: list[str], work: Callable[[], None]
 ) -> None:
-    table = pa.table({"trace_id": pa.array(traces, pa.string())})
+    table = pa.table({"trace_id": strings(traces)})  # pa.array would import pandas
     con.register("_trace_list", table)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE _traces AS SELECT trace_id FROM _trace_list")
