@@ -47,7 +47,16 @@ from tracekit.intake.otlp.spans import Key
 from tracekit.validate import VALUE_DEPTH_REASON
 
 # REFUSALS, event_sort_key and failure_of live in .records; named here for their callers.
-__all__ = ["REFUSALS", "OtlpConverter", "Reject", "event_sort_key", "failure_of", "otlp_to_events"]
+__all__ = [
+    "REFUSALS",
+    "OtlpConverter",
+    "Reject",
+    "document_spans",
+    "event_sort_key",
+    "failure_of",
+    "json_spans",
+    "otlp_to_events",
+]
 
 #: Traces remembered after they are mapped, so that a late span joins its trace.
 _REMEMBER: Final = 1024
@@ -62,6 +71,44 @@ def otlp_to_events(doc: dict[str, Any]) -> list[Event]:
     converter = OtlpConverter()
     converter.feed(doc)
     return converter.finish()
+
+
+def document_spans(doc: dict[str, Any]) -> list[Span]:
+    """The spans of a decoded ``TracesData`` document.
+
+    Raises:
+        ValueError: it is not OTLP traces, or a span in it is malformed.
+    """
+    try:
+        return decode_spans(doc)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+
+
+def json_spans(data: bytes | str) -> list[Span]:
+    """The spans of one OTLP JSON document: typed structs when it can (several times faster), else dicts.
+
+    Example:
+        >>> json_spans(b'{"resourceSpans": []}')
+        []
+
+    Raises:
+        msgspec.DecodeError: it is not JSON.
+        ValueError: it is not OTLP traces, or a span in it is malformed.
+    """
+    try:
+        return decode_spans_fast(data if isinstance(data, bytes) else data.encode())
+    except (msgspec.ValidationError, ValueError, RecursionError):
+        pass
+    try:
+        doc = msgspec.json.decode(data)
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object") from None
+    return document_spans(doc)
 
 
 class OtlpConverter:
@@ -102,35 +149,18 @@ class OtlpConverter:
             ValueError: the document is not OTLP traces, or a span in it is
                 malformed; then nothing of it is kept.
         """
-        try:
-            spans = decode_spans(doc)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
-        except RecursionError:
-            raise ValueError(VALUE_DEPTH_REASON) from None
+        spans = document_spans(doc)
         self._keep(spans, line)
         return len(spans)
 
     def feed_json(self, data: bytes | str, *, line: int = 0) -> int:
-        """Take one document as JSON text; returns how many spans it held.
-
-        Decodes straight into typed structs when it can (several times faster),
-        else as :meth:`feed` does.
+        """Take one document as JSON text (:func:`json_spans`); returns how many spans it held.
 
         Raises:
             msgspec.DecodeError: it is not JSON.
             ValueError: it is not OTLP traces, or a span in it is malformed.
         """
-        try:
-            spans = decode_spans_fast(data if isinstance(data, bytes) else data.encode())
-        except (msgspec.ValidationError, ValueError, RecursionError):
-            try:
-                doc = msgspec.json.decode(data)
-            except RecursionError:
-                raise ValueError(VALUE_DEPTH_REASON) from None
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object") from None
-            return self.feed(doc, line=line)
+        spans = json_spans(data)
         self._keep(spans, line)
         return len(spans)
 

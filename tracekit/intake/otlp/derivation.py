@@ -42,6 +42,8 @@ RULES_VERSION: Final = 1
 _SHIFT = 40  # a line's key in the converter: its ingest above this bit, its line below
 #: Documents a rooted trace stays open for late spans before it is derived in hand.
 SETTLE: Final = 64
+#: Traces derived that a late span may still reopen, with ``reopen`` (no store).
+REMEMBER: Final = 1024
 
 
 def deriver_version() -> str:
@@ -109,13 +111,16 @@ def _gather(
 
 
 class SpanDeriver:
-    """The spans of a fresh ingest derived as they are read, each trace whole once it settles.
+    """Spans derived as they are read, each trace whole once it settles: ingest's and tree's driver.
 
-    Fed the spans the store accepts (:meth:`add`, first copy wins), it gives
-    batches of derived traces (:meth:`ready`, :meth:`finish`). What it cannot
-    derive exactly as the stored spans would be is ``late``: a trace that gains
-    a span once derived (its batch is ``dropped``), joined by a span link, or
-    that repeats a span id; the store derives those from their stored spans.
+    Fed the spans of each line (:meth:`add`), it gives batches of derived
+    traces (:meth:`ready`, :meth:`finish`). For a store (the default) it takes
+    the spans the store accepted (first copy wins) and hands back as ``late``
+    what it cannot derive exactly as the stored spans would be: a trace that
+    gains a span once derived (its batch is ``dropped``), joined by a span
+    link, or repeating a span id; the store derives those from their spans.
+    With ``reopen`` (``tracekit tree``: no store) a late span reopens its trace
+    in hand instead, and the records given before are not given again.
 
     Example:
         >>> deriver = SpanDeriver()
@@ -123,9 +128,10 @@ class SpanDeriver:
         ([], set())
     """
 
-    def __init__(self, settle: int = SETTLE) -> None:
-        self._converter = OtlpConverter(TraceAssembler(settle=settle))
-        self._settle = settle
+    def __init__(self, settle: int = SETTLE, *, reopen: bool = False) -> None:
+        assembler = TraceAssembler(settle=settle, remember=REMEMBER if reopen else 0)
+        self._converter = OtlpConverter(assembler)
+        self._reopen = reopen
         self._ingest = 0
         self._held: dict[str, set[str]] = {}  # trace -> span ids held
         self._rooted: set[str] = set()  # held traces with a span without a parent
@@ -133,6 +139,10 @@ class SpanDeriver:
         self._members: dict[int, list[str]] = {}
         self._batches = 0
         self._lines = 0  # lines fed: the assembler's ticks
+        #: Where every span derived so far went (dropped batches included).
+        self.counts = SpanCounts()
+        if reopen:
+            self._converter.counts = self.counts
         #: Traces to derive from their stored spans instead.
         self.late: set[str] = set()
         #: Batches given before one of their traces turned late (their rows are void).
@@ -142,10 +152,20 @@ class SpanDeriver:
         """The spans fed next were read by this ingest."""
         self._ingest = ingest
 
-    def add(self, spans: Iterable[Span], line: int) -> None:
-        """Take the spans of one line (accepted and within the limits), in their order."""
-        kept: list[Span] = []
+    def add(self, spans: list[Span], line: int) -> None:
+        """Take the spans of one line, in their order.
+
+        For a store they are the spans it accepted (within the limits);
+        with ``reopen`` every decoded span, checked against the limits here.
+        """
         self._lines += 1
+        kept = spans if self._reopen else self._kept(spans)
+        if kept or self._reopen:
+            key = (self._ingest << _SHIFT) + line
+            self._converter.feed_spans(kept, line=key, now=self._lines, checked=not self._reopen)
+
+    def _kept(self, spans: list[Span]) -> list[Span]:
+        kept: list[Span] = []
         for span in spans:
             trace = span.trace
             if trace in self.late:
@@ -165,9 +185,7 @@ class SpanDeriver:
             if not span.parent:
                 self._rooted.add(trace)
             kept.append(span)
-        if kept:
-            key = (self._ingest << _SHIFT) + line
-            self._converter.feed_spans(kept, line=key, now=self._lines, checked=True)
+        return kept
 
     def ready(self) -> Derived:
         """The traces settled so far, derived (one batch)."""
@@ -184,11 +202,16 @@ class SpanDeriver:
         if void:  # held when they turned late: let go unmapped
             self._converter.assembler.take(void)
             traces = [t for t in traces if t not in self.late]
+        if self._reopen:  # mapped as it came, counted in the converter's (our) counts
+            _gather(derived, self._converter, self._converter.take(traces), set())
+            return derived
+        # A trace whose root has not come is an incomplete run, as from the stored spans.
+        rootless = {t for t in traces if t not in self._rooted}
+        self._converter.counts = derived.counts
+        _gather(derived, self._converter, self._converter.take(traces), rootless)
+        self.counts.add(derived.counts)
         if not traces:
             return derived
-        self._converter.counts = derived.counts
-        rootless = {t for t in traces if t not in self._rooted}
-        _gather(derived, self._converter, self._converter.take(traces), rootless)
         for trace in traces:
             self._held.pop(trace, None)
             self._rooted.discard(trace)
