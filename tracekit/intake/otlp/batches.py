@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from tracekit.intake.lines import Chunk, sniff
-from tracekit.intake.otlp.received import SpanRows, decode_line
+from tracekit.intake.otlp.received import SpanRows
 
 if TYPE_CHECKING:
     from tracekit.intake.otlp.derivation import SpanDeriver
@@ -45,8 +45,7 @@ def span_batches(chunks: Iterable[Chunk], deriver: SpanDeriver | None = None) ->
         refused: Refused = []
         for number, line in lines:
             try:
-                doc, spans = decode_line(line)
-                kept = rows.add(doc, spans, number)
+                kept = rows.take_line(line, number)
             except (msgspec.DecodeError, ValueError, UnicodeDecodeError) as exc:
                 raw = line.decode("utf-8", "replace").rstrip("\r")
                 refused.append((number, raw, f"not OTLP JSON: {exc}"))

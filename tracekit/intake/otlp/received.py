@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -221,6 +222,73 @@ class SpanRows:
         self.add(doc, spans, line)
         return len(spans)
 
+    def take_line(self, data: bytes, line: int) -> list[Span]:
+        """Add the spans of one accepted line; returns those added (within the limits).
+
+        A line of the usual OTLP/JSON spelling is read without decoding its
+        attributes, events and links to Python (they are kept as the JSON
+        they came in, whitespace aside); any other goes through :meth:`add`.
+
+        Raises:
+            msgspec.DecodeError, ValueError: the line is refused (nothing of it is added).
+        """
+        shell = _shell(data)
+        spans = None if shell is None else _fast_spans(data, shell)
+        if shell is None or spans is None:
+            doc, spans = decode_line(data)
+            return self.add(doc, spans, line)
+        return self._add_shell(shell, spans, line)
+
+    def _add_shell(self, shell: _RawTraces, spans: list[Span], line: int) -> list[Span]:
+        decoded = iter(spans)
+        kept: list[Span] = []
+        pos = 0
+        for resource_spans in shell.resourceSpans or ():
+            res_text = _text(resource_spans.resource)
+            for scope_spans in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
+                scope_text = _text(scope_spans.scope) or _text(scope_spans.instrumentationLibrary)
+                for raw in scope_spans.spans:
+                    span = next(decoded)
+                    reason = check_limits(span) if self._check else None
+                    if reason is None:
+                        self._add_raw(raw, span, line, pos, res_text, scope_text)
+                        kept.append(span)
+                    else:
+                        self.refused.append((line, raw_text(span), reason))
+                    pos += 1
+        return kept
+
+    def _add_raw(
+        self,
+        raw: _RawSpan,
+        span: Span,
+        line: int,
+        pos: int,
+        resource: str | None,
+        scope: str | None,
+    ) -> None:
+        c = self._columns
+        code = raw.status.code if raw.status is not None else None
+        c["line"].append(line)
+        c["pos"].append(pos)
+        c["trace_id"].append(span.trace)
+        c["span_id"].append(span.id)
+        c["parent_span_id"].append(span.parent or None)
+        c["name"].append(span.name)
+        c["kind"].append(_kind(raw.kind))
+        c["start_ns"].append(span.start)
+        c["end_ns"].append(span.end)
+        c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
+        c["status_message"].append(span.message or None)
+        c["service"].append(span.service)
+        c["attributes"].append(_text(raw.attributes))
+        c["events"].append(_text(raw.events))
+        c["links"].append(_text(raw.links))
+        c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
+        c["resource"].append(resource)
+        c["scope"].append(scope)
+        c["extra"].append(_extra(raw))
+
     def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
         """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
 
@@ -292,6 +360,115 @@ class SpanRows:
     def rows(self) -> list[tuple[Any, ...]]:
         """The rows gathered so far as tuples in :data:`SPAN_NAMES`' order (a spool keeps them)."""
         return list(zip(*(self._columns[name] for name in SPAN_NAMES), strict=True))
+
+
+_NO_RAW: Final = msgspec.Raw(b"")
+_EMPTY: Final = frozenset({b"", b"null", b"[]", b"{}", b'""', b"0", b"false"})
+_SPACE: Final = re.compile(rb"[ \t\r\n]")
+
+
+class _RawStatus(msgspec.Struct):
+    code: Any = None
+    message: Any = None
+
+
+class _RawSpan(msgspec.Struct, forbid_unknown_fields=True):
+    """A span of the usual spelling, its nested values left as JSON (any other key: the dict path)."""
+
+    traceId: Any = None
+    spanId: Any = None
+    parentSpanId: Any = None
+    name: Any = None
+    kind: Any = None
+    startTimeUnixNano: Any = None
+    endTimeUnixNano: Any = None
+    status: _RawStatus | None = None
+    attributes: msgspec.Raw = _NO_RAW
+    events: msgspec.Raw = _NO_RAW
+    links: msgspec.Raw = _NO_RAW
+    traceState: msgspec.Raw = _NO_RAW
+    flags: msgspec.Raw = _NO_RAW
+    droppedAttributesCount: msgspec.Raw = _NO_RAW
+    droppedEventsCount: msgspec.Raw = _NO_RAW
+    droppedLinksCount: msgspec.Raw = _NO_RAW
+
+
+_EXTRA: Final = (
+    "traceState",
+    "flags",
+    "droppedAttributesCount",
+    "droppedEventsCount",
+    "droppedLinksCount",
+)
+
+
+class _RawScope(msgspec.Struct, forbid_unknown_fields=True):
+    scope: msgspec.Raw = _NO_RAW
+    instrumentationLibrary: msgspec.Raw = _NO_RAW
+    spans: list[_RawSpan] = []
+    schemaUrl: Any = None
+
+
+class _RawResource(msgspec.Struct, forbid_unknown_fields=True):
+    resource: msgspec.Raw = _NO_RAW
+    scopeSpans: list[_RawScope] = []
+    instrumentationLibrarySpans: list[_RawScope] = []
+    schemaUrl: Any = None
+
+
+class _RawTraces(msgspec.Struct, forbid_unknown_fields=True):
+    resourceSpans: list[_RawResource] | None = None
+
+
+_SHELL: Final = msgspec.json.Decoder(_RawTraces)
+
+
+def _shell(data: bytes) -> _RawTraces | None:
+    """The line's structure with its nested values as JSON, or None: not the usual spelling."""
+    try:
+        return _SHELL.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _fast_spans(data: bytes, shell: _RawTraces) -> list[Span] | None:
+    """The typed decoder's spans, if it reads them all (else the dict path decides)."""
+    try:
+        spans = decode_spans_fast(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
+        return None
+    count = sum(
+        len(scope.spans)
+        for rs in shell.resourceSpans or ()
+        for scope in rs.scopeSpans or rs.instrumentationLibrarySpans
+    )
+    return spans if len(spans) == count else None
+
+
+def _text(raw: msgspec.Raw) -> str | None:
+    """A nested value as compact JSON; None when absent or empty (as :func:`_json` has it)."""
+    data = bytes(raw)
+    if data in _EMPTY:
+        return None
+    if _SPACE.search(data):
+        data = msgspec.json.format(data, indent=-1)
+        if data in _EMPTY:
+            return None
+    return data.decode()
+
+
+def _extra(raw: _RawSpan) -> str | None:
+    parts = [
+        f'"{key}":{text}' for key in _EXTRA if (text := _value(getattr(raw, key))) is not None
+    ]
+    return "{" + ",".join(parts) + "}" if parts else None
+
+
+def _value(raw: msgspec.Raw) -> str | None:
+    data = bytes(raw)
+    if not data:
+        return None
+    return (msgspec.json.format(data, indent=-1) if _SPACE.search(data) else data).decode()
 
 
 def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
