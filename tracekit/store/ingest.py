@@ -301,7 +301,7 @@ class _Hand:
     def count(self, con: duckdb.DuckDBPyConnection, counts: dict[int, Counts]) -> None:
         """Add records stored (or taken back) to their sources' counts and ``ingest_log`` rows."""
         by_id = {sub.ingest_id: sub for sub in self.report.sources if sub.ingest_id is not None}
-        if self.current is not None:
+        if self.current is not None and self.current.ingest_id is not None:
             by_id[self.current.ingest_id] = self.current
         for ingest_id, part in counts.items():
             sub = by_id.get(ingest_id)

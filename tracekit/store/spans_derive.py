@@ -169,9 +169,7 @@ def store_in_hand(
             hand.deriver.void(*earlier)
     counts: dict[int, Counts] = {}
     if derived.traces and derived.number not in hand.deriver.dropped:
-        for (ingest, source), (records, refused) in _grouped(
-            derived, 0, 0, hand.sources
-        ).items():
+        for (ingest, source), (records, refused) in _grouped(derived, 0, 0, hand.sources).items():
             counts.setdefault(ingest, Counts()).add(_store(con, records, refused, ingest, source))
         hand.stored[derived.number] = (dict(counts), derived.counts)
         hand.spans.add(derived.counts)
@@ -201,7 +199,7 @@ def finish_in_hand(con: duckdb.DuckDBPyConnection, hand: InHand) -> dict[int, Co
     if given:
         now = datetime.now(UTC).replace(tzinfo=None)
         params = {"deriver": deriver_version(), "now": now, "dialects": _dialect_files()}
-        _with_traces(con, given, lambda: con.execute(_STAMP, params))
+        _with_traces(con, given, lambda: _run(con, _STAMP, params))
     return counts
 
 
@@ -213,6 +211,10 @@ def _select(
         con, traces, lambda: found.extend(str(r[0]) for r in con.execute(sql, params).fetchall())
     )
     return found
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> None:
+    con.execute(sql, params)
 
 
 def _negative(counts: Counts) -> Counts:

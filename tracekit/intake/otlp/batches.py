@@ -32,7 +32,9 @@ Refused = list[tuple[int, str, str]]
 SpanBatch = tuple[Chunk, "pa.Table", Refused]
 
 
-def span_batches(chunks: Iterable[Chunk], deriver: SpanDeriver | None = None) -> Iterator[SpanBatch]:
+def span_batches(
+    chunks: Iterable[Chunk], deriver: SpanDeriver | None = None
+) -> Iterator[SpanBatch]:
     """Each chunk's spans as received, and its bad lines.
 
     A line is refused whole, in the words :class:`OtlpConverter` gives, and a

@@ -21,9 +21,7 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import functools
-import re
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -39,7 +37,16 @@ from tracekit.intake.otlp.decode_json import (
     decode_spans,
 )
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+from tracekit.intake.otlp.decode_proto import message_document
 from tracekit.intake.otlp.limits import check_limits, raw_text
+from tracekit.intake.otlp.shell import (
+    RawSpan,
+    RawTraces,
+    extra_text,
+    json_text,
+    read_shell,
+    shell_spans,
+)
 from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = [
@@ -232,21 +239,25 @@ class SpanRows:
         Raises:
             msgspec.DecodeError, ValueError: the line is refused (nothing of it is added).
         """
-        shell = _shell(data)
-        spans = None if shell is None else _fast_spans(data, shell)
+        shell = read_shell(data)
+        spans = None if shell is None else shell_spans(data, shell)
         if shell is None or spans is None:
             doc, spans = decode_line(data)
             return self.add(doc, spans, line)
-        return self._add_shell(shell, spans, line)
+        return self._addread_shell(shell, spans, line)
 
-    def _add_shell(self, shell: _RawTraces, spans: list[Span], line: int) -> list[Span]:
+    def _addread_shell(self, shell: RawTraces, spans: list[Span], line: int) -> list[Span]:
         decoded = iter(spans)
         kept: list[Span] = []
         pos = 0
         for resource_spans in shell.resourceSpans or ():
-            res_text = _text(resource_spans.resource)
-            for scope_spans in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
-                scope_text = _text(scope_spans.scope) or _text(scope_spans.instrumentationLibrary)
+            res_text = json_text(resource_spans.resource)
+            for scope_spans in (
+                resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans
+            ):
+                scope_text = json_text(scope_spans.scope) or json_text(
+                    scope_spans.instrumentationLibrary
+                )
                 for raw in scope_spans.spans:
                     span = next(decoded)
                     reason = check_limits(span) if self._check else None
@@ -260,7 +271,7 @@ class SpanRows:
 
     def _add_raw(
         self,
-        raw: _RawSpan,
+        raw: RawSpan,
         span: Span,
         line: int,
         pos: int,
@@ -281,13 +292,13 @@ class SpanRows:
         c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
         c["status_message"].append(span.message or None)
         c["service"].append(span.service)
-        c["attributes"].append(_text(raw.attributes))
-        c["events"].append(_text(raw.events))
-        c["links"].append(_text(raw.links))
+        c["attributes"].append(json_text(raw.attributes))
+        c["events"].append(json_text(raw.events))
+        c["links"].append(json_text(raw.links))
         c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
         c["resource"].append(resource)
         c["scope"].append(scope)
-        c["extra"].append(_extra(raw))
+        c["extra"].append(extra_text(raw))
 
     def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
         """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
@@ -362,115 +373,6 @@ class SpanRows:
         return list(zip(*(self._columns[name] for name in SPAN_NAMES), strict=True))
 
 
-_NO_RAW: Final = msgspec.Raw(b"")
-_EMPTY: Final = frozenset({b"", b"null", b"[]", b"{}", b'""', b"0", b"false"})
-_SPACE: Final = re.compile(rb"[ \t\r\n]")
-
-
-class _RawStatus(msgspec.Struct):
-    code: Any = None
-    message: Any = None
-
-
-class _RawSpan(msgspec.Struct, forbid_unknown_fields=True):
-    """A span of the usual spelling, its nested values left as JSON (any other key: the dict path)."""
-
-    traceId: Any = None
-    spanId: Any = None
-    parentSpanId: Any = None
-    name: Any = None
-    kind: Any = None
-    startTimeUnixNano: Any = None
-    endTimeUnixNano: Any = None
-    status: _RawStatus | None = None
-    attributes: msgspec.Raw = _NO_RAW
-    events: msgspec.Raw = _NO_RAW
-    links: msgspec.Raw = _NO_RAW
-    traceState: msgspec.Raw = _NO_RAW
-    flags: msgspec.Raw = _NO_RAW
-    droppedAttributesCount: msgspec.Raw = _NO_RAW
-    droppedEventsCount: msgspec.Raw = _NO_RAW
-    droppedLinksCount: msgspec.Raw = _NO_RAW
-
-
-_EXTRA: Final = (
-    "traceState",
-    "flags",
-    "droppedAttributesCount",
-    "droppedEventsCount",
-    "droppedLinksCount",
-)
-
-
-class _RawScope(msgspec.Struct, forbid_unknown_fields=True):
-    scope: msgspec.Raw = _NO_RAW
-    instrumentationLibrary: msgspec.Raw = _NO_RAW
-    spans: list[_RawSpan] = []
-    schemaUrl: Any = None
-
-
-class _RawResource(msgspec.Struct, forbid_unknown_fields=True):
-    resource: msgspec.Raw = _NO_RAW
-    scopeSpans: list[_RawScope] = []
-    instrumentationLibrarySpans: list[_RawScope] = []
-    schemaUrl: Any = None
-
-
-class _RawTraces(msgspec.Struct, forbid_unknown_fields=True):
-    resourceSpans: list[_RawResource] | None = None
-
-
-_SHELL: Final = msgspec.json.Decoder(_RawTraces)
-
-
-def _shell(data: bytes) -> _RawTraces | None:
-    """The line's structure with its nested values as JSON, or None: not the usual spelling."""
-    try:
-        return _SHELL.decode(data)
-    except (msgspec.DecodeError, RecursionError):
-        return None
-
-
-def _fast_spans(data: bytes, shell: _RawTraces) -> list[Span] | None:
-    """The typed decoder's spans, if it reads them all (else the dict path decides)."""
-    try:
-        spans = decode_spans_fast(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError, RecursionError):
-        return None
-    count = sum(
-        len(scope.spans)
-        for rs in shell.resourceSpans or ()
-        for scope in rs.scopeSpans or rs.instrumentationLibrarySpans
-    )
-    return spans if len(spans) == count else None
-
-
-def _text(raw: msgspec.Raw) -> str | None:
-    """A nested value as compact JSON; None when absent or empty (as :func:`_json` has it)."""
-    data = bytes(raw)
-    if data in _EMPTY:
-        return None
-    if _SPACE.search(data):
-        data = msgspec.json.format(data, indent=-1)
-        if data in _EMPTY:
-            return None
-    return data.decode()
-
-
-def _extra(raw: _RawSpan) -> str | None:
-    parts = [
-        f'"{key}":{text}' for key in _EXTRA if (text := _value(getattr(raw, key))) is not None
-    ]
-    return "{" + ",".join(parts) + "}" if parts else None
-
-
-def _value(raw: msgspec.Raw) -> str | None:
-    data = bytes(raw)
-    if not data:
-        return None
-    return (msgspec.json.format(data, indent=-1) if _SPACE.search(data) else data).decode()
-
-
 def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
     """Row tuples (:meth:`SpanRows.rows`) as a table, each at the given line (a spool offset).
 
@@ -488,104 +390,6 @@ def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
     columns[1] = list(range(len(rows))) if rows else []
     arrays = [_array(v, kind) for v, (_, kind) in zip(columns, SPAN_FIELDS, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def message_document(message: Any) -> dict[str, Any]:
-    """A protobuf ``ExportTraceServiceRequest`` as the OTLP JSON object it stands for.
-
-    Walked field by field (protobuf's ``MessageToDict`` costs several times
-    more): ids as hex, 64-bit numbers as strings, enums as numbers, the JSON
-    decoder reads them all.
-
-    Raises:
-        RecursionError: values nest deeper than Python's stack allows.
-    """
-    return {"resourceSpans": [_resource_spans(rs) for rs in message.resource_spans]}
-
-
-def _resource_spans(rs: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"scopeSpans": [_scope_spans(ss) for ss in rs.scope_spans]}
-    if rs.HasField("resource"):
-        out["resource"] = {"attributes": _kvs(rs.resource.attributes)}
-    if rs.schema_url:
-        out["schemaUrl"] = rs.schema_url
-    return out
-
-
-def _scope_spans(ss: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"spans": [_proto_span(span) for span in ss.spans]}
-    if ss.HasField("scope"):
-        scope: dict[str, Any] = {"name": ss.scope.name}
-        if ss.scope.version:
-            scope["version"] = ss.scope.version
-        if ss.scope.attributes:
-            scope["attributes"] = _kvs(ss.scope.attributes)
-        out["scope"] = scope
-    return out
-
-
-def _proto_span(s: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "traceId": s.trace_id.hex(),
-        "spanId": s.span_id.hex(),
-        "name": s.name,
-        "kind": int(s.kind),
-        "startTimeUnixNano": str(s.start_time_unix_nano),
-    }
-    if s.parent_span_id:
-        d["parentSpanId"] = s.parent_span_id.hex()
-    if s.end_time_unix_nano:
-        d["endTimeUnixNano"] = str(s.end_time_unix_nano)
-    if s.trace_state:
-        d["traceState"] = s.trace_state
-    if s.flags:
-        d["flags"] = s.flags
-    if s.attributes:
-        d["attributes"] = _kvs(s.attributes)
-    if s.events:
-        d["events"] = [
-            {
-                "timeUnixNano": str(e.time_unix_nano),
-                "name": e.name,
-                "attributes": _kvs(e.attributes),
-            }
-            for e in s.events
-        ]
-    if s.links:
-        d["links"] = [
-            {
-                "traceId": k.trace_id.hex(),
-                "spanId": k.span_id.hex(),
-                "attributes": _kvs(k.attributes),
-            }
-            for k in s.links
-        ]
-    if s.status.code or s.status.message:
-        d["status"] = {"code": int(s.status.code), "message": s.status.message}
-    return d
-
-
-def _kvs(kvs: Any) -> list[dict[str, Any]]:
-    return [{"key": kv.key, "value": _any(kv.value)} for kv in kvs]
-
-
-def _any(v: Any) -> dict[str, Any]:
-    kind = v.WhichOneof("value")
-    if kind == "string_value":
-        return {"stringValue": v.string_value}
-    if kind == "int_value":
-        return {"intValue": str(v.int_value)}
-    if kind == "bool_value":
-        return {"boolValue": v.bool_value}
-    if kind == "double_value":
-        return {"doubleValue": v.double_value}
-    if kind == "array_value":
-        return {"arrayValue": {"values": [_any(x) for x in v.array_value.values]}}
-    if kind == "kvlist_value":
-        return {"kvlistValue": {"values": _kvs(v.kvlist_value.values)}}
-    if kind == "bytes_value":
-        return {"bytesValue": base64.b64encode(v.bytes_value).decode()}
-    return {}
 
 
 def _json(value: Any) -> str | None:
