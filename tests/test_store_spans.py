@@ -17,8 +17,8 @@ from tests._spans_helpers import Entry, count, differences, spans_of, write_span
 from tests._store_helpers import cli
 from tracekit import Store
 from tracekit.intake.otlp import derivation, records
-from tracekit.store import ingest, sources, spans_derive
 from tracekit.simulation.simulator import simulate
+from tracekit.store import ingest, sources, spans_derive
 
 
 @pytest.fixture(scope="module")
