@@ -153,7 +153,7 @@ def ingest_paths(
     try:
         since = first_underived(con)
         with _failures(con, since, asked):
-            hand = _Hand(InHand.open(con, next_ingest_id(con)), report)
+            hand = _Hand(report)
             with _progress_for(sources, progress) as advance:
                 for source in sources:
                     _check(asked)
@@ -294,9 +294,18 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
 class _Hand:
     """The traces derived from the spans in hand, and the sources whose counts they add to."""
 
-    spans: InHand
     report: IngestReport
+    spans: InHand | None = None  # opened by the first OTLP source
     current: SourceReport | None = None
+
+    def start(self, con: duckdb.DuckDBPyConnection, report: SourceReport) -> InHand:
+        """An OTLP source's spans are read next (``report``: its ``ingest_log`` row's)."""
+        assert report.ingest_id is not None
+        if self.spans is None:
+            self.spans = InHand.open(con, report.ingest_id)
+        self.spans.start(report.ingest_id, report.source)
+        self.current = report
+        return self.spans
 
     def count(self, con: duckdb.DuckDBPyConnection, counts: dict[int, Counts]) -> None:
         """Add records stored (or taken back) to their sources' counts and ``ingest_log`` rows."""
@@ -318,12 +327,15 @@ def _derive_spans(
     Those derived in hand are finished first; the store derives the rest.
     """
     hand.current = None
-    hand.count(con, finish_in_hand(con, hand.spans))
-    done = derive_spans(con, since, derived=hand.spans.deriver.given())
+    in_hand = hand.spans
+    if in_hand is not None:
+        hand.count(con, finish_in_hand(con, in_hand))
+    done = derive_spans(con, since, derived=in_hand.deriver.given() if in_hand else ())
     hand.count(con, done.counts)
     otlp = [sub for sub in report.sources if sub.spans is not None]
     if otlp and otlp[-1].spans is not None:
-        otlp[-1].spans.add(hand.spans.spans)
+        if in_hand is not None:
+            otlp[-1].spans.add(in_hand.spans)
         otlp[-1].spans.add(done.spans)
 
 
@@ -385,9 +397,8 @@ def _read_source(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
             if chosen == "otlp":
-                hand.spans.start(ingest_id, source.label)
-                hand.current = report
-                batches = span_batches(chunks, hand.spans.deriver)
+                in_hand = hand.start(con, report)
+                batches = span_batches(chunks, in_hand.deriver)
             else:
                 batches = _jsonl_batches(chunks)
             for chunk, batch, refused in batches:
@@ -396,7 +407,7 @@ def _read_source(
                 # counts (and, if resumable, its end) commit with its records.
                 with transaction(con):
                     _load(con, chosen, batch, refused, report, source.label)
-                    if chosen == "otlp":
+                    if hand.spans is not None and chosen == "otlp":
                         hand.count(con, store_in_hand(con, hand.spans, hand.spans.deriver.ready()))
                     mark = (*next_end, fingerprint(source.path, chunk.end)) if resumable else None
                     record_progress(con, ingest_id, report.counts, end=mark)
