@@ -126,7 +126,6 @@ class OtlpConverter:
         #: The group-by-trace policy; a file's ticks are documents read.
         self.assembler = TraceAssembler(remember=_REMEMBER) if assembler is None else assembler
         self._docs = 0
-        self.skipped = 0  # spans outside any agent run, among those mapped so far
         #: Where every span mapped so far went (agents, steps, wrappers, rejected).
         self.counts = SpanCounts()
         #: Spans refused by the mapping (those in a loop of parent links), as
@@ -191,14 +190,6 @@ class OtlpConverter:
             ``(line, record)`` pairs, as :meth:`finish_lines`.
         """
         return self._take(traces)
-
-    def take_ready(self, now: float, *, final: bool = False) -> list[tuple[int, Event]]:
-        """Map and let go of the traces the assembler finds complete at ``now``.
-
-        With ``final`` the traces that have their root are mapped and the rest
-        stay held: a collector that stops keeps them for its next start.
-        """
-        return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
 
     def _keep(
         self, spans: list[Span], line: int, now: float | None = None, *, checked: bool = False
@@ -284,7 +275,6 @@ class OtlpConverter:
         rejects: list[Reject] = []
         pairs = map_traces(spans, rejects, counts, len(traces))
         self.counts.add(counts)
-        self.skipped += counts.outside
         self.rejects += rejects
         return pairs
 
@@ -320,7 +310,6 @@ class OtlpConverter:
         traces = len({key[0] for key in late})
         given = {_event_key(event) for _, event in map_traces(dict(late), [], before, traces)}
         self.counts.add(before, -1)
-        self.skipped -= before.outside
         return [(line, event) for line, event in pairs if _event_key(event) not in given]
 
 
