@@ -351,7 +351,7 @@ def test_numbers_snake_case_and_instrumentation_library_spans() -> None:
 def test_spans_outside_any_agent_are_skipped() -> None:
     converter = OtlpConverter()
     converter.feed(doc(span("00000000000000e9", "GET /health", 0, 1), *DELEGATION))
-    assert len(converter.finish()) == 6 and converter.skipped == 1
+    assert len(converter.finish()) == 6 and converter.counts.outside == 1
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import shutil
@@ -17,6 +18,7 @@ from tests._store_helpers import cli
 from tracekit import Store
 from tracekit.intake.otlp import derivation, records
 from tracekit.simulation.simulator import simulate
+from tracekit.store import ingest, sources, spans_derive
 
 
 @pytest.fixture(scope="module")
@@ -232,3 +234,40 @@ def test_any_split_and_order_of_the_spans_gives_the_same_store(
         for path in files:  # one ingest each: a trace may gain its root ingests later
             store.ingest(path)
     assert _tables(folder / "s.duckdb") == expected
+
+
+def test_spans_derived_in_hand_equal_the_store_rederived_late_span_and_copy_included(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh ingest derives from the spans in hand; a late span or a copy sends a trace to the store."""
+    # chunks of a few lines, so that traces settle and are derived while the file is read
+    monkeypatch.setattr(ingest, "read_chunks", functools.partial(sources.read_chunks, size=4096))
+    monkeypatch.setattr(sources, "_PIECE", 4096)
+    entries = spans_of(fleet)
+    first = entries[0][2]["traceId"]
+    mine = [e for e in entries if e[2]["traceId"] == first]
+    late = next(e for e in mine if e[2].get("parentSpanId"))
+    others = [e for e in entries if e[2]["traceId"] != first]
+    copy = (others[0][0], others[0][1], {**others[0][2], "name": "a second copy"})
+    ordered = [e for e in mine if e is not late] + others + [late, copy]
+    assert len(others) > derivation.SETTLE  # the first trace settles before its late span
+    path = write_spans(tmp_path / "late.jsonl", ordered, per_line=1)
+    fresh, again = tmp_path / "fresh.duckdb", tmp_path / "again.duckdb"
+    from_store: list[str] = []
+    real = spans_derive.derive_trace_ids
+
+    def spy(con: object, traces: list[str], **kw: object) -> object:
+        from_store.extend(traces)
+        return real(con, traces, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spans_derive, "derive_trace_ids", spy)
+    with Store(fresh) as store:
+        report = store.ingest(path)
+        assert len(store.runs()) == 60
+        assert report.totals.duplicates == 1
+    assert first in from_store and len(from_store) < 60  # the late trace alone, from the store
+    shutil.copy(fresh, again)
+    with Store(again) as store:
+        assert store.rederive().traces == 60
+    assert differences(fresh, again) == {}
+    assert count(fresh, "SELECT count(*) FROM spans WHERE name = 'a second copy'") == 0

@@ -55,7 +55,7 @@ from tracekit.store.ingest_log import (
 from tracekit.store.load import Counts, load_batch, reject_rows
 from tracekit.store.sources import Chunk, chunk_table, fingerprint, read_chunks, text_table
 from tracekit.store.spans import load_spans
-from tracekit.store.spans_derive import derive_spans
+from tracekit.store.spans_derive import InHand, derive_spans, finish_in_hand, store_in_hand
 
 __all__ = ["IngestReport", "SourceReport", "ingest_paths", "ingest_records"]
 
@@ -153,14 +153,15 @@ def ingest_paths(
     try:
         since = first_underived(con)
         with _failures(con, since, asked):
+            hand = _Hand(report)
             with _progress_for(sources, progress) as advance:
                 for source in sources:
                     _check(asked)
-                    sub = _ingest_source(con, source, format, advance, asked)
+                    sub = _ingest_source(con, source, format, advance, asked, hand)
                     report.sources.append(sub)
             _check(asked)
             with transaction(con):
-                _derive_spans(con, since, report)
+                _derive_spans(con, since, report, hand)
                 report.runs_touched = derive(con, since)
                 if classify:
                     classify_store(con, own_transaction=False)
@@ -289,17 +290,52 @@ def _progress_for(sources: list[Source], progress: ProgressFactory | None) -> It
         yield advance
 
 
-def _derive_spans(con: duckdb.DuckDBPyConnection, since: int, report: IngestReport) -> None:
-    """Derive the traces that gained spans; count their records under the sources read."""
-    done = derive_spans(con, since)
-    by_id = {sub.ingest_id: sub for sub in report.sources if sub.ingest_id is not None}
-    for ingest_id, counts in done.counts.items():
-        sub = by_id.get(ingest_id)
-        if sub is not None:
-            sub.counts.add(counts)
-            record_progress(con, ingest_id, sub.counts)
+@dataclass
+class _Hand:
+    """The traces derived from the spans in hand, and the sources whose counts they add to."""
+
+    report: IngestReport
+    spans: InHand | None = None  # opened by the first OTLP source
+    current: SourceReport | None = None
+
+    def start(self, con: duckdb.DuckDBPyConnection, report: SourceReport) -> InHand:
+        """An OTLP source's spans are read next (``report``: its ``ingest_log`` row's)."""
+        assert report.ingest_id is not None
+        if self.spans is None:
+            self.spans = InHand.open(con, report.ingest_id)
+        self.spans.start(report.ingest_id, report.source)
+        self.current = report
+        return self.spans
+
+    def count(self, con: duckdb.DuckDBPyConnection, counts: dict[int, Counts]) -> None:
+        """Add records stored (or taken back) to their sources' counts and ``ingest_log`` rows."""
+        by_id = {sub.ingest_id: sub for sub in self.report.sources if sub.ingest_id is not None}
+        if self.current is not None and self.current.ingest_id is not None:
+            by_id[self.current.ingest_id] = self.current
+        for ingest_id, part in counts.items():
+            sub = by_id.get(ingest_id)
+            if sub is not None:
+                sub.counts.add(part)
+                record_progress(con, ingest_id, sub.counts)
+
+
+def _derive_spans(
+    con: duckdb.DuckDBPyConnection, since: int, report: IngestReport, hand: _Hand
+) -> None:
+    """Derive the traces that gained spans; count their records under the sources read.
+
+    Those derived in hand are finished first; the store derives the rest.
+    """
+    hand.current = None
+    in_hand = hand.spans
+    if in_hand is not None:
+        hand.count(con, finish_in_hand(con, in_hand))
+    done = derive_spans(con, since, derived=in_hand.deriver.given() if in_hand else ())
+    hand.count(con, done.counts)
     otlp = [sub for sub in report.sources if sub.spans is not None]
     if otlp and otlp[-1].spans is not None:
+        if in_hand is not None:
+            otlp[-1].spans.add(in_hand.spans)
         otlp[-1].spans.add(done.spans)
 
 
@@ -309,6 +345,7 @@ def _ingest_source(
     format: Format,
     advance: Progress,
     stop: Stop,
+    hand: _Hand,
 ) -> SourceReport:
     size = source.path.stat().st_size
     undo_unread(con, source)
@@ -328,7 +365,7 @@ def _ingest_source(
     open_row(con, ingest_id, source, chosen, size, resume)
     end, end_line = resume.start, resume.first_line
     if not resume.unchanged:
-        end, end_line = _read_source(con, source, chosen, resume, report, advance, stop)
+        end, end_line = _read_source(con, source, chosen, resume, report, advance, stop, hand)
     mark = (end, end_line, fingerprint(source.path, size if source.gz else end))
     record_progress(con, ingest_id, report.counts, end=mark)
     return report
@@ -342,6 +379,7 @@ def _read_source(
     report: SourceReport,
     advance: Progress,
     stop: Stop,
+    hand: _Hand,
 ) -> tuple[int, int]:
     # A JSON document is complete only at its end: no line of it is held back.
     final = source.gz or source.stdin
@@ -358,13 +396,19 @@ def _read_source(
             chunks = read_chunks(
                 stream, start=resume.start, first_line=resume.first_line, final=final
             )
-            batches = span_batches(chunks) if chosen == "otlp" else _jsonl_batches(chunks)
+            if chosen == "otlp":
+                in_hand = hand.start(con, report)
+                batches = span_batches(chunks, in_hand.deriver)
+            else:
+                batches = _jsonl_batches(chunks)
             for chunk, batch, refused in batches:
                 next_end = (chunk.end, chunk.last_line)
                 # A transaction per chunk keeps memory bounded; its ingest_log
                 # counts (and, if resumable, its end) commit with its records.
                 with transaction(con):
                     _load(con, chosen, batch, refused, report, source.label)
+                    if hand.spans is not None and chosen == "otlp":
+                        hand.count(con, store_in_hand(con, hand.spans, hand.spans.deriver.ready()))
                     mark = (*next_end, fingerprint(source.path, chunk.end)) if resumable else None
                     record_progress(con, ingest_id, report.counts, end=mark)
                 if chunk.damage:

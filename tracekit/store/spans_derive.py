@@ -10,6 +10,12 @@ invocations, steps, runs and closure rows built on them), so a trace that
 gains a span, or that is derived again under new rules, is never doubled;
 :func:`tracekit.store.derive.derive` then rebuilds the tables from the
 records, as for any ingest.
+
+A fresh ingest derives the spans it has in hand as it reads them
+(:class:`InHand`, fed by :class:`~tracekit.intake.otlp.derivation.SpanDeriver`):
+the same mapping of the same spans, without reading them back. Only the
+traces that had spans stored before, gained a span once derived, or share a
+span link are derived from their stored spans, at the ingest's end.
 """
 
 from __future__ import annotations
@@ -22,14 +28,23 @@ from typing import Final
 import duckdb
 import pyarrow as pa
 
+from tracekit._util.arrow import strings
 from tracekit._util.sql import run_script
 from tracekit.events import encode_event
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.derivation import Derived, derive_traces, deriver_version
+from tracekit.intake.otlp.derivation import Derived, SpanDeriver, derive_traces, deriver_version
 from tracekit.store.load import Counts, load_batch, reject_rows
 from tracekit.store.sources import text_table
 
-__all__ = ["SpansDerived", "derive_spans", "derive_trace_ids", "touched_traces"]
+__all__ = [
+    "InHand",
+    "SpansDerived",
+    "derive_spans",
+    "derive_trace_ids",
+    "finish_in_hand",
+    "store_in_hand",
+    "touched_traces",
+]
 
 #: Traces derived together (with every trace their links join them to).
 BATCH_TRACES: Final = 2000
@@ -82,7 +97,53 @@ SELECT trace_id, $deriver, count(*), $now, $dialects FROM spans
 WHERE trace_id IN (SELECT trace_id FROM _traces) GROUP BY trace_id
 """
 
+# The traces of a batch that have spans or derived rows from before the ingest.
+_EARLIER: Final = """
+SELECT s.trace_id FROM spans s SEMI JOIN _traces t ON s.trace_id = t.trace_id
+WHERE s.ingest_id < $first
+UNION SELECT e.span_trace FROM events e SEMI JOIN _traces t ON e.span_trace = t.trace_id
+WHERE e.ingest_id < $first
+"""
+
+_LINKED: Final = """
+SELECT DISTINCT t.trace_id FROM _traces t
+SEMI JOIN (SELECT unnest(linked) AS trace_id FROM spans WHERE linked IS NOT NULL) l
+    ON l.trace_id = t.trace_id
+"""
+
 Progress = Callable[[int], None]
+
+
+@dataclass
+class InHand:
+    """A fresh ingest's traces derived from the spans in hand, stored batch by batch.
+
+    ``first`` is the ingest's first ``ingest_log`` row; ``before`` whether the
+    store held spans before it (then a trace with older spans is derived from
+    the store instead).
+    """
+
+    deriver: SpanDeriver
+    first: int
+    before: bool
+    sources: dict[int, str] = field(default_factory=dict)
+    spans: SpanCounts = field(default_factory=SpanCounts)
+    #: What each standing batch stored: counts by ingest, and where its spans went.
+    stored: dict[int, tuple[dict[int, Counts], SpanCounts]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, con: duckdb.DuckDBPyConnection, first: int) -> InHand:
+        """A new ingest's, starting at ingest ``first``."""
+        row = con.execute(
+            "SELECT EXISTS (SELECT 1 FROM spans)"
+            " OR EXISTS (SELECT 1 FROM events WHERE span_trace IS NOT NULL)"
+        ).fetchall()
+        return cls(SpanDeriver(), first, bool(row and row[0][0]))
+
+    def start(self, ingest: int, source: str) -> None:
+        """The spans fed next were read by this ingest, from this source."""
+        self.sources[ingest] = source
+        self.deriver.start(ingest)
 
 
 @dataclass
@@ -94,6 +155,72 @@ class SpansDerived:
     traces: int = 0
 
 
+def store_in_hand(
+    con: duckdb.DuckDBPyConnection, hand: InHand, derived: Derived
+) -> dict[int, Counts]:
+    """Store a batch derived in hand (in the caller's transaction); counts by ingest.
+
+    The counts include those taken back from batches dropped since (a trace of
+    theirs turned late: the store derives it at the end, replacing their rows).
+    """
+    if derived.traces and hand.before:
+        earlier = _select(con, derived.traces, _EARLIER, {"first": hand.first})
+        if earlier:
+            hand.deriver.void(*earlier)
+    counts: dict[int, Counts] = {}
+    if derived.traces and derived.number not in hand.deriver.dropped:
+        for (ingest, source), (records, refused) in _grouped(derived, 0, 0, hand.sources).items():
+            counts.setdefault(ingest, Counts()).add(_store(con, records, refused, ingest, source))
+        hand.stored[derived.number] = (dict(counts), derived.counts)
+        hand.spans.add(derived.counts)
+    for number in hand.deriver.dropped:
+        by_ingest, spans = hand.stored.pop(number, ({}, SpanCounts()))
+        hand.spans.add(spans, -1)
+        for ingest, taken in by_ingest.items():
+            counts.setdefault(ingest, Counts()).add(_negative(taken))
+    hand.deriver.dropped.clear()
+    return counts
+
+
+def finish_in_hand(con: duckdb.DuckDBPyConnection, hand: InHand) -> dict[int, Counts]:
+    """The traces still held derived and stored; links from older spans voided; the rest stamped.
+
+    Returns the counts by ingest, as :func:`store_in_hand`.
+    """
+    counts = store_in_hand(con, hand, hand.deriver.finish())
+    given = hand.deriver.given()
+    if given and hand.before:
+        linked = _select(con, given, _LINKED, {})
+        if linked:
+            hand.deriver.void(*linked)
+            for ingest, more in store_in_hand(con, hand, Derived()).items():
+                counts.setdefault(ingest, Counts()).add(more)
+            given = hand.deriver.given()
+    if given:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        params = {"deriver": deriver_version(), "now": now, "dialects": _dialect_files()}
+        _with_traces(con, given, lambda: _run(con, _STAMP, params))
+    return counts
+
+
+def _select(
+    con: duckdb.DuckDBPyConnection, traces: list[str], sql: str, params: dict[str, object]
+) -> list[str]:
+    found: list[str] = []
+    _with_traces(
+        con, traces, lambda: found.extend(str(r[0]) for r in con.execute(sql, params).fetchall())
+    )
+    return found
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> None:
+    con.execute(sql, params)
+
+
+def _negative(counts: Counts) -> Counts:
+    return Counts(-counts.read, -counts.accepted, -counts.rejected, -counts.duplicates)
+
+
 def touched_traces(con: duckdb.DuckDBPyConnection, since: int) -> list[str]:
     """The traces that gained a span in an ingest ``>= since``."""
     rows = con.execute(
@@ -103,15 +230,23 @@ def touched_traces(con: duckdb.DuckDBPyConnection, since: int) -> list[str]:
 
 
 def derive_spans(
-    con: duckdb.DuckDBPyConnection, since: int, *, progress: Progress | None = None
+    con: duckdb.DuckDBPyConnection,
+    since: int,
+    *,
+    progress: Progress | None = None,
+    derived: Iterable[str] = (),
 ) -> SpansDerived:
     """Derive every trace that gained a span in an ingest ``>= since`` (in the caller's transaction).
 
     Records of spans read by those ingests are stored under them; a trace's
     older spans derive under the newest of them, so ``derive(con, since)``
-    rebuilds everything they touch.
+    rebuilds everything they touch. ``derived``: traces already derived in
+    hand (:func:`finish_in_hand`), left as they are.
     """
     traces = touched_traces(con, since)
+    done = set(derived)
+    if done:
+        traces = [t for t in traces if t not in done]
     if not traces:
         return SpansDerived()
     row = con.execute("SELECT max(ingest_id) FROM spans WHERE ingest_id >= ?", [since]).fetchall()[
@@ -244,7 +379,7 @@ def _sources(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
 def _with_traces(
     con: duckdb.DuckDBPyConnection, traces: list[str], work: Callable[[], None]
 ) -> None:
-    table = pa.table({"trace_id": pa.array(traces, pa.string())})
+    table = pa.table({"trace_id": strings(traces)})  # pa.array would import pandas
     con.register("_trace_list", table)
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE _traces AS SELECT trace_id FROM _trace_list")

@@ -20,6 +20,9 @@ from tracekit.intake.lines import Chunk, sniff
 from tracekit.intake.otlp.received import SpanRows
 
 if TYPE_CHECKING:
+    from tracekit.intake.otlp.derivation import SpanDeriver
+
+if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["SpanBatch", "span_batches"]
@@ -29,22 +32,28 @@ Refused = list[tuple[int, str, str]]
 SpanBatch = tuple[Chunk, "pa.Table", Refused]
 
 
-def span_batches(chunks: Iterable[Chunk]) -> Iterator[SpanBatch]:
+def span_batches(
+    chunks: Iterable[Chunk], deriver: SpanDeriver | None = None
+) -> Iterator[SpanBatch]:
     """Each chunk's spans as received, and its bad lines.
 
     A line is refused whole, in the words :class:`OtlpConverter` gives, and a
     span past a limit at the door alone (the rest of its line kept); a
-    multi-line JSON document is read whole, as one line.
+    multi-line JSON document is read whole, as one line. The spans kept are
+    fed to ``deriver`` too, as they are decoded (once).
     """
     for chunk, lines in _lines(chunks):
         rows = SpanRows()
         refused: Refused = []
         for number, line in lines:
             try:
-                rows.add_line(line, number)
+                kept = rows.take_line(line, number)
             except (msgspec.DecodeError, ValueError, UnicodeDecodeError) as exc:
                 raw = line.decode("utf-8", "replace").rstrip("\r")
                 refused.append((number, raw, f"not OTLP JSON: {exc}"))
+                continue
+            if deriver is not None:
+                deriver.add(kept, number)
         yield chunk, rows.table(), [*refused, *rows.refused, *chunk.refused()]
 
 

@@ -47,7 +47,16 @@ from tracekit.intake.otlp.spans import Key
 from tracekit.validate import VALUE_DEPTH_REASON
 
 # REFUSALS, event_sort_key and failure_of live in .records; named here for their callers.
-__all__ = ["REFUSALS", "OtlpConverter", "Reject", "event_sort_key", "failure_of", "otlp_to_events"]
+__all__ = [
+    "REFUSALS",
+    "OtlpConverter",
+    "Reject",
+    "document_spans",
+    "event_sort_key",
+    "failure_of",
+    "json_spans",
+    "otlp_to_events",
+]
 
 #: Traces remembered after they are mapped, so that a late span joins its trace.
 _REMEMBER: Final = 1024
@@ -62,6 +71,44 @@ def otlp_to_events(doc: dict[str, Any]) -> list[Event]:
     converter = OtlpConverter()
     converter.feed(doc)
     return converter.finish()
+
+
+def document_spans(doc: dict[str, Any]) -> list[Span]:
+    """The spans of a decoded ``TracesData`` document.
+
+    Raises:
+        ValueError: it is not OTLP traces, or a span in it is malformed.
+    """
+    try:
+        return decode_spans(doc)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+
+
+def json_spans(data: bytes | str) -> list[Span]:
+    """The spans of one OTLP JSON document: typed structs when it can (several times faster), else dicts.
+
+    Example:
+        >>> json_spans(b'{"resourceSpans": []}')
+        []
+
+    Raises:
+        msgspec.DecodeError: it is not JSON.
+        ValueError: it is not OTLP traces, or a span in it is malformed.
+    """
+    try:
+        return decode_spans_fast(data if isinstance(data, bytes) else data.encode())
+    except (msgspec.ValidationError, ValueError, RecursionError):
+        pass
+    try:
+        doc = msgspec.json.decode(data)
+    except RecursionError:
+        raise ValueError(VALUE_DEPTH_REASON) from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object") from None
+    return document_spans(doc)
 
 
 class OtlpConverter:
@@ -79,7 +126,6 @@ class OtlpConverter:
         #: The group-by-trace policy; a file's ticks are documents read.
         self.assembler = TraceAssembler(remember=_REMEMBER) if assembler is None else assembler
         self._docs = 0
-        self.skipped = 0  # spans outside any agent run, among those mapped so far
         #: Where every span mapped so far went (agents, steps, wrappers, rejected).
         self.counts = SpanCounts()
         #: Spans refused by the mapping (those in a loop of parent links), as
@@ -102,50 +148,36 @@ class OtlpConverter:
             ValueError: the document is not OTLP traces, or a span in it is
                 malformed; then nothing of it is kept.
         """
-        try:
-            spans = decode_spans(doc)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"malformed OTLP ({type(exc).__name__}: {exc})") from None
-        except RecursionError:
-            raise ValueError(VALUE_DEPTH_REASON) from None
+        spans = document_spans(doc)
         self._keep(spans, line)
         return len(spans)
 
     def feed_json(self, data: bytes | str, *, line: int = 0) -> int:
-        """Take one document as JSON text; returns how many spans it held.
-
-        Decodes straight into typed structs when it can (several times faster),
-        else as :meth:`feed` does.
+        """Take one document as JSON text (:func:`json_spans`); returns how many spans it held.
 
         Raises:
             msgspec.DecodeError: it is not JSON.
             ValueError: it is not OTLP traces, or a span in it is malformed.
         """
-        try:
-            spans = decode_spans_fast(data if isinstance(data, bytes) else data.encode())
-        except (msgspec.ValidationError, ValueError, RecursionError):
-            try:
-                doc = msgspec.json.decode(data)
-            except RecursionError:
-                raise ValueError(VALUE_DEPTH_REASON) from None
-            if not isinstance(doc, dict):
-                raise ValueError("not a JSON object") from None
-            return self.feed(doc, line=line)
+        spans = json_spans(data)
         self._keep(spans, line)
         return len(spans)
 
-    def feed_spans(self, spans: list[Span], *, line: int = 0, now: float | None = None) -> int:
+    def feed_spans(
+        self, spans: list[Span], *, line: int = 0, now: float | None = None, checked: bool = False
+    ) -> int:
         """Take spans decoded elsewhere (OTLP protobuf, a collector's spool); returns how many.
 
         Args:
             spans: the spans.
             line: where they came from (a line, a spool offset).
             now: the assembler's tick (a collector's clock); documents fed by default.
+            checked: the spans met the limits at the door already (not checked again).
 
         Raises:
             ValueError: a span's times are out of range; then none of them is kept.
         """
-        self._keep(spans, line, now)
+        self._keep(spans, line, now, checked=checked)
         return len(spans)
 
     def take(self, traces: list[str]) -> list[tuple[int, Event]]:
@@ -159,16 +191,11 @@ class OtlpConverter:
         """
         return self._take(traces)
 
-    def take_ready(self, now: float, *, final: bool = False) -> list[tuple[int, Event]]:
-        """Map and let go of the traces the assembler finds complete at ``now``.
-
-        With ``final`` the traces that have their root are mapped and the rest
-        stay held: a collector that stops keeps them for its next start.
-        """
-        return self._take(self.assembler.ready(now=now, final=final, incomplete=False))
-
-    def _keep(self, spans: list[Span], line: int, now: float | None = None) -> None:
-        spans = self._within_limits(spans, line)
+    def _keep(
+        self, spans: list[Span], line: int, now: float | None = None, *, checked: bool = False
+    ) -> None:
+        if not checked:
+            spans = self._within_limits(spans, line)
         self._docs += 1
         self.assembler.add(spans, position=line, now=self._docs if now is None else now)
 
@@ -248,7 +275,6 @@ class OtlpConverter:
         rejects: list[Reject] = []
         pairs = map_traces(spans, rejects, counts, len(traces))
         self.counts.add(counts)
-        self.skipped += counts.outside
         self.rejects += rejects
         return pairs
 
@@ -284,7 +310,6 @@ class OtlpConverter:
         traces = len({key[0] for key in late})
         given = {_event_key(event) for _, event in map_traces(dict(late), [], before, traces)}
         self.counts.add(before, -1)
-        self.skipped -= before.outside
         return [(line, event) for line, event in pairs if _event_key(event) not in given]
 
 

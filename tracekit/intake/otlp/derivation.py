@@ -8,6 +8,12 @@ that gains a span, or a store whose rules changed, is derived again from the
 same evidence. :func:`deriver_version` names the rules; the store stamps each
 derived trace with it.
 
+:class:`SpanDeriver` is the same mapping fed the spans a fresh ingest has in
+hand, as they are decoded, so they are not decoded a second time from the
+store. A trace is derived whole once it settles; a trace that gains a span
+after that, shares a span link or repeats a span given before is handed back
+as ``late``, for the store to derive from its stored spans.
+
 Example:
     >>> derive_traces([]).records
     []
@@ -22,15 +28,21 @@ import msgspec
 
 from tracekit._version import __version__
 from tracekit.events import Event, RunEnd
+from tracekit.intake.assemble import TraceAssembler
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
+from tracekit.intake.otlp.decode_json import Span
 from tracekit.intake.otlp.received import span_document
 
-__all__ = ["RULES_VERSION", "Derived", "derive_traces", "deriver_version"]
+__all__ = ["RULES_VERSION", "SETTLE", "Derived", "SpanDeriver", "derive_traces", "deriver_version"]
 
 #: Raised whenever the mapping rules change what a stored span derives to.
 RULES_VERSION: Final = 1
 _SHIFT = 40  # a line's key in the converter: its ingest above this bit, its line below
+#: Documents a rooted trace stays open for late spans before it is derived in hand.
+SETTLE: Final = 64
+#: Traces derived that a late span may still reopen, with ``reopen`` (no store).
+REMEMBER: Final = 1024
 
 
 def deriver_version() -> str:
@@ -52,6 +64,10 @@ class Derived:
     #: ``(ingest, line, text, reason, trace)`` for each span the rules refuse.
     refused: list[tuple[int, int, str, str, str]] = field(default_factory=list)
     counts: SpanCounts = field(default_factory=SpanCounts)
+    #: The traces derived (a :class:`SpanDeriver`'s batch; empty from :func:`derive_traces`).
+    traces: list[str] = field(default_factory=list)
+    #: Its number among a :class:`SpanDeriver`'s batches.
+    number: int = 0
 
 
 def derive_traces(rows: list[dict[str, Any]]) -> Derived:
@@ -73,15 +89,159 @@ def derive_traces(rows: list[dict[str, Any]]) -> Derived:
     if entries:
         _feed(converter, key, entries)
     derived = Derived(counts=converter.counts)
+    _gather(derived, converter, converter.finish_lines(), _rootless(rows))
+    return derived
+
+
+def _gather(
+    derived: Derived,
+    converter: OtlpConverter,
+    pairs: list[tuple[int, Event]],
+    rootless: set[str],
+) -> None:
+    """The records and refusals of a mapping, each at its ``(ingest, line)``."""
     mask = (1 << _SHIFT) - 1
-    rootless = _rootless(rows)
-    for number, event in converter.finish_lines():
+    for number, event in pairs:
         if rootless and isinstance(event, RunEnd) and (event.traceId or "") in rootless:
             continue  # its root has not come: the run is not over, whatever its top span says
         derived.records.append((number >> _SHIFT, number & mask, event))
     for number, text, reason in converter.take_rejects():
         derived.refused.append((number >> _SHIFT, number & mask, text, reason, _trace_of(text)))
-    return derived
+
+
+class SpanDeriver:
+    """Spans derived as they are read, each trace whole once it settles: ingest's and tree's driver.
+
+    Fed the spans of each line (:meth:`add`), it gives batches of derived
+    traces (:meth:`ready`, :meth:`finish`). For a store (the default) it takes
+    the spans the store accepted (first copy wins) and hands back as ``late``
+    what it cannot derive exactly as the stored spans would be: a trace that
+    gains a span once derived (its batch is ``dropped``), joined by a span
+    link, or repeating a span id; the store derives those from their spans.
+    With ``reopen`` (``tracekit tree``: no store) a late span reopens its trace
+    in hand instead, and the records given before are not given again.
+
+    Example:
+        >>> deriver = SpanDeriver()
+        >>> deriver.finish().records, deriver.late
+        ([], set())
+    """
+
+    def __init__(self, settle: int = SETTLE, *, reopen: bool = False) -> None:
+        assembler = TraceAssembler(settle=settle, remember=REMEMBER if reopen else 0)
+        self._converter = OtlpConverter(assembler)
+        self._reopen = reopen
+        self._ingest = 0
+        self._held: dict[str, set[str]] = {}  # trace -> span ids held
+        self._rooted: set[str] = set()  # held traces with a span without a parent
+        self._given: dict[str, int] = {}  # trace derived -> its batch
+        self._members: dict[int, list[str]] = {}
+        self._batches = 0
+        self._lines = 0  # lines fed: the assembler's ticks
+        #: Where every span derived so far went (dropped batches included).
+        self.counts = SpanCounts()
+        if reopen:
+            self._converter.counts = self.counts
+        #: Traces to derive from their stored spans instead.
+        self.late: set[str] = set()
+        #: Batches given before one of their traces turned late (their rows are void).
+        self.dropped: list[int] = []
+
+    def start(self, ingest: int) -> None:
+        """The spans fed next were read by this ingest."""
+        self._ingest = ingest
+
+    def add(self, spans: list[Span], line: int) -> None:
+        """Take the spans of one line, in their order.
+
+        For a store they are the spans it accepted (within the limits);
+        with ``reopen`` every decoded span, checked against the limits here.
+        """
+        self._lines += 1
+        kept = spans if self._reopen else self._kept(spans)
+        if kept or self._reopen:
+            key = (self._ingest << _SHIFT) + line
+            self._converter.feed_spans(kept, line=key, now=self._lines, checked=not self._reopen)
+
+    def _kept(self, spans: list[Span]) -> list[Span]:
+        kept: list[Span] = []
+        for span in spans:
+            trace = span.trace
+            if trace in self.late:
+                continue
+            held = self._held.get(trace)
+            if held is None:
+                if trace in self._given:
+                    self.void(trace)
+                    continue
+                held = self._held[trace] = set()
+            if span.id in held:
+                continue  # the store keeps the first copy
+            if any(other and other != trace for other, _ in span.links):
+                self.void(trace, *(other for other, _ in span.links))
+                continue
+            held.add(span.id)
+            if not span.parent:
+                self._rooted.add(trace)
+            kept.append(span)
+        return kept
+
+    def ready(self) -> Derived:
+        """The traces settled so far, derived (one batch)."""
+        return self._take(self._converter.assembler.ready(now=self._lines))
+
+    def finish(self) -> Derived:
+        """Every trace still held, derived (one batch)."""
+        return self._take(self._converter.assembler.held())
+
+    def _take(self, traces: list[str]) -> Derived:
+        self._batches += 1
+        derived = Derived(number=self._batches)
+        void = [t for t in traces if t in self.late]
+        if void:  # held when they turned late: let go unmapped
+            self._converter.assembler.take(void)
+            traces = [t for t in traces if t not in self.late]
+        if self._reopen:  # mapped as it came, counted in the converter's (our) counts
+            _gather(derived, self._converter, self._converter.take(traces), set())
+            return derived
+        # A trace whose root has not come is an incomplete run, as from the stored spans.
+        rootless = {t for t in traces if t not in self._rooted}
+        self._converter.counts = derived.counts
+        _gather(derived, self._converter, self._converter.take(traces), rootless)
+        self.counts.add(derived.counts)
+        if not traces:
+            return derived
+        for trace in traces:
+            self._held.pop(trace, None)
+            self._rooted.discard(trace)
+            self._given[trace] = derived.number
+        derived.traces = traces
+        self._members[derived.number] = traces
+        return derived
+
+    def given(self) -> list[str]:
+        """The traces derived in hand and not late (their batches stand)."""
+        return [t for t in self._given if t not in self.late]
+
+    def void(self, *traces: str) -> None:
+        """These traces go to the store: a batch that gave one of them is dropped whole.
+
+        Example:
+            >>> deriver = SpanDeriver()
+            >>> deriver.void("t1")
+            >>> deriver.late
+            {'t1'}
+        """
+        for trace in traces:
+            if trace in self.late:
+                continue
+            self.late.add(trace)
+            self._held.pop(trace, None)
+            self._rooted.discard(trace)
+            number = self._given.get(trace)
+            if number is not None and number in self._members:
+                self.dropped.append(number)
+                self.void(*self._members.pop(number))
 
 
 def _rootless(rows: list[dict[str, Any]]) -> set[str]:

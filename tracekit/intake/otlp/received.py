@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,7 +37,16 @@ from tracekit.intake.otlp.decode_json import (
     decode_spans,
 )
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
+from tracekit.intake.otlp.decode_proto import message_document
 from tracekit.intake.otlp.limits import check_limits, raw_text
+from tracekit.intake.otlp.shell import (
+    RawSpan,
+    RawTraces,
+    extra_text,
+    json_text,
+    read_shell,
+    shell_spans,
+)
 from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = [
@@ -221,9 +229,85 @@ class SpanRows:
         self.add(doc, spans, line)
         return len(spans)
 
-    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> None:
-        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order)."""
+    def take_line(self, data: bytes, line: int) -> list[Span]:
+        """Add the spans of one accepted line; returns those added (within the limits).
+
+        A line of the usual OTLP/JSON spelling is read without decoding its
+        attributes, events and links to Python (they are kept as the JSON
+        they came in, whitespace aside); any other goes through :meth:`add`.
+
+        Raises:
+            msgspec.DecodeError, ValueError: the line is refused (nothing of it is added).
+        """
+        shell = read_shell(data)
+        spans = None if shell is None else shell_spans(data, shell)
+        if shell is None or spans is None:
+            doc, spans = decode_line(data)
+            return self.add(doc, spans, line)
+        return self._addread_shell(shell, spans, line)
+
+    def _addread_shell(self, shell: RawTraces, spans: list[Span], line: int) -> list[Span]:
         decoded = iter(spans)
+        kept: list[Span] = []
+        pos = 0
+        for resource_spans in shell.resourceSpans or ():
+            res_text = json_text(resource_spans.resource)
+            for scope_spans in (
+                resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans
+            ):
+                scope_text = json_text(scope_spans.scope) or json_text(
+                    scope_spans.instrumentationLibrary
+                )
+                for raw in scope_spans.spans:
+                    span = next(decoded)
+                    reason = check_limits(span) if self._check else None
+                    if reason is None:
+                        self._add_raw(raw, span, line, pos, res_text, scope_text)
+                        kept.append(span)
+                    else:
+                        self.refused.append((line, raw_text(span), reason))
+                    pos += 1
+        return kept
+
+    def _add_raw(
+        self,
+        raw: RawSpan,
+        span: Span,
+        line: int,
+        pos: int,
+        resource: str | None,
+        scope: str | None,
+    ) -> None:
+        c = self._columns
+        code = raw.status.code if raw.status is not None else None
+        c["line"].append(line)
+        c["pos"].append(pos)
+        c["trace_id"].append(span.trace)
+        c["span_id"].append(span.id)
+        c["parent_span_id"].append(span.parent or None)
+        c["name"].append(span.name)
+        c["kind"].append(_kind(raw.kind))
+        c["start_ns"].append(span.start)
+        c["end_ns"].append(span.end)
+        c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
+        c["status_message"].append(span.message or None)
+        c["service"].append(span.service)
+        c["attributes"].append(json_text(raw.attributes))
+        c["events"].append(json_text(raw.events))
+        c["links"].append(json_text(raw.links))
+        c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
+        c["resource"].append(resource)
+        c["scope"].append(scope)
+        c["extra"].append(extra_text(raw))
+
+    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
+        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
+
+        Returns:
+            The spans added (those within the limits), in their order.
+        """
+        decoded = iter(spans)
+        kept: list[Span] = []
         pos = 0
         for resource_spans in _get(doc, "resourceSpans", "resource_spans") or ():
             resource = resource_spans.get("resource")
@@ -238,9 +322,11 @@ class SpanRows:
                     reason = check_limits(span) if self._check else None
                     if reason is None:
                         self._add(raw, span, line, pos, res_text, scope_text)
+                        kept.append(span)
                     else:
                         self.refused.append((line, raw_text(span), reason))
                     pos += 1
+        return kept
 
     def _add(
         self,
@@ -304,104 +390,6 @@ def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
     columns[1] = list(range(len(rows))) if rows else []
     arrays = [_array(v, kind) for v, (_, kind) in zip(columns, SPAN_FIELDS, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def message_document(message: Any) -> dict[str, Any]:
-    """A protobuf ``ExportTraceServiceRequest`` as the OTLP JSON object it stands for.
-
-    Walked field by field (protobuf's ``MessageToDict`` costs several times
-    more): ids as hex, 64-bit numbers as strings, enums as numbers, the JSON
-    decoder reads them all.
-
-    Raises:
-        RecursionError: values nest deeper than Python's stack allows.
-    """
-    return {"resourceSpans": [_resource_spans(rs) for rs in message.resource_spans]}
-
-
-def _resource_spans(rs: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"scopeSpans": [_scope_spans(ss) for ss in rs.scope_spans]}
-    if rs.HasField("resource"):
-        out["resource"] = {"attributes": _kvs(rs.resource.attributes)}
-    if rs.schema_url:
-        out["schemaUrl"] = rs.schema_url
-    return out
-
-
-def _scope_spans(ss: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"spans": [_proto_span(span) for span in ss.spans]}
-    if ss.HasField("scope"):
-        scope: dict[str, Any] = {"name": ss.scope.name}
-        if ss.scope.version:
-            scope["version"] = ss.scope.version
-        if ss.scope.attributes:
-            scope["attributes"] = _kvs(ss.scope.attributes)
-        out["scope"] = scope
-    return out
-
-
-def _proto_span(s: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "traceId": s.trace_id.hex(),
-        "spanId": s.span_id.hex(),
-        "name": s.name,
-        "kind": int(s.kind),
-        "startTimeUnixNano": str(s.start_time_unix_nano),
-    }
-    if s.parent_span_id:
-        d["parentSpanId"] = s.parent_span_id.hex()
-    if s.end_time_unix_nano:
-        d["endTimeUnixNano"] = str(s.end_time_unix_nano)
-    if s.trace_state:
-        d["traceState"] = s.trace_state
-    if s.flags:
-        d["flags"] = s.flags
-    if s.attributes:
-        d["attributes"] = _kvs(s.attributes)
-    if s.events:
-        d["events"] = [
-            {
-                "timeUnixNano": str(e.time_unix_nano),
-                "name": e.name,
-                "attributes": _kvs(e.attributes),
-            }
-            for e in s.events
-        ]
-    if s.links:
-        d["links"] = [
-            {
-                "traceId": k.trace_id.hex(),
-                "spanId": k.span_id.hex(),
-                "attributes": _kvs(k.attributes),
-            }
-            for k in s.links
-        ]
-    if s.status.code or s.status.message:
-        d["status"] = {"code": int(s.status.code), "message": s.status.message}
-    return d
-
-
-def _kvs(kvs: Any) -> list[dict[str, Any]]:
-    return [{"key": kv.key, "value": _any(kv.value)} for kv in kvs]
-
-
-def _any(v: Any) -> dict[str, Any]:
-    kind = v.WhichOneof("value")
-    if kind == "string_value":
-        return {"stringValue": v.string_value}
-    if kind == "int_value":
-        return {"intValue": str(v.int_value)}
-    if kind == "bool_value":
-        return {"boolValue": v.bool_value}
-    if kind == "double_value":
-        return {"doubleValue": v.double_value}
-    if kind == "array_value":
-        return {"arrayValue": {"values": [_any(x) for x in v.array_value.values]}}
-    if kind == "kvlist_value":
-        return {"kvlistValue": {"values": _kvs(v.kvlist_value.values)}}
-    if kind == "bytes_value":
-        return {"bytesValue": base64.b64encode(v.bytes_value).decode()}
-    return {}
 
 
 def _json(value: Any) -> str | None:
