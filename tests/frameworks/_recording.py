@@ -297,6 +297,10 @@ def instrumented_by(distribution: str) -> str:
     return f"{distribution} {version(distribution)}"
 
 
+#: The scenarios every instrumentation of a framework records, by their function names.
+SHARED_SCENARIOS = ("handoff_chain", "handoff_then_tool_agent", "tool_raises")
+
+
 def shared_scenarios(recorder: Recorder, scenarios: Any, *more: Any) -> list[Any]:
     """The chosen ones of the scenarios every instrumentation of a framework records.
 
@@ -304,7 +308,7 @@ def shared_scenarios(recorder: Recorder, scenarios: Any, *more: Any) -> list[Any
     handoff then a tool agent, its raising tool), and ``more`` what this
     instrumentation records besides (a loop, parallel delegates, ...), in order.
     """
-    shared = [scenarios.handoff_chain, scenarios.handoff_then_tool_agent, scenarios.tool_raises]
+    shared = [getattr(scenarios, name) for name in SHARED_SCENARIOS]
     return recorder.chosen([*shared, *more])
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _recording import SHARED_SCENARIOS
 from known_gaps import READS, marked
 
 from tracekit.events import RunStart
@@ -47,13 +48,17 @@ def scenarios_of(framework: str) -> set[str]:
     """The scenarios the framework's script writes (its ``recorder.write("<scenario>"`` calls,
     or ``write(recorder, "<scenario>"`` through a helper of the script's), and those it runs
     from another module (another script's scenarios under another instrumentation), named
-    in its ``recorder.chosen([...])`` list."""
+    in its ``recorder.chosen([...])`` list or through ``shared_scenarios``."""
     source = (HERE / f"record_{framework}.py").read_text()
     written = set(re.findall(r'(?:recorder\.write\(|write\(recorder,)\s*"(\w+)"', source))
     chosen = re.search(r"recorder\.chosen\(\s*\[([^\]]*)\]", source)
-    if chosen is None:
-        return written
-    return written | {name.split(".")[-1] for name in re.findall(r"[\w.]+", chosen.group(1))}
+    if chosen is not None:
+        written |= {name.split(".")[-1] for name in re.findall(r"[\w.]+", chosen.group(1))}
+    shared = re.search(r"shared_scenarios\(\s*recorder,\s*\w+,?([^)]*)\)", source)
+    if shared is not None:
+        more = {name.split(".")[-1] for name in re.findall(r"[\w.]+", shared.group(1))}
+        written |= set(SHARED_SCENARIOS) | more
+    return written
 
 
 def span_strings(path: Path) -> tuple[set[str], set[str]]:
