@@ -5,10 +5,18 @@ Each cycle stores the spans of the entries queued, whole, as received
 from all its stored spans once no span of it has come for ``settle`` seconds
 (:meth:`Store.derive_traces`: its earlier rows replaced), so a trace whose
 root has not come is visible as soon as it settles, as the run it is, and
-derived again whole when the root arrives, after a restart too. At a
-graceful stop every trace not yet derived is derived as it is; a start
-derives what a crash left underived. v1 lines go through
-:meth:`Store.ingest_records` as they are.
+derived again whole when the root arrives, after a restart too. A span the
+store holds already (a replayed spool entry, a batch sent twice) changes
+nothing: its trace is not derived again for it.
+
+Storing comes first: the traces that settled are derived a step at a time
+(at most ``derive_spans`` spans a step) while no load is due, so a load waits
+for one step at most. Past ``max_pending`` spans waiting to be derived, a step
+of derivation follows each load: the loads slow down to what derivation
+keeps up with, and the spool, then the clients, wait. At a graceful stop the
+traces not derived yet are derived as they are, for ``stop_derive`` seconds
+at most; a start derives what a stop or a crash left underived. v1 lines go
+through :meth:`Store.ingest_records` as they are.
 
 What the store refuses for its data is bisected down to what is at fault
 (:mod:`tracekit.server.quarantine`, :mod:`tracekit._util.quarantine`): a
@@ -50,8 +58,8 @@ log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
 DERIVE_SOURCE: Final = "serve:derive"
-#: Traces derived in one cycle at most while serving (a stop derives them all).
-_DERIVE_MOST: Final = 20_000
+#: Traces derived in one step at most (one transaction).
+_DERIVE_TRACES: Final = 2_000
 
 
 @dataclass
@@ -86,8 +94,12 @@ class Loader:
         batch: spans (or lines) queued that start a load at once; fewer wait
             up to ``delay`` seconds, since a load has a fixed cost (a commit).
         delay: seconds at most between loads while anything waits.
-        max_pending: spans waiting to be derived at most; past it the oldest
-            traces are derived at once.
+        max_pending: spans waiting to be derived past which each load is
+            followed by a step of derivation (the oldest traces, settled or not).
+        derive_spans: spans one step of derivation takes at most (a trace
+            bigger than that is derived whole, alone).
+        stop_derive: seconds a graceful stop derives for at most; what is
+            left is derived by the next start.
         most: spans (or lines) one load takes from the queue at most, so
             that a loader behind its input holds a bounded share of it.
         durable_every: seconds at most between store checkpoints (after
@@ -105,7 +117,9 @@ class Loader:
         interval: float = 0.1,
         batch: int = 20_000,
         delay: float = 1.0,
-        max_pending: int = 100_000,
+        max_pending: int = 1_000_000,
+        derive_spans: int = 20_000,
+        stop_derive: float = 60.0,
         most: int = 40_000,
         durable_every: float = 2.0,
         dialects: Sequence[Dialect] = (),
@@ -119,6 +133,8 @@ class Loader:
         self.delay = delay
         self.most = most
         self.max_pending = max_pending
+        self.derive_spans = derive_spans
+        self.stop_derive = stop_derive
         self.dialects = tuple(dialects)
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
         self._count_lock = threading.Lock()
@@ -141,9 +157,14 @@ class Loader:
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
         self.replayed_items = 0  # spans and lines replay() queued
-        # Traces with spans stored but not derived: when each last gained one, and how many.
+        # Traces with spans stored but not derived: when each last gained one (the
+        # oldest first: a trace that gains one moves to the end), and how many.
         self._dirty: dict[str, float] = {}
         self._dirty_spans: dict[str, int] = {}
+        self._pending = 0  # the sum of _dirty_spans
+        self._busy = False  # more work is due at once (no wait before the next step)
+        self.derive_lag = 0.0  # seconds the oldest trace derived last had waited since its last span
+        self.derive_lag_max = 0.0
         self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
@@ -161,7 +182,16 @@ class Loader:
     @property
     def pending_spans(self) -> int:
         """Spans stored whose trace is not derived yet (it has not settled)."""
-        return sum(self._dirty_spans.values())
+        return self._pending
+
+    @property
+    def waiting_since(self) -> float:
+        """Seconds since the oldest trace not derived yet last gained a span (0: none waits)."""
+        try:  # the loader thread changes the dict meanwhile
+            last = next(iter(self._dirty.values()), None)
+        except RuntimeError:
+            return self.derive_lag
+        return 0.0 if last is None else max(time.monotonic() - last, 0.0)
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -242,12 +272,22 @@ class Loader:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.interval)
+            if not self._busy:
+                self._wake.wait(self.interval)
             self._wake.clear()
             self._step(final=False)
-        self._step(final=True)
+        until = time.monotonic() + self.stop_derive
+        self._step(final=True, until=until)
         while (self._queue or self._dirty) and self.failed is None:  # a load takes a bounded share
-            self._step(final=True)
+            if not self._queue and time.monotonic() >= until:
+                log.warning(
+                    "%d spans of %d traces are stored and not derived yet: the next start"
+                    " derives them",
+                    self._pending,
+                    len(self._dirty),
+                )
+                break
+            self._step(final=True, until=until)
         if self.failed is None:
             try:
                 with self._hold:
@@ -262,40 +302,50 @@ class Loader:
         with self._hold:
             yield
 
-    def _step(self, *, final: bool) -> None:
+    def _step(self, *, final: bool, until: float | None = None) -> None:
         if self.failed is not None:
             return
         try:
             with self._hold:
-                self.load_once(final=final)
+                self.load_once(final=final, until=until)
                 self._make_durable(force=False)  # also while idle, after the last load
             self.progress_at = time.monotonic()
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
 
-    def load_once(self, *, final: bool = False) -> int:
-        """Store what is queued, then derive the traces that settled; return spans stored.
+    def load_once(self, *, final: bool = False, until: float | None = None) -> int:
+        """Store what is queued, or else derive a step of the traces that settled; return spans stored.
 
         Unless ``final``, nothing is stored until ``batch`` items are queued
-        or ``delay`` seconds have passed since the last load; with ``final``
-        every trace not derived yet is derived, settled or not.
+        or ``delay`` seconds have passed since the last load, and a step of
+        derivation runs only when no load is due (or, past ``max_pending``,
+        after each load). With ``final`` everything queued is stored (a
+        bounded share at a time) and every trace not derived yet is derived,
+        settled or not (until ``until``, a monotonic time, if given).
         """
         now = time.monotonic()
         if not self._recovered:
             self._recovered = True
             for trace in self.store.underived_traces():
-                self._dirty.setdefault(trace, now)
-                self._dirty_spans.setdefault(trace, 0)
+                self._mark(trace, now, 0)
         stored = 0
-        waiting = self._queued_items >= self.batch or now - self._last_load >= self.delay
-        if self._queue and (final or waiting):
+        due = self._queued_items >= self.batch or now - self._last_load >= self.delay
+        loaded = bool(self._queue) and (final or due)
+        if loaded:
             self._last_load = now
             cycle = self._drain()
             self.loading = cycle.items
             stored = self.load_spans(cycle)
             self.loading = 0
-        self._derive(time.monotonic(), final=final)
+        if final:
+            while self._dirty and self.failed is None:
+                if until is not None and time.monotonic() >= until:
+                    break
+                self._derive(time.monotonic(), final=True)
+        elif not loaded or self._pending > self.max_pending:
+            self._derive(time.monotonic(), final=False)
+        self._busy = self._queued_items >= self.batch or bool(self._due(time.monotonic(), 1))
         return stored
 
     def _drain(self) -> _Cycle:
@@ -367,40 +417,68 @@ class Loader:
         self.spans_loaded += len(pairs)
         self.rejected += len(refused)
         arrived = time.monotonic()
+        gained = None if taken.gained is None else set(taken.gained)
         for row, _ in pairs:
             trace = row[TRACE]
-            self._dirty[trace] = arrived
-            self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + 1
+            if gained is None or trace in gained:  # a span held already changes nothing
+                self._mark(trace, arrived, 1)
         return taken.stored
 
+    def _mark(self, trace: str, arrived: float, spans: int) -> None:
+        """The trace gained ``spans``: it waits to be derived, after the others (its last span is newest)."""
+        self._dirty.pop(trace, None)
+        self._dirty[trace] = arrived
+        self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + spans
+        self._pending += spans
+
+    def _due(self, now: float, most: int, *, every: bool = False) -> list[str]:
+        """The traces to derive next, the oldest first: settled ones, up to ``most`` spans.
+
+        With ``every`` (a stop), or past ``max_pending``, the oldest go whether settled or not.
+        """
+        due: list[str] = []
+        spans = 0
+        force = every or self._pending > self.max_pending
+        for trace, last in self._dirty.items():
+            if (not force and now - last < self.settle) or len(due) >= _DERIVE_TRACES:
+                break
+            size = max(self._dirty_spans.get(trace, 0), 1)
+            if due and spans + size > most:
+                break
+            due.append(trace)
+            spans += size
+        return due
+
     def _derive(self, now: float, *, final: bool) -> None:
-        """Derive the traces that settled (all of them at a stop; the oldest past ``max_pending``).
+        """Derive a step of traces: the oldest that settled (at a stop, any), up to ``derive_spans``.
 
         A derivation the store refuses is bisected down to the traces at
         fault: each is kept in ``rejects`` with the reason, the rest derived.
+        The spans the rules refuse are counted by what the store holds for
+        the traces before and after, so a trace derived again is not counted twice.
         """
-        if not self._dirty:
+        from tracekit.store.spans import trace_refusals
+
+        due = self._due(now, self.derive_spans, every=final)
+        if not due:
             return
         clock = time.thread_time()
-        if final:
-            due = list(self._dirty)
-        else:
-            due = [t for t, last in self._dirty.items() if now - last >= self.settle]
-            if self.pending_spans > self.max_pending:
-                due = sorted(self._dirty, key=self._dirty.__getitem__)
-            due = due[:_DERIVE_MOST]
-        if due:
-            reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
-            for report in reports:
-                if report.spans is not None:
-                    self.skipped += report.spans.outside
-                    self.rejected += report.spans.refused
-                    self.rejected_later += report.spans.refused
-            if bad:
-                self._set_traces_aside(bad)
-            for trace in due:
-                self._dirty.pop(trace, None)
-                self._dirty_spans.pop(trace, None)
+        waited = now - self._dirty[due[0]]
+        before = trace_refusals(self.store.con, due)
+        reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
+        refused = trace_refusals(self.store.con, due) - before
+        self.rejected += refused
+        self.rejected_later += refused
+        for report in reports:
+            if report.spans is not None:
+                self.skipped += report.spans.outside
+        if bad:
+            self._set_traces_aside(bad)
+        for trace in due:
+            self._dirty.pop(trace, None)
+            self._pending -= self._dirty_spans.pop(trace, 0)
+        self.derive_lag = max(time.monotonic() - now + waited, 0.0)
+        self.derive_lag_max = max(self.derive_lag_max, self.derive_lag)
         self.cpu["derive"] += time.thread_time() - clock
 
     def _derive_part(self, traces: Sequence[str]) -> RederiveReport:
