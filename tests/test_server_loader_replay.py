@@ -132,3 +132,20 @@ class _Closing:
 
     def close(self) -> None:
         self.spool.stop()
+
+
+def test_a_stop_past_its_deadline_leaves_traces_underived_and_the_next_start_derives_them(
+    tmp_path: Path,
+) -> None:
+    payload = encode_payload(spans_entry(received_otlp_json(_body(_trace(5))), "serve:otlp"))
+    with _spool(tmp_path / "spool") as spool, Store(tmp_path / "r.duckdb") as store:
+        stopping = Loader(store, spool, stop_derive=0.0)
+        stopping.deliver(0, len(payload), None, payload, 4)
+        stopping.start()
+        stopping.stop()
+        assert (stopping.spans_stored, stopping.pending_spans, stopping.failed) == (4, 4, None)
+        assert _counts(store)["runs"] == 0  # stored, not derived: the deadline had passed
+        started = Loader(store, spool)
+        started.load_once(final=True)
+        runs = store.con.execute("SELECT agent, status FROM runs").fetchall()
+    assert runs == [("front", "ok")] and started.pending_spans == 0
