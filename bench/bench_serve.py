@@ -9,7 +9,12 @@ every batch gets fresh trace ids, so nothing is a duplicate.
 
 Reported per server: spans/s acknowledged, spans/s stored and queryable
 (until the store holds every acknowledged span), p50/p99 acknowledgement
-latency, peak RSS, and tracekit's ratio to Phoenix.
+latency, peak RSS, and tracekit's ratio to Phoenix; and how far derivation
+is behind: the lag during the load (``derive_lag_s`` of ``/api/ingest``,
+sampled every second: seconds since the oldest trace not derived yet gained
+its last span), the most spans waiting to be derived, and how long after the
+load every trace is derived. ``--rate N`` paces the clients to N spans/s in
+all: the soak is ``--rate 20000 --duration 600``.
 
 Phoenix (``arize-phoenix``, its default SQLite store) runs from its own venv,
 ``bench/.venv-phoenix`` (create it with

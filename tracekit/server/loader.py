@@ -163,7 +163,9 @@ class Loader:
         self._dirty_spans: dict[str, int] = {}
         self._pending = 0  # the sum of _dirty_spans
         self._busy = False  # more work is due at once (no wait before the next step)
-        self.derive_lag = 0.0  # seconds the oldest trace derived last had waited since its last span
+        self.derive_lag = (
+            0.0  # seconds the oldest trace derived last had waited since its last span
+        )
         self.derive_lag_max = 0.0
         self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
