@@ -10,8 +10,9 @@ store holds already (a replayed spool entry, a batch sent twice) changes
 nothing: its trace is not derived again for it.
 
 Storing comes first: the traces that settled are derived a step at a time
-(at most ``derive_spans`` spans a step) while no load is due, so a load waits
-for one step at most. Past ``max_pending`` spans waiting to be derived, a step
+while no load is due, so a load waits for one step at most: as many spans as
+the last steps derived in ``derive_seconds`` (at least ``_DERIVE_LEAST``, at
+most ``derive_spans``), so a busy machine takes smaller steps. Past ``max_pending`` spans waiting to be derived, a step
 of derivation follows each load: the loads slow down to what derivation
 keeps up with, and the spool, then the clients, wait. At a graceful stop the
 traces not derived yet are derived as they are, for ``stop_derive`` seconds
@@ -60,6 +61,8 @@ OTLP_SOURCE: Final = "serve:otlp"
 DERIVE_SOURCE: Final = "serve:derive"
 #: Traces derived in one step at most (one transaction).
 _DERIVE_TRACES: Final = 2_000
+#: Spans one step of derivation takes at least (a step has a fixed cost).
+_DERIVE_LEAST: Final = 2_000
 
 
 @dataclass
@@ -98,6 +101,8 @@ class Loader:
             followed by a step of derivation (the oldest traces, settled or not).
         derive_spans: spans one step of derivation takes at most (a trace
             bigger than that is derived whole, alone).
+        derive_seconds: seconds one step of derivation should take (its
+            size follows the pace of the last steps).
         stop_derive: seconds a graceful stop derives for at most; what is
             left is derived by the next start.
         most: spans (or lines) one load takes from the queue at most, so
@@ -119,6 +124,7 @@ class Loader:
         delay: float = 1.0,
         max_pending: int = 1_000_000,
         derive_spans: int = 20_000,
+        derive_seconds: float = 2.0,
         stop_derive: float = 60.0,
         most: int = 40_000,
         durable_every: float = 2.0,
@@ -134,6 +140,8 @@ class Loader:
         self.most = most
         self.max_pending = max_pending
         self.derive_spans = derive_spans
+        self.derive_seconds = derive_seconds
+        self._derive_pace = float(derive_spans) / derive_seconds  # spans a second, as measured
         self.stop_derive = stop_derive
         self.dialects = tuple(dialects)
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
@@ -452,7 +460,7 @@ class Loader:
         return due
 
     def _derive(self, now: float, *, final: bool) -> None:
-        """Derive a step of traces: the oldest that settled (at a stop, any), up to ``derive_spans``.
+        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth.
 
         A derivation the store refuses is bisected down to the traces at
         fault: each is kept in ``rejects`` with the reason, the rest derived.
@@ -461,10 +469,12 @@ class Loader:
         """
         from tracekit.store.spans import trace_refusals
 
-        due = self._due(now, self.derive_spans, every=final)
+        step = self._derive_pace * self.derive_seconds
+        due = self._due(now, int(min(max(step, _DERIVE_LEAST), self.derive_spans)), every=final)
         if not due:
             return
         clock = time.thread_time()
+        spans = sum(max(self._dirty_spans.get(t, 0), 1) for t in due)
         waited = now - self._dirty[due[0]]
         before = trace_refusals(self.store.con, due)
         reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
@@ -479,7 +489,9 @@ class Loader:
         for trace in due:
             self._dirty.pop(trace, None)
             self._pending -= self._dirty_spans.pop(trace, 0)
-        self.derive_lag = max(time.monotonic() - now + waited, 0.0)
+        took = max(time.monotonic() - now, 1e-3)
+        self._derive_pace = 0.5 * self._derive_pace + 0.5 * spans / took
+        self.derive_lag = max(took + waited, 0.0)
         self.derive_lag_max = max(self.derive_lag_max, self.derive_lag)
         self.cpu["derive"] += time.thread_time() - clock
 
