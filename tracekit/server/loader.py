@@ -10,9 +10,10 @@ store holds already (a replayed spool entry, a batch sent twice) changes
 nothing: its trace is not derived again for it.
 
 Storing comes first: the traces that settled are derived a step at a time
-while no load is due, so a load waits for one step at most: as many spans as
-the last steps derived in ``derive_seconds`` (at least ``_DERIVE_LEAST``, at
-most ``derive_spans``), so a busy machine takes smaller steps. Past ``max_pending`` spans waiting to be derived, a step
+while no load is due, so a load waits for one step at most: while entries
+wait, as many spans as the last steps derived in ``derive_seconds`` (at least
+``_DERIVE_LEAST``: a step has a fixed cost), so a busy machine takes smaller
+steps; else ``derive_spans``. Past ``max_pending`` spans waiting to be derived, a step
 of derivation follows each load: the loads slow down to what derivation
 keeps up with, and the spool, then the clients, wait. At a graceful stop the
 traces not derived yet are derived as they are, for ``stop_derive`` seconds
@@ -62,7 +63,7 @@ DERIVE_SOURCE: Final = "serve:derive"
 #: Traces derived in one step at most (one transaction).
 _DERIVE_TRACES: Final = 2_000
 #: Spans one step of derivation takes at least (a step has a fixed cost).
-_DERIVE_LEAST: Final = 2_000
+_DERIVE_LEAST: Final = 5_000
 
 
 @dataclass
@@ -469,8 +470,10 @@ class Loader:
         """
         from tracekit.store.spans import trace_refusals
 
-        step = self._derive_pace * self.derive_seconds
-        due = self._due(now, int(min(max(step, _DERIVE_LEAST), self.derive_spans)), every=final)
+        step = self.derive_spans
+        if self._queue and not final:  # a load comes due meanwhile: a step it waits for less
+            step = int(min(max(self._derive_pace * self.derive_seconds, _DERIVE_LEAST), step))
+        due = self._due(now, step, every=final)
         if not due:
             return
         clock = time.thread_time()
