@@ -472,9 +472,20 @@ def _count_store(db: Path) -> dict[str, int]:
         events = con.execute("SELECT count(*) FROM events").fetchone()[0]
         runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         dups = con.execute("SELECT coalesce(sum(duplicates), 0) FROM ingest_log").fetchone()[0]
+        spans = con.execute("SELECT count(*) FROM spans").fetchone()[0]
+        underived = con.execute(
+            "SELECT count(*) FROM (SELECT trace_id, count(*) AS n FROM spans GROUP BY 1) s"
+            " LEFT JOIN derivations d USING (trace_id) WHERE d.spans IS DISTINCT FROM s.n"
+        ).fetchone()[0]
     finally:
         con.close()
-    return {"events": int(events), "runs": int(runs), "duplicates": int(dups)}
+    return {
+        "events": int(events),
+        "runs": int(runs),
+        "duplicates": int(dups),
+        "spans": int(spans),
+        "underived": int(underived),
+    }
 
 
 def expected_counts(batches: list[bytes], work: Path) -> list[tuple[int, int]]:
@@ -629,15 +640,19 @@ def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> d
         row["counted"] = {**got, "expected_events": events, "expected_runs": runs}
         verdict = (
             "every acknowledged span stored"
-            if (got["events"], got["runs"])
-            == (
-                events,
-                runs,
-            )
+            if (got["events"], got["runs"]) == (events, runs)
             else "MISSING OR EXTRA"
         )
+        if got.get("underived") and verdict != "every acknowledged span stored":
+            verdict = (
+                f"{got['underived']:,} traces stored, not derived yet (the stop's deadline):"
+                " the next start derives them"
+                if got.get("spans") == r["acked"]
+                else verdict
+            )
+        spans = f"{got['spans']:,} spans of {r['acked']:,} acked, " if "spans" in got else ""
         print(
-            f"{'':9} in the store: {got['events']:,} events of {events:,} expected,"
+            f"{'':9} in the store: {spans}{got['events']:,} events of {events:,} expected,"
             f" {got['runs']:,} runs of {runs:,}, {got['duplicates']} duplicates: {verdict}"
         )
     if r.get("lags") is not None:
