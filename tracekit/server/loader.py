@@ -10,15 +10,11 @@ store holds already (a replayed spool entry, a batch sent twice) changes
 nothing: its trace is not derived again for it.
 
 Storing comes first: the traces that settled are derived a step at a time
-while no load is due, so a load waits for one step at most: while entries
-wait, as many spans as the last steps derived in ``derive_seconds`` (at least
-``_DERIVE_LEAST``: a step has a fixed cost), so a busy machine takes smaller
-steps; else ``derive_spans``. Past ``max_pending`` spans waiting to be derived, a step
-of derivation follows each load: the loads slow down to what derivation
-keeps up with, and the spool, then the clients, wait. At a graceful stop the
-traces not derived yet are derived as they are, for ``stop_derive`` seconds
-at most; a start derives what a stop or a crash left underived. v1 lines go
-through :meth:`Store.ingest_records` as they are.
+(:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
+one step at most. Past ``max_pending`` spans waiting, a step follows each
+load: loads slow down to what derivation keeps up with. A graceful stop
+derives for ``stop_derive`` seconds at most; a start derives what a stop or
+a crash left underived. v1 lines go through :meth:`Store.ingest_records`.
 
 What the store refuses for its data is bisected down to what is at fault
 (:mod:`tracekit.server.quarantine`, :mod:`tracekit._util.quarantine`): a
@@ -46,24 +42,19 @@ from tracekit.server.health import STALL_SECONDS, stalled_for
 from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 from tracekit.server.spooled import TRACE, row_text, spooled_spans
+from tracekit.server.waiting import Waiting, derive_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store import Store
-    from tracekit.store.rederive import RederiveReport
 
 __all__ = ["Loader", "SourceStats"]
 
 log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
-DERIVE_SOURCE: Final = "serve:derive"
-#: Traces derived in one step at most (one transaction).
-_DERIVE_TRACES: Final = 2_000
-#: Spans one step of derivation takes at least (a step has a fixed cost).
-_DERIVE_LEAST: Final = 5_000
 
 
 @dataclass
@@ -139,10 +130,6 @@ class Loader:
         self.batch = batch
         self.delay = delay
         self.most = most
-        self.max_pending = max_pending
-        self.derive_spans = derive_spans
-        self.derive_seconds = derive_seconds
-        self._derive_pace = float(derive_spans) / derive_seconds  # spans a second, as measured
         self.stop_derive = stop_derive
         self.dialects = tuple(dialects)
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
@@ -166,16 +153,11 @@ class Loader:
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
         self.replayed_items = 0  # spans and lines replay() queued
-        # Traces with spans stored but not derived: when each last gained one (the
-        # oldest first: a trace that gains one moves to the end), and how many.
-        self._dirty: dict[str, float] = {}
-        self._dirty_spans: dict[str, int] = {}
-        self._pending = 0  # the sum of _dirty_spans
-        self._busy = False  # more work is due at once (no wait before the next step)
-        self.derive_lag = (
-            0.0  # seconds the oldest trace derived last had waited since its last span
+        # Traces with spans stored but not derived, the oldest first.
+        self.waiting = Waiting(
+            settle=settle, most=derive_spans, seconds=derive_seconds, max_pending=max_pending
         )
-        self.derive_lag_max = 0.0
+        self._busy = False  # more work is due at once (no wait before the next step)
         self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
@@ -193,16 +175,7 @@ class Loader:
     @property
     def pending_spans(self) -> int:
         """Spans stored whose trace is not derived yet (it has not settled)."""
-        return self._pending
-
-    @property
-    def waiting_since(self) -> float:
-        """Seconds since the oldest trace not derived yet last gained a span (0: none waits)."""
-        try:  # the loader thread changes the dict meanwhile
-            last = next(iter(self._dirty.values()), None)
-        except RuntimeError:
-            return self.derive_lag
-        return 0.0 if last is None else max(time.monotonic() - last, 0.0)
+        return self.waiting.spans
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -243,7 +216,7 @@ class Loader:
     def stalled(self) -> str | None:
         """Why loading or deriving is stuck (no progress with work waiting), or None."""
         found = stalled_for(
-            waiting=len(self._queue) + self.loading + len(self._dirty),
+            waiting=len(self._queue) + self.loading + len(self.waiting),
             since=self.progress_at,
             now=time.monotonic(),
             after=self.stall_after,
@@ -252,7 +225,7 @@ class Loader:
             return None
         return (
             f"loading has made {found} with {len(self._queue)} batches queued"
-            f" and {len(self._dirty)} traces to derive"
+            f" and {len(self.waiting)} traces to derive"
         )
 
     def queue_items(self) -> list[tuple[int, int, Entry | bytes, int, float]]:
@@ -289,13 +262,13 @@ class Loader:
             self._step(final=False)
         until = time.monotonic() + self.stop_derive
         self._step(final=True, until=until)
-        while (self._queue or self._dirty) and self.failed is None:  # a load takes a bounded share
+        while (self._queue or self.waiting) and self.failed is None:  # a load takes a bounded share
             if not self._queue and time.monotonic() >= until:
                 log.warning(
                     "%d spans of %d traces are stored and not derived yet: the next start"
                     " derives them",
-                    self._pending,
-                    len(self._dirty),
+                    self.waiting.spans,
+                    len(self.waiting),
                 )
                 break
             self._step(final=True, until=until)
@@ -339,7 +312,7 @@ class Loader:
         if not self._recovered:
             self._recovered = True
             for trace in self.store.underived_traces():
-                self._mark(trace, now, 0)
+                self.waiting.mark(trace, now, 0)
         stored = 0
         due = self._queued_items >= self.batch or now - self._last_load >= self.delay
         loaded = bool(self._queue) and (final or due)
@@ -350,13 +323,13 @@ class Loader:
             stored = self.load_spans(cycle)
             self.loading = 0
         if final:
-            while self._dirty and self.failed is None:
+            while self.waiting and self.failed is None:
                 if until is not None and time.monotonic() >= until:
                     break
                 self._derive(time.monotonic(), final=True)
-        elif not loaded or self._pending > self.max_pending:
+        elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
-        self._busy = self._queued_items >= self.batch or bool(self._due(time.monotonic(), 1))
+        self._busy = self._queued_items >= self.batch or bool(self.waiting.due(time.monotonic(), 1))
         return stored
 
     def _drain(self) -> _Cycle:
@@ -432,86 +405,24 @@ class Loader:
         for row, _ in pairs:
             trace = row[TRACE]
             if gained is None or trace in gained:  # a span held already changes nothing
-                self._mark(trace, arrived, 1)
+                self.waiting.mark(trace, arrived, 1)
         return taken.stored
 
-    def _mark(self, trace: str, arrived: float, spans: int) -> None:
-        """The trace gained ``spans``: it waits to be derived, after the others (its last span is newest)."""
-        self._dirty.pop(trace, None)
-        self._dirty[trace] = arrived
-        self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + spans
-        self._pending += spans
-
-    def _due(self, now: float, most: int, *, every: bool = False) -> list[str]:
-        """The traces to derive next, the oldest first: settled ones, up to ``most`` spans.
-
-        With ``every`` (a stop), or past ``max_pending``, the oldest go whether settled or not.
-        """
-        due: list[str] = []
-        spans = 0
-        force = every or self._pending > self.max_pending
-        for trace, last in self._dirty.items():
-            if (not force and now - last < self.settle) or len(due) >= _DERIVE_TRACES:
-                break
-            size = max(self._dirty_spans.get(trace, 0), 1)
-            if due and spans + size > most:
-                break
-            due.append(trace)
-            spans += size
-        return due
-
     def _derive(self, now: float, *, final: bool) -> None:
-        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth.
-
-        A derivation the store refuses is bisected down to the traces at
-        fault: each is kept in ``rejects`` with the reason, the rest derived.
-        The spans the rules refuse are counted by what the store holds for
-        the traces before and after, so a trace derived again is not counted twice.
-        """
-        from tracekit.store.spans import trace_refusals
-
-        step = self.derive_spans
-        if self._queue and not final:  # a load comes due meanwhile: a step it waits for less
-            step = int(min(max(self._derive_pace * self.derive_seconds, _DERIVE_LEAST), step))
-        due = self._due(now, step, every=final)
+        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth."""
+        hurry = bool(self._queue) and not final
+        due = self.waiting.due(now, self.waiting.step_spans(hurry=hurry), every=final)
         if not due:
             return
         clock = time.thread_time()
-        spans = sum(max(self._dirty_spans.get(t, 0), 1) for t in due)
-        waited = now - self._dirty[due[0]]
-        before = trace_refusals(self.store.con, due)
-        reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
-        refused = trace_refusals(self.store.con, due) - before
-        self.rejected += refused
-        self.rejected_later += refused
-        for report in reports:
-            if report.spans is not None:
-                self.skipped += report.spans.outside
-        if bad:
-            self._set_traces_aside(bad)
-        for trace in due:
-            self._dirty.pop(trace, None)
-            self._pending -= self._dirty_spans.pop(trace, 0)
-        took = max(time.monotonic() - now, 1e-3)
-        self._derive_pace = 0.5 * self._derive_pace + 0.5 * spans / took
-        self.derive_lag = max(took + waited, 0.0)
-        self.derive_lag_max = max(self.derive_lag_max, self.derive_lag)
+        spans, waited = self.waiting.size(due), self.waiting.waited(due[0], now)
+        done = derive_step(self.store, due, dialects=self.dialects, healthy=self._store_answers)
+        self.rejected += done.refused
+        self.rejected_later += done.refused
+        self.skipped += done.outside
+        self.quarantined += done.set_aside
+        self.waiting.derived(due, spans, time.monotonic() - now, waited)
         self.cpu["derive"] += time.thread_time() - clock
-
-    def _derive_part(self, traces: Sequence[str]) -> RederiveReport:
-        return self.store.derive_traces(list(traces), source=DERIVE_SOURCE, dialects=self.dialects)
-
-    def _set_traces_aside(self, bad: list[tuple[str, str]]) -> None:
-        """Traces the derivation fails on: named in rejects with the reason, never retried."""
-        from tracekit.intake.otlp.received import rows_table
-
-        refused = [
-            (0, f'{{"traceId": "{trace}"}}', f"the derivation failed on this trace: {why}")
-            for trace, why in bad
-        ]
-        self.store.load_spans(rows_table([], []), source=DERIVE_SOURCE, refused=refused)
-        self.quarantined += len(bad)
-        log.error("%d traces could not be derived (kept in rejects): %s", len(bad), bad[0][1])
 
     def _ingest_lines(self, lines: dict[str, list[bytes]]) -> int:
         stored = 0
