@@ -9,7 +9,7 @@ is derived from them afterwards (:mod:`tracekit.store.spans_derive`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
@@ -44,7 +44,7 @@ class SpanLoad:
     duplicates: int = 0
     #: The traces that gained a span, when some of the batch were duplicates
     #: (None: every trace of the batch did).
-    gained: list[str] | None = field(default=None)
+    gained: list[str] | None = None
 
 
 def load_spans(
@@ -80,9 +80,11 @@ def trace_refusals(con: duckdb.DuckDBPyConnection, traces: list[str]) -> int:
         >>> trace_refusals(con, ["a", "c"])
         2
     """
+    from tracekit._util.arrow import strings
+
     if not traces:
         return 0
-    con.register("_refusal_traces", pa.table({"trace_id": pa.array(traces, pa.string())}))
+    con.register("_refusal_traces", pa.table({"trace_id": strings(traces)}))
     try:
         row = con.execute(
             "SELECT count(*) FROM rejects SEMI JOIN _refusal_traces t ON span_trace = t.trace_id"
