@@ -9,7 +9,12 @@ every batch gets fresh trace ids, so nothing is a duplicate.
 
 Reported per server: spans/s acknowledged, spans/s stored and queryable
 (until the store holds every acknowledged span), p50/p99 acknowledgement
-latency, peak RSS, and tracekit's ratio to Phoenix.
+latency, peak RSS, and tracekit's ratio to Phoenix; and how far derivation
+is behind: the lag during the load (``derive_lag_s`` of ``/api/ingest``,
+sampled every second: seconds since the oldest trace not derived yet gained
+its last span), the most spans waiting to be derived, and how long after the
+load every trace is derived. ``--rate N`` paces the clients to N spans/s in
+all: the soak is ``--rate 20000 --duration 600``.
 
 Phoenix (``arize-phoenix``, its default SQLite store) runs from its own venv,
 ``bench/.venv-phoenix`` (create it with
@@ -161,8 +166,13 @@ def _add_span(span, raw: dict, rng: random.Random) -> None:
             kv.key, kv.value.int_value = key, rng.randint(10, 4000)
 
 
-def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.Queue) -> None:
-    """Send the batches round after round with fresh trace ids; retry 429/503 like an exporter."""
+def exporter(
+    url: str, batches: list[bytes], client: int, until: float, out: mp.Queue, rate: float = 0.0
+) -> None:
+    """Send the batches round after round with fresh trace ids; retry 429/503 like an exporter.
+
+    ``rate``: spans a second this client sends at most (0: as fast as it is answered).
+    """
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
@@ -173,6 +183,8 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
     acked = retries = errors = 0
     per_template = [0] * len(batches)
     round_ = 0
+    sent_spans = 0
+    began = time.time()
     while time.time() < until:
         ids: dict[bytes, bytes] = {}
         salt = int.from_bytes(
@@ -202,6 +214,11 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
                             parent = int.from_bytes(span.parent_span_id, "big") ^ salt
                             span.parent_span_id = parent.to_bytes(8, "big")
             body = request.SerializeToString()
+            if rate:  # paced: this batch leaves when the spans sent so far are due
+                sent_spans += sum(
+                    len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans
+                )
+                time.sleep(max(0.0, began + sent_spans / rate - time.time()))
             t0 = time.perf_counter()
             while True:
                 try:
@@ -247,13 +264,14 @@ def exporter(url: str, batches: list[bytes], client: int, until: float, out: mp.
     )
 
 
-def drive(url: str, batches: list[bytes], clients: int, duration: float) -> dict:
+def drive(url: str, batches: list[bytes], clients: int, duration: float, rate: float = 0.0) -> dict:
     ctx = mp.get_context("spawn")
     queue: mp.Queue = ctx.Queue()
     start = time.time()
     until = start + duration
     procs = [
-        ctx.Process(target=exporter, args=(url, batches, i, until, queue)) for i in range(clients)
+        ctx.Process(target=exporter, args=(url, batches, i, until, queue, rate / clients))
+        for i in range(clients)
     ]
     for p in procs:
         p.start()
@@ -326,6 +344,38 @@ def _role(comm: str, cmdline: bytes) -> str:
     return "server"
 
 
+class LagSampler:
+    """Samples how far derivation is behind (``/api/ingest``) every second, on a thread.
+
+    ``derive_lag_s``: seconds since the oldest trace not derived yet gained its
+    last span (servers that do not say so: None); ``pending_spans``: spans
+    stored whose trace is not derived yet.
+    """
+
+    def __init__(self, url: str) -> None:
+        import threading
+
+        self.url = url
+        self.samples: list[tuple[float, float | None, int]] = []
+        self._stop = threading.Event()
+        self._t0 = time.time()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            with contextlib.suppress(OSError, ValueError):
+                status = json.loads(_get(self.url + "/api/ingest"))
+                self.samples.append(
+                    (time.time(), status.get("derive_lag_s"), int(status.get("pending_spans", 0)))
+                )
+
+    def stop(self) -> list[tuple[float, float | None, int]]:
+        self._stop.set()
+        self._thread.join()
+        return self.samples
+
+
 class RssSampler:
     """Samples a process tree's resident memory every few seconds, on a thread."""
 
@@ -377,7 +427,8 @@ def run_tracekit(
     url = f"http://127.0.0.1:{port}"
     _wait_up(url + "/healthz", 60)
     sampler = RssSampler(server.pid, args.rss_every)
-    load = drive(url, batches, args.clients, args.duration)
+    lags = LagSampler(url)
+    load = drive(url, batches, args.clients, args.duration, args.rate)
     status = {}
     while time.time() - load["end"] < 300:
         status = json.loads(_get(url + "/api/ingest"))
@@ -385,6 +436,12 @@ def run_tracekit(
             break
         time.sleep(0.25)
     stored_at = time.time()
+    while time.time() - load["end"] < args.derive_wait:  # derivation catching up
+        if json.loads(_get(url + "/api/ingest"))["pending_spans"] == 0:
+            break
+        time.sleep(0.25)
+    load["derived_end"] = time.time()
+    load["lags"] = lags.stop()
     load["rss_curve"] = sampler.stop()
     load["rss_each"] = sampler.each
     load["rss_mb"] = max([peak_rss_mb(server.pid), *(mb for _, mb in load["rss_curve"])])
@@ -415,9 +472,20 @@ def _count_store(db: Path) -> dict[str, int]:
         events = con.execute("SELECT count(*) FROM events").fetchone()[0]
         runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
         dups = con.execute("SELECT coalesce(sum(duplicates), 0) FROM ingest_log").fetchone()[0]
+        spans = con.execute("SELECT count(*) FROM spans").fetchone()[0]
+        underived = con.execute(
+            "SELECT count(*) FROM (SELECT trace_id, count(*) AS n FROM spans GROUP BY 1) s"
+            " LEFT JOIN derivations d USING (trace_id) WHERE d.spans IS DISTINCT FROM s.n"
+        ).fetchone()[0]
     finally:
         con.close()
-    return {"events": int(events), "runs": int(runs), "duplicates": int(dups)}
+    return {
+        "events": int(events),
+        "runs": int(runs),
+        "duplicates": int(dups),
+        "spans": int(spans),
+        "underived": int(underived),
+    }
 
 
 def expected_counts(batches: list[bytes], work: Path) -> list[tuple[int, int]]:
@@ -572,16 +640,36 @@ def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> d
         row["counted"] = {**got, "expected_events": events, "expected_runs": runs}
         verdict = (
             "every acknowledged span stored"
-            if (got["events"], got["runs"])
-            == (
-                events,
-                runs,
-            )
+            if (got["events"], got["runs"]) == (events, runs)
             else "MISSING OR EXTRA"
         )
+        if got.get("underived") and verdict != "every acknowledged span stored":
+            verdict = (
+                f"{got['underived']:,} traces stored, not derived yet (the stop's deadline):"
+                " the next start derives them"
+                if got.get("spans") == r["acked"]
+                else verdict
+            )
+        spans = f"{got['spans']:,} spans of {r['acked']:,} acked, " if "spans" in got else ""
         print(
-            f"{'':9} in the store: {got['events']:,} events of {events:,} expected,"
+            f"{'':9} in the store: {spans}{got['events']:,} events of {events:,} expected,"
             f" {got['runs']:,} runs of {runs:,}, {got['duplicates']} duplicates: {verdict}"
+        )
+    if r.get("lags") is not None:
+        during = [(lag, n) for t, lag, n in r["lags"] if t <= r["end"]]
+        said = sorted(lag for lag, _ in during if lag is not None)
+        row["lag_max_s"] = said[-1] if said else None
+        row["lag_p99_s"] = said[min(len(said) - 1, int(len(said) * 0.99))] if said else None
+        row["pending_max"] = max((n for _, n in during), default=0)
+        row["derived_after_s"] = r["derived_end"] - r["end"]
+        lag = (
+            f"derivation lag during the load max {row['lag_max_s']:.1f} s, p99 {row['lag_p99_s']:.1f} s"
+            if said
+            else "derivation lag not reported by this server"
+        )
+        print(
+            f"{'':9} {lag}; at most {row['pending_max']:,} spans waiting to be derived;"
+            f" all derived {row['derived_after_s']:.1f} s after the load ended"
         )
     curve = r.get("rss_curve") or []
     if curve:
@@ -629,6 +717,19 @@ def main() -> None:
         help="also run the server of this checkout (PYTHONPATH), first, e.g. ../main-baseline",
     )
     parser.add_argument("--rss-every", type=float, default=5.0, help="seconds between RSS samples")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="spans a second all clients send together at most (0: as fast as answered);"
+        " with --duration 600, the soak: --rate 20000 --duration 600",
+    )
+    parser.add_argument(
+        "--derive-wait",
+        type=float,
+        default=600.0,
+        help="seconds after the load to wait for every trace to be derived",
+    )
     parser.add_argument(
         "--no-stages", action="store_true", help="skip the in-process CPU-per-stage figures"
     )

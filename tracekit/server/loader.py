@@ -5,10 +5,16 @@ Each cycle stores the spans of the entries queued, whole, as received
 from all its stored spans once no span of it has come for ``settle`` seconds
 (:meth:`Store.derive_traces`: its earlier rows replaced), so a trace whose
 root has not come is visible as soon as it settles, as the run it is, and
-derived again whole when the root arrives, after a restart too. At a
-graceful stop every trace not yet derived is derived as it is; a start
-derives what a crash left underived. v1 lines go through
-:meth:`Store.ingest_records` as they are.
+derived again whole when the root arrives, after a restart too. A span the
+store holds already (a replayed spool entry, a batch sent twice) changes
+nothing: its trace is not derived again for it.
+
+Storing comes first: the traces that settled are derived a step at a time
+(:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
+one step at most. Past ``max_pending`` spans waiting, a step follows each
+load: loads slow down to what derivation keeps up with. A graceful stop
+derives for ``stop_derive`` seconds at most; a start derives what a stop or
+a crash left underived. v1 lines go through :meth:`Store.ingest_records`.
 
 What the store refuses for its data is bisected down to what is at fault
 (:mod:`tracekit.server.quarantine`, :mod:`tracekit._util.quarantine`): a
@@ -36,6 +42,7 @@ from tracekit.server.health import STALL_SECONDS, stalled_for
 from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
 from tracekit.server.spooled import TRACE, row_text, spooled_spans
+from tracekit.server.waiting import Waiting, derive_step
 from tracekit.store import next_line
 
 if TYPE_CHECKING:
@@ -43,16 +50,12 @@ if TYPE_CHECKING:
 
     from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store import Store
-    from tracekit.store.rederive import RederiveReport
 
 __all__ = ["Loader", "SourceStats"]
 
 log = logging.getLogger("tracekit.server")
 
 OTLP_SOURCE: Final = "serve:otlp"
-DERIVE_SOURCE: Final = "serve:derive"
-#: Traces derived in one cycle at most while serving (a stop derives them all).
-_DERIVE_MOST: Final = 20_000
 
 
 @dataclass
@@ -87,8 +90,14 @@ class Loader:
         batch: spans (or lines) queued that start a load at once; fewer wait
             up to ``delay`` seconds, since a load has a fixed cost (a commit).
         delay: seconds at most between loads while anything waits.
-        max_pending: spans waiting to be derived at most; past it the oldest
-            traces are derived at once.
+        max_pending: spans waiting to be derived past which each load is
+            followed by a step of derivation (the oldest traces, settled or not).
+        derive_spans: spans one step of derivation takes at most (a trace
+            bigger than that is derived whole, alone).
+        derive_seconds: seconds one step of derivation should take (its
+            size follows the pace of the last steps).
+        stop_derive: seconds a graceful stop derives for at most; what is
+            left is derived by the next start.
         most: spans (or lines) one load takes from the queue at most, so
             that a loader behind its input holds a bounded share of it.
         durable_every: seconds at most between store checkpoints (after
@@ -106,7 +115,10 @@ class Loader:
         interval: float = 0.1,
         batch: int = 20_000,
         delay: float = 1.0,
-        max_pending: int = 100_000,
+        max_pending: int = 1_000_000,
+        derive_spans: int = 20_000,
+        derive_seconds: float = 2.0,
+        stop_derive: float = 60.0,
         most: int = 40_000,
         durable_every: float = 2.0,
         dialects: Sequence[Dialect] = (),
@@ -119,7 +131,7 @@ class Loader:
         self.batch = batch
         self.delay = delay
         self.most = most
-        self.max_pending = max_pending
+        self.stop_derive = stop_derive
         self.dialects = tuple(dialects)
         self._queued_items = 0  # spans and lines queued (two threads: under _count_lock)
         self._count_lock = threading.Lock()
@@ -142,9 +154,11 @@ class Loader:
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
         self.replayed_items = 0  # spans and lines replay() queued
-        # Traces with spans stored but not derived: when each last gained one, and how many.
-        self._dirty: dict[str, float] = {}
-        self._dirty_spans: dict[str, int] = {}
+        # Traces with spans stored but not derived, the oldest first.
+        self.waiting = Waiting(
+            settle=settle, most=derive_spans, seconds=derive_seconds, max_pending=max_pending
+        )
+        self._busy = False  # more work is due at once (no wait before the next step)
         self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
         self.loads = 0
@@ -162,7 +176,7 @@ class Loader:
     @property
     def pending_spans(self) -> int:
         """Spans stored whose trace is not derived yet (it has not settled)."""
-        return sum(self._dirty_spans.values())
+        return self.waiting.spans
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -203,7 +217,7 @@ class Loader:
     def stalled(self) -> str | None:
         """Why loading or deriving is stuck (no progress with work waiting), or None."""
         found = stalled_for(
-            waiting=len(self._queue) + self.loading + len(self._dirty),
+            waiting=len(self._queue) + self.loading + len(self.waiting),
             since=self.progress_at,
             now=time.monotonic(),
             after=self.stall_after,
@@ -212,7 +226,7 @@ class Loader:
             return None
         return (
             f"loading has made {found} with {len(self._queue)} batches queued"
-            f" and {len(self._dirty)} traces to derive"
+            f" and {len(self.waiting)} traces to derive"
         )
 
     def queue_items(self) -> list[tuple[int, int, Entry | bytes, int, float]]:
@@ -243,12 +257,22 @@ class Loader:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.interval)
+            if not self._busy:
+                self._wake.wait(self.interval)
             self._wake.clear()
             self._step(final=False)
-        self._step(final=True)
-        while (self._queue or self._dirty) and self.failed is None:  # a load takes a bounded share
-            self._step(final=True)
+        until = time.monotonic() + self.stop_derive
+        self._step(final=True, until=until)
+        while (self._queue or self.waiting) and self.failed is None:  # a load takes a bounded share
+            if not self._queue and time.monotonic() >= until:
+                log.warning(
+                    "%d spans of %d traces are stored and not derived yet: the next start"
+                    " derives them",
+                    self.waiting.spans,
+                    len(self.waiting),
+                )
+                break
+            self._step(final=True, until=until)
         if self.failed is None:
             try:
                 with self._hold:
@@ -263,40 +287,50 @@ class Loader:
         with self._hold:
             yield
 
-    def _step(self, *, final: bool) -> None:
+    def _step(self, *, final: bool, until: float | None = None) -> None:
         if self.failed is not None:
             return
         try:
             with self._hold:
-                self.load_once(final=final)
+                self.load_once(final=final, until=until)
                 self._make_durable(force=False)  # also while idle, after the last load
             self.progress_at = time.monotonic()
         except Exception as exc:  # the store refused: stop loading, keep the spool
             self.failed = f"{type(exc).__name__}: {exc}"
             log.error("loading into the store failed, the spool is kept: %s", self.failed)
 
-    def load_once(self, *, final: bool = False) -> int:
-        """Store what is queued, then derive the traces that settled; return spans stored.
+    def load_once(self, *, final: bool = False, until: float | None = None) -> int:
+        """Store what is queued, or else derive a step of the traces that settled; return spans stored.
 
         Unless ``final``, nothing is stored until ``batch`` items are queued
-        or ``delay`` seconds have passed since the last load; with ``final``
-        every trace not derived yet is derived, settled or not.
+        or ``delay`` seconds have passed since the last load, and a step of
+        derivation runs only when no load is due (or, past ``max_pending``,
+        after each load). With ``final`` everything queued is stored (a
+        bounded share at a time) and every trace not derived yet is derived,
+        settled or not (until ``until``, a monotonic time, if given).
         """
         now = time.monotonic()
         if not self._recovered:
             self._recovered = True
             for trace in self.store.underived_traces():
-                self._dirty.setdefault(trace, now)
-                self._dirty_spans.setdefault(trace, 0)
+                self.waiting.mark(trace, now, 0)
         stored = 0
-        waiting = self._queued_items >= self.batch or now - self._last_load >= self.delay
-        if self._queue and (final or waiting):
+        due = self._queued_items >= self.batch or now - self._last_load >= self.delay
+        loaded = bool(self._queue) and (final or due)
+        if loaded:
             self._last_load = now
             cycle = self._drain()
             self.loading = cycle.items
             stored = self.load_spans(cycle)
             self.loading = 0
-        self._derive(time.monotonic(), final=final)
+        if final:
+            while self.waiting and self.failed is None:
+                if until is not None and time.monotonic() >= until:
+                    break
+                self._derive(time.monotonic(), final=True)
+        elif not loaded or self.waiting.over:
+            self._derive(time.monotonic(), final=False)
+        self._busy = self._queued_items >= self.batch or bool(self.waiting.due(time.monotonic(), 1))
         return stored
 
     def _drain(self) -> _Cycle:
@@ -368,56 +402,28 @@ class Loader:
         self.spans_loaded += len(pairs)
         self.rejected += len(refused)
         arrived = time.monotonic()
+        gained = None if taken.gained is None else set(taken.gained)
         for row, _ in pairs:
             trace = row[TRACE]
-            self._dirty[trace] = arrived
-            self._dirty_spans[trace] = self._dirty_spans.get(trace, 0) + 1
+            if gained is None or trace in gained:  # a span held already changes nothing
+                self.waiting.mark(trace, arrived, 1)
         return taken.stored
 
     def _derive(self, now: float, *, final: bool) -> None:
-        """Derive the traces that settled (all of them at a stop; the oldest past ``max_pending``).
-
-        A derivation the store refuses is bisected down to the traces at
-        fault: each is kept in ``rejects`` with the reason, the rest derived.
-        """
-        if not self._dirty:
+        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth."""
+        hurry = bool(self._queue) and not final
+        due = self.waiting.due(now, self.waiting.step_spans(hurry=hurry), every=final)
+        if not due:
             return
         clock = time.thread_time()
-        if final:
-            due = list(self._dirty)
-        else:
-            due = [t for t, last in self._dirty.items() if now - last >= self.settle]
-            if self.pending_spans > self.max_pending:
-                due = sorted(self._dirty, key=self._dirty.__getitem__)
-            due = due[:_DERIVE_MOST]
-        if due:
-            reports, bad = run_quarantined(due, self._derive_part, healthy=self._store_answers)
-            for report in reports:
-                if report.spans is not None:
-                    self.skipped += report.spans.outside
-                    self.rejected += report.spans.refused
-                    self.rejected_later += report.spans.refused
-            if bad:
-                self._set_traces_aside(bad)
-            for trace in due:
-                self._dirty.pop(trace, None)
-                self._dirty_spans.pop(trace, None)
+        spans, waited = self.waiting.size(due), self.waiting.waited(due[0], now)
+        done = derive_step(self.store, due, dialects=self.dialects, healthy=self._store_answers)
+        self.rejected += done.refused
+        self.rejected_later += done.refused
+        self.skipped += done.outside
+        self.quarantined += done.set_aside
+        self.waiting.derived(due, spans, time.monotonic() - now, waited)
         self.cpu["derive"] += time.thread_time() - clock
-
-    def _derive_part(self, traces: Sequence[str]) -> RederiveReport:
-        return self.store.derive_traces(list(traces), source=DERIVE_SOURCE, dialects=self.dialects)
-
-    def _set_traces_aside(self, bad: list[tuple[str, str]]) -> None:
-        """Traces the derivation fails on: named in rejects with the reason, never retried."""
-        from tracekit.intake.otlp.received import rows_table
-
-        refused = [
-            (0, f'{{"traceId": "{trace}"}}', f"the derivation failed on this trace: {why}")
-            for trace, why in bad
-        ]
-        self.store.load_spans(rows_table([], []), source=DERIVE_SOURCE, refused=refused)
-        self.quarantined += len(bad)
-        log.error("%d traces could not be derived (kept in rejects): %s", len(bad), bad[0][1])
 
     def _ingest_lines(self, lines: dict[str, list[bytes]]) -> int:
         stored = 0

@@ -16,7 +16,7 @@ from typing import Final
 import duckdb
 import pyarrow as pa
 
-__all__ = ["SpanLoad", "load_spans", "store_spans"]
+__all__ = ["SpanLoad", "load_spans", "store_spans", "trace_refusals"]
 
 _COLUMNS: Final = (
     "trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,"
@@ -42,6 +42,9 @@ class SpanLoad:
 
     stored: int = 0
     duplicates: int = 0
+    #: The traces that gained a span, when some of the batch were duplicates
+    #: (None: every trace of the batch did).
+    gained: list[str] | None = None
 
 
 def load_spans(
@@ -56,7 +59,39 @@ def load_spans(
     finally:
         con.unregister("_span_batch")
     stored = int(row[0]) if row else 0
-    return SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
+    load = SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
+    if load.duplicates:
+        # The rows of one ingest are adjacent: its zone maps keep this scan short.
+        rows = con.execute(
+            "SELECT DISTINCT trace_id FROM spans WHERE ingest_id = ?", [ingest_id]
+        ).fetchall()
+        load.gained = [str(r[0]) for r in rows]
+    return load
+
+
+def trace_refusals(con: duckdb.DuckDBPyConnection, traces: list[str]) -> int:
+    """How many spans of these traces their derivation refused (kept in ``rejects``).
+
+    Example:
+        >>> import duckdb
+        >>> con = duckdb.connect()
+        >>> _ = con.execute("CREATE TABLE rejects (span_trace VARCHAR)")
+        >>> _ = con.execute("INSERT INTO rejects VALUES ('a'), ('a'), ('b'), (NULL)")
+        >>> trace_refusals(con, ["a", "c"])
+        2
+    """
+    from tracekit._util.arrow import strings
+
+    if not traces:
+        return 0
+    con.register("_refusal_traces", pa.table({"trace_id": strings(traces)}))
+    try:
+        row = con.execute(
+            "SELECT count(*) FROM rejects SEMI JOIN _refusal_traces t ON span_trace = t.trace_id"
+        ).fetchall()
+    finally:
+        con.unregister("_refusal_traces")
+    return int(row[0][0]) if row else 0
 
 
 def store_spans(
