@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from _cache_helpers import built_once
 from _fleet_helpers import crashed, handled, healthy, recursion, write
 from _store_helpers import TRACEKIT
 
@@ -49,6 +50,11 @@ def fleet_file(path: Path) -> Path:
 
 
 def loop_store(tmp: Path) -> Path:
+    """A copy in ``tmp`` of the store :func:`_build_loop_store` makes (built once per process)."""
+    return built_once("loop_store", _build_loop_store, tmp / "loops.duckdb")
+
+
+def _build_loop_store(tmp: Path) -> Path:
     """``tracekit ingest`` of :func:`fleet_file` into a new store, then :data:`LOOPS` inserted."""
     db = tmp / "loops.duckdb"
     subprocess.run(

@@ -11,6 +11,7 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,13 @@ def _client(
 
 
 def _load(
-    url: str, seconds: float, clients: int = 3, kill: Any = None
+    url: str, enough: Callable[[list[int], list[int]], bool], clients: int = 3, kill: Any = None
 ) -> tuple[list[int], list[int]]:
+    """Post from ``clients`` threads until ``enough(acked, busy)``; then ``kill``, then stop them.
+
+    The wait is for the event, not for a time: a loaded machine only makes it
+    take longer (a minute bounds a hang).
+    """
     stop = threading.Event()
     acked: list[int] = []
     busy: list[int] = []
@@ -91,7 +97,11 @@ def _load(
     ]
     for t in threads:
         t.start()
-    time.sleep(seconds)
+    deadline = time.monotonic() + 60
+    while not enough(acked, busy):
+        assert time.monotonic() < deadline, f"{len(acked)} acknowledged, {len(busy)} busy"
+        assert any(t.is_alive() for t in threads), "every client stopped"
+        time.sleep(0.02)
     if kill is not None:
         kill()  # while requests are in flight
     stop.set()
@@ -119,7 +129,10 @@ def _expected_roots(acked: list[int]) -> set[str]:
 def test_sigkill_under_load_then_restart_keeps_every_acknowledged_span_once(tmp_path: Path) -> None:
     db = tmp_path / "crash.duckdb"
     server = start(db)
-    acked, _ = _load(server.url, 2.0, kill=lambda: server.stop(signal.SIGKILL))
+    # a dozen batches acknowledged, the clients still sending: the kill comes mid-stream
+    acked, _ = _load(
+        server.url, lambda acked, _: len(acked) >= 12, kill=lambda: server.stop(signal.SIGKILL)
+    )
     assert server.proc.returncode == -signal.SIGKILL
     assert len(acked) > 5
     again = start(db)  # replays the spool past the checkpoint
@@ -139,7 +152,10 @@ def test_sigkill_under_load_then_restart_keeps_every_acknowledged_span_once(tmp_
 def test_overload_answers_503_and_loses_nothing_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "busy.duckdb"
     server = start(db, "--spool-limit", "20000")
-    acked, busy = _load(server.url, 2.5, clients=4)
+    # the spool full more than once, and batches acknowledged between the refusals
+    acked, busy = _load(
+        server.url, lambda acked, busy: len(busy) >= 3 and len(acked) >= 5, clients=4
+    )
     status = json.loads(server.get("/api/ingest")[1])
     assert server.stop() == 0
     assert busy and set(busy) <= {429, 503}
