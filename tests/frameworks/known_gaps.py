@@ -134,10 +134,8 @@ def marked(test: str, cases: Iterable[object], scenario: str = "") -> list[objec
 #: find no circle in them (the loops table has no row), on top of any gap above.
 _NO_CIRCLE = (
     "langfuse_langgraph_supervisor/loop", "langfuse_langgraph_swarm/loop",
-    "langfuse_langgraph_swarm/loop_limit", "langfuse_observe/loop", "langfuse_observe/loop_limit",
-    "mlflow_langgraph_swarm/loop", "mlflow_openai_agents/loop",
-    "openllmetry_langgraph_supervisor/loop", "openllmetry_langgraph_swarm/loop",
-    "openllmetry_llama_index/loop", "openllmetry_openai_agents/loop",
+    "langfuse_langgraph_swarm/loop_limit", "langfuse_observe/loop_limit",
+    "openllmetry_llama_index/loop",
 )  # fmt: skip
 _LOOP_REASON = "the loop rules find no circle in its handoffs: no row in the loops table"
 for _id in _NO_CIRCLE:
