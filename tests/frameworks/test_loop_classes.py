@@ -52,8 +52,6 @@ def loop_truths() -> list[Any]:
 AWAITING = {
     "google_adk/ring_silent": "a LoopAgent's sub-agents: the truth leaves the LoopAgent out of "
     "the circle, tracekit's sequence has it between them, and no span says it was cut off",
-    "llama_index/handled_limit": "early_stopping_method='generate' answers at max_iterations "
-    "and leaves no trace of the limit in any span",
 }
 CASES = [case for case in loop_truths() if case.id not in AWAITING]
 

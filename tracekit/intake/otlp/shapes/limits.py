@@ -43,6 +43,7 @@ __all__ = [
     "CUT_OFF",
     "DECLARED",
     "DIALECT_LIMITS",
+    "FORCED",
     "GENERAL",
     "ends_run_on_turn_error",
     "is_limit",
@@ -112,6 +113,8 @@ _DECLARED: Final = tuple(word.lower() for word in DECLARED)
 _ENDERS: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.turn_error_ends_run)
 #: The families whose agents stop silently at a step budget.
 BUDGETED: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.step_budget is not None)
+#: The families that answer at a limit instead of raising, with a model call of their own.
+FORCED: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.forced_answer is not None)
 
 #: What a loop counts, where "more than N of them" is a loop guard's words (not
 #: requests, messages or calls: "more than 60 requests" is a provider's rate).
