@@ -18,7 +18,7 @@ run's root span, and sometimes fails it though the run answered:
   ended ok; its stop is the budget's setting.
 * answered at its limit: the family declares the step whose model call is
   an answer it asked for because a limit struck
-  (:attr:`~tracekit.intake.otlp.shapes.base.Shape.forced_answer`: LlamaIndex's
+  (:attr:`~tracekit.intake.otlp.shapes.base.Shape.forced_answer`: a workflow's
   output parser at ``max_iterations``), and the run holds one. The run ended
   ok; its stop is that limit.
 
