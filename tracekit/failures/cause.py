@@ -20,9 +20,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
-from tracekit.events import ErrorInfo, Event
+from tracekit.events import Enter, ErrorInfo, Event, Exit
 from tracekit.failures.facts import forest_facts
 from tracekit.failures.model import Call, Finding, RunFacts
 from tracekit.failures.rules import classify_run
@@ -32,11 +32,19 @@ from tracekit.tree.outcome import RootCause
 __all__ = ["run_causes"]
 
 
-def run_causes(forest: Forest, records: Iterable[Event]) -> dict[str, RootCause]:
-    """Each root run of ``forest`` (built from ``records``): run id to its :class:`RootCause`."""
+def run_causes(forest: Forest, records: Sequence[Event]) -> dict[str, RootCause]:
+    """Each root run of ``forest`` (built from ``records``): run id to its :class:`RootCause`.
+
+    A run an invocation entered is a child run, as the store has it, even
+    when the tree draws it on its own (the id of the invocation that entered
+    it was kept for another): it has no cause of its own.
+    """
     services = {run.runId: run.service for run in forest.runs if run.kind == "root"}
+    entered = {r.runId for r in records if type(r) is Enter or type(r) is Exit}
     causes: dict[str, RootCause] = {}
     for facts in forest_facts(forest, records):
+        if facts.run_id in entered:
+            continue
         finding = classify_run(facts)
         causes[facts.run_id] = _cause(facts, finding, services.get(facts.run_id))
     return causes
