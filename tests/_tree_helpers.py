@@ -64,3 +64,11 @@ def run_cli(
     return subprocess.CompletedProcess(
         result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
     )
+
+
+def cli_golden(tree: Path) -> str:
+    """What ``tracekit tree`` prints for a golden tree: the tree (``<case>.tree.txt``, which
+    the library prints too), then why its runs ended as they did (``<case>.why.txt``, there
+    when a run did not end ok)."""
+    why = tree.with_name(tree.name.replace(".tree.txt", ".why.txt"))
+    return tree.read_text() + (why.read_text() if why.exists() else "")

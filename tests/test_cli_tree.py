@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from _tree_helpers import SAMPLES, call, node, run_cli, write_jsonl
+from _tree_helpers import SAMPLES, call, cli_golden, node, run_cli, write_jsonl
 
 from tracekit.cli.quick import quick_tree_args
 from tracekit.events import ErrorInfo, RunEnd, RunStart
@@ -51,7 +51,7 @@ def test_unreadable_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_bad_lines_are_skipped_and_named_on_stderr() -> None:
     result = run_cli("tree", str(SAMPLES / "crashed_run.jsonl"))
     assert result.returncode == 0
-    assert result.stdout == (SAMPLES / "crashed_run.tree.txt").read_text()
+    assert result.stdout == cli_golden(SAMPLES / "crashed_run.tree.txt")
     path = SAMPLES / "crashed_run.jsonl"
     assert result.stderr.splitlines() == [
         "skipped 1 bad line of 6 (the tree shows every good line):",
@@ -105,7 +105,9 @@ def test_run_option_picks_one_tree(tmp_path: Path) -> None:
     assert both.stdout == (
         "run a: front (ok, 6ms)\n  decide\n  delegate -> sql (ok, 3ms)\n    say\n\n"
         "run b: back (error AGENT_RECURSION: x -> y -> x, 8ms, failure: delegation)\n"
-    )
+        "\nrun b: outcome failed:recursion: circle x -> y -> x (wrong by construction: it will"
+        " happen again)\n  refused in agent x (AGENT_RECURSION)\n"
+    )  # the trees, then why each run that did not end ok ended so, named
     assert run_cli("tree", str(path), "--run", "a").stdout.startswith("decide\n")
     assert run_cli("tree", str(path), "--run", "a/sql").stdout == "say\n"
     missing = run_cli("tree", str(path), "--run", "zzz")
@@ -120,9 +122,14 @@ def test_max_depth_and_errors(tmp_path: Path) -> None:
         shallow.stdout
         == "classify\nhand_over -> billing (error AGENT_FAILED <- REFUND_API_TIMEOUT in refunds"
         ' "refunds API did not answer in 3s", 10ms) [4 steps hidden]\n'
+        + (SAMPLES / "child_failure.why.txt").read_text()  # why, whatever the depth shown
     )
     errors = run_cli("tree", str(SAMPLES / "escalation_desk.jsonl"), "--errors")
-    assert errors.stdout == "hand_over -> payments (refused AGENT_NOT_ALLOWED)\n"
+    assert (
+        errors.stdout
+        == "hand_over -> payments (refused AGENT_NOT_ALLOWED)\n"
+        + (SAMPLES / "escalation_desk.why.txt").read_text()
+    )
     assert run_cli("tree", str(path), "--max-depth", "-1").returncode == 2
 
 
@@ -290,7 +297,12 @@ def test_a_tool_that_raised_shows_in_text_errors_and_json_and_model_turns_on_req
     assert "    charge_card (error Error running tool)" in text.stdout.splitlines()
     assert "generation" not in text.stdout  # model turns are hidden by default
     errors = run_cli("tree", str(FRAMEWORK_RUN), "--errors")
-    assert errors.stdout.splitlines()[-1] == "    charge_card (error Error running tool)"
+    assert errors.stdout.splitlines()[-3] == "    charge_card (error Error running tool)"
+    assert errors.stdout.splitlines()[-2:] == [
+        "outcome failed:child",
+        'began in agent billing at depth 2 (Error running tool): "tool charge_card: Error running'
+        " tool: {'tool_name': 'charge_card', 'error': 'card declined'}\"",
+    ]  # the tree, then why: the origin, its code and its message
     shown = run_cli("tree", str(FRAMEWORK_RUN), "--show", "llm")
     assert shown.stdout.count("generation") == 2
     bad = run_cli("tree", str(FRAMEWORK_RUN), "--show", "nothing")
@@ -307,3 +319,30 @@ def test_a_tool_that_raised_shows_in_text_errors_and_json_and_model_turns_on_req
     )
     llm = next(s for s in triage["steps"] if s.get("call") == "llm")
     assert llm["usage"] == {"inputTokens": 120, "outputTokens": 30, "models": ["scripted-triage"]}
+
+
+_WHY_CASES = [
+    SAMPLES / "child_failure.jsonl",
+    SAMPLES / "recursion_circle.jsonl",
+    SAMPLES / "escalation_desk.jsonl",
+    FRAMEWORK_RUN,
+    FRAMEWORK_RUN.parent.parent / "autogen" / "pingpong_silent.otlp.json",
+    FRAMEWORK_RUN.parent.parent / "langfuse_observe" / "loop_limit.otlp.json",
+    FRAMEWORK_RUN.parent.parent / "smolagents" / "managed_model_raises.otlp.json",
+]
+
+
+@pytest.mark.parametrize("path", _WHY_CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_files_tree_says_why_as_the_stores_does(path: Path, tmp_path: Path) -> None:
+    # One classification: the file's records and the store's rows say the same why.
+    from tracekit.store import Store
+
+    db = tmp_path / "s.duckdb"
+    assert run_cli("ingest", "--db", str(db), str(path)).returncode == 0
+    with Store(db) as store:
+        [run_id] = store.sql("SELECT run_id FROM runs").run_id  # the root runs
+    stored = run_cli("tree", run_id, "--db", str(db))
+    read = run_cli("tree", str(path))
+    assert stored.returncode == read.returncode == 0, (stored.stderr, read.stderr)
+    why = read.stdout[read.stdout.index("\noutcome ") + 1 :]
+    assert why and stored.stdout.endswith(why), (why, stored.stdout)

@@ -326,6 +326,30 @@ def test_a_spliced_cycle_stopped_by_a_limit_is_recursion_with_that_circle(
     assert found.origin_agent == added[-1].agent  # where the limit struck, or the last activation
 
 
+_LOOPED = ["turns", "steps", "iterations", "rounds", "handoffs", "hops", "transfers", "delegations"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_RECORDED), _RING, st.integers(1, 4), st.integers(1, 10_000),
+       st.sampled_from(_LOOPED), st.sampled_from(["", "agent "]))  # fmt: skip
+def test_an_apps_loop_guard_in_its_own_words_is_a_limit_that_stops_the_circle(
+    base: RunFacts, ring: list[str], rounds: int, most: int, looped: str, agent: str
+) -> None:
+    # an app's own guard above the agents, known only by its message (no exception type)
+    guard = ErrorInfo(
+        code="Error", message=f"{ring[-1]} -> {ring[0]}: more than {most} {agent}{looped}"
+    )
+    run, added = _splice(base, ring, rounds)
+    found = classify_run(_fail_last(run, added, guard, "root"))
+    assert (found.outcome, found.circle) == ("failed:recursion", canonical_circle([*ring, ring[0]]))
+    assert found.loop is not None and found.loop.stopped == "limit"
+    # the same count of what no loop counts, or at a rate, is no limit: an ordinary failure
+    for said in (f"more than {most} arguments", f"more than {most} {looped} per minute",
+                 f"more than {most} requests"):  # fmt: skip
+        other = classify_run(_fail_last(run, added, ErrorInfo(code="Error", message=said), "root"))
+        assert other.outcome == "failed:child" and other.loop is None
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from([f for f in _RECORDED if f.ok]), _RING, st.integers(3, 5))
 def test_the_same_cycle_without_a_limit_is_a_loop_finding_not_a_failure(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests._tree_helpers import run_cli
+from tests._tree_helpers import cli_golden, run_cli
 from tracekit.events import Enter, ErrorInfo, Event, Exit, Node, RunEnd, RunStart
 from tracekit.intake import read_trace
 from tracekit.intake.otlp.convert import OtlpConverter, otlp_to_events
@@ -521,7 +521,7 @@ def test_the_otlp_sample_prints_the_tree_of_its_v1_twin(name: str) -> None:
     # Nothing odd; the one note is where the spans went, and it adds up.
     assert result.returncode == 0
     assert result.stderr == "14 spans read = 4 agents + 9 steps + 1 wrapper + 0 rejected\n"
-    assert result.stdout == (SAMPLES / "escalation_desk.tree.txt").read_text()
+    assert result.stdout == cli_golden(SAMPLES / "escalation_desk.tree.txt")
 
 
 # -- spans whose parent links loop ------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _tree_helpers import SAMPLES, run_cli
+from _tree_helpers import SAMPLES, cli_golden, run_cli
 
 from tracekit import agent_tree, build_forest, describe_agent_tree, describe_forest, read_trace
 
@@ -40,7 +40,7 @@ def test_library_prints_the_expected_tree(case: str) -> None:
 def test_command_prints_the_expected_tree(case: str) -> None:
     result = run_cli("tree", str(SAMPLES / f"{case}.jsonl"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (SAMPLES / f"{case}.tree.txt").read_text()
+    assert result.stdout == cli_golden(SAMPLES / f"{case}.tree.txt")
 
 
 @pytest.mark.parametrize("case", JSON_CASES)

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from _tree_helpers import ROOT, call, enter, exit_, node, run_cli, write_jsonl
+from _tree_helpers import ROOT, call, cli_golden, enter, exit_, node, run_cli, write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +55,7 @@ def test_library_prints_the_golden_folded_tree(case: str) -> None:
 def test_command_prints_the_golden_folded_tree(case: str) -> None:
     result = run_cli("tree", str(GOLDEN / f"{case}.jsonl"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (GOLDEN / f"{case}.tree.txt").read_text()
+    assert result.stdout == cli_golden(GOLDEN / f"{case}.tree.txt")
 
 
 def test_fanout_line_counts_and_sums_up_statuses() -> None:
@@ -67,15 +67,16 @@ def test_fanout_line_counts_and_sums_up_statuses() -> None:
 def test_no_fold_prints_every_line_and_fold_folds_short_lists(tmp_path: Path) -> None:
     fanout = str(GOLDEN / "fanout.jsonl")
     plain = run_cli("tree", fanout, "--no-fold")
-    assert plain.returncode == 0 and len(plain.stdout.splitlines()) == 51
+    assert plain.returncode == 0 and len(plain.stdout.splitlines()) == 51 + 2  # and why: 2 lines
     assert plain.stdout.count("delegate -> sql (error SQL_TIMEOUT, 5ms)") == 2
     short = write_jsonl(
         tmp_path / "short.jsonl",
         [node(0, "r", "go")]
         + [e for i in range(3) for e in call(10 * i + 1, 10 * i + 5, f"i{i}", f"c{i}", "r", "sql")],
     )
-    assert run_cli("tree", str(short)).stdout == "go\n" + "delegate -> sql (ok, 4ms)\n" * 3
-    assert run_cli("tree", str(short), "--fold").stdout == "go\ndelegate -> sql (ok) x3\n"
+    no_end = "outcome incomplete: no end was seen (crashed, or still running)\n"  # no run.end
+    assert run_cli("tree", str(short)).stdout == "go\n" + "delegate -> sql (ok, 4ms)\n" * 3 + no_end
+    assert run_cli("tree", str(short), "--fold").stdout == "go\ndelegate -> sql (ok) x3\n" + no_end
 
 
 def test_expand_opens_one_group_through_the_command() -> None:
@@ -176,9 +177,9 @@ def test_tree_from_a_store_folds_and_expands(tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     folded = run_cli("tree", "nest", "--db", db)
     assert folded.returncode == 0, folded.stderr
-    # The file's tree, then the why a store knows: the run's outcome and where it began.
-    why = "outcome degraded\nbegan in agent checker at depth 3 (LINT)\n"
-    assert folded.stdout == (GOLDEN / "nested.tree.txt").read_text() + why
+    # The file's tree, then why: the run's outcome and where it began, as from its file.
+    assert folded.stdout == cli_golden(GOLDEN / "nested.tree.txt")
+    assert folded.stdout.endswith("outcome degraded\nbegan in agent checker at depth 3 (LINT)\n")
     opened = run_cli("tree", "nest", "--db", db, "--expand", "batch[9]")
     assert "    check -> checker (error LINT, 1ms)" in opened.stdout.splitlines()
 

@@ -4,7 +4,8 @@ For each recording (``recordings/<framework>/<scenario>.otlp.json``): the
 invocations tracekit rebuilds (agents, callers, kinds, nodes, ok, the tools
 each called and their ok) equal the recorder's ground truth
 (``<scenario>.expected.json``); ``tracekit tree`` prints the golden text
-(``<scenario>.tree.txt``, written by tracekit and reviewed against the
+(``<scenario>.tree.txt``, and ``<scenario>.why.txt`` for a run that did not end ok,
+written by tracekit and reviewed against the
 truth); and the run ingested into a real store is classified as what
 happened. Re-write the golden files with ``TRACEKIT_GOLDEN=write``.
 """
@@ -140,9 +141,23 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    why = golden.with_name(golden.name.replace(".tree.txt", ".why.txt"))
     if os.environ.get("TRACEKIT_GOLDEN") == "write":
-        golden.write_text(done.stdout)
-    assert done.stdout == golden.read_text()
+        tree, said = _split_why(done.stdout)
+        golden.write_text(tree)
+        if said:
+            why.write_text(said)
+        else:
+            why.unlink(missing_ok=True)
+    # the tree, then why the run ended as it did, when it did not end ok
+    assert done.stdout == golden.read_text() + (why.read_text() if why.exists() else "")
+
+
+def _split_why(printed: str) -> tuple[str, str]:
+    """``tracekit tree``'s output as its tree and its why (from the first ``outcome`` line on)."""
+    lines = printed.splitlines(keepends=True)
+    at = next((n for n, line in enumerate(lines) if line.startswith("outcome ")), len(lines))
+    return "".join(lines[:at]), "".join(lines[at:])
 
 
 def observable(path: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

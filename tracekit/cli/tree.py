@@ -3,6 +3,10 @@
 The file and the store take the same road: records, then
 :func:`~tracekit.tree.build_forest`, then :meth:`~tracekit.tree.Forest.run`
 for the run asked for, then the text renderers of :mod:`tracekit.tree.text`.
+As text, a root run that did not end ok is followed by why, in the same
+words (:func:`~tracekit.tree.outcome.describe_cause`): a file's from the
+classification of its records (:func:`tracekit.failures.cause.run_causes`),
+a store's from its rows.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from tracekit._util.files import is_store_file
 from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import escape
 from tracekit.errors import TracekitError
+from tracekit.events import Event
 from tracekit.intake import ReadResult, formats, read_trace
 from tracekit.intake.otlp.dialect import Dialect, find_dialects
 from tracekit.tree.build import build_forest
 from tracekit.tree.forest import Forest, forest_to_json
+from tracekit.tree.outcome import describe_cause, describe_causes
 from tracekit.tree.text import describe_bad_lines, describe_forest, describe_integrity
 
 __all__ = ["TreeView", "print_tree", "render_forest", "store_tree_view", "tree_view"]
@@ -156,6 +162,9 @@ def tree_view(
             fold=fold,
             expand=expand,
         )
+        if fmt == "text":
+            why = _file_why(forest, result.events, run_id)
+            view = view._replace(stdout="\n".join([view.stdout, *why]))
     if hold is not None:
         hold.extend((result, forest))
     notes = describe_bad_lines(result.bad_lines, result.lines_read) + view.stderr
@@ -163,6 +172,25 @@ def tree_view(
         notes.append(result.spans.line())
         notes.extend(result.spans.notes())
     return TreeView(view.stdout, notes)
+
+
+def _file_why(forest: Forest, events: Sequence[Event], run_id: str | None) -> list[str]:
+    """Why the root runs shown ended as they did, in the words ``tree RUN --db`` uses.
+
+    The store's classification (:mod:`tracekit.failures`) on the records read:
+    the outcome, the circle, the origin and its message. With several trees
+    shown, each run's lines are named by its id, in a block below them.
+    """
+    from tracekit.failures.cause import run_causes
+
+    causes = run_causes(forest, events)
+    if run_id is not None:
+        return describe_causes([causes[run_id]] if run_id in causes else [])
+    roots = [causes[run.runId] for run in forest.runs if run.runId in causes]
+    if len(forest.runs) == 1 and forest.runs[0].kind == "root":
+        return describe_causes(roots)
+    lines = describe_causes(roots, named=True)
+    return ["", *lines] if lines else []  # a block of its own below the trees
 
 
 def _no_records(source: str, result: ReadResult) -> TracekitError:
@@ -215,7 +243,6 @@ def store_tree_view(
         StoreLockedError: still locked after ``wait`` seconds.
     """
     from tracekit.cli.remote import open_reader
-    from tracekit.store.cause import describe_cause  # duckdb: only when a store is read
 
     shown = run if run is not None else run_id
     with open_reader(db, server, wait) as store:

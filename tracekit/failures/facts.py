@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from tracekit.events import Event, Node
 from tracekit.failures.rules import Call, FailedStep, Finding, RunFacts, classify_run
-from tracekit.tree import AgentStep, RunTree, Step, build_forest
+from tracekit.tree import AgentStep, Forest, RunTree, Step, build_forest
 from tracekit.tree.records import as_records
 
-__all__ = ["classify_events", "run_facts"]
+__all__ = ["classify_events", "forest_facts", "run_facts"]
 
 
 def _calls(steps: Sequence[Step], parent: str | None) -> Iterator[Call]:
@@ -77,11 +77,22 @@ def _facts(run: RunTree, failed: dict[str, list[Node]]) -> RunFacts:
 def run_facts(events: Iterable[Event]) -> list[RunFacts]:
     """The facts of every root run of a trace (orphans and cycles are not root runs)."""
     records = as_records(events)
+    return forest_facts(build_forest(records), records)
+
+
+def forest_facts(forest: Forest, records: Iterable[Event]) -> list[RunFacts]:
+    """The facts of every root run of a forest already built from ``records``.
+
+    Example:
+        >>> from tracekit.events import RunEnd, RunStart
+        >>> records = [RunStart(ts=0, runId="r", agent="desk"), RunEnd(ts=5, runId="r", ok=True)]
+        >>> [facts.run_id for facts in forest_facts(build_forest(records), records)]
+        ['r']
+    """
     failed: dict[str, list[Node]] = {}
     for event in records:
         if type(event) is Node and event.ok is False:
             failed.setdefault(event.runId, []).append(event)
-    forest = build_forest(records)
     return [_facts(run, failed) for run in forest.runs if run.kind == "root"]
 
 

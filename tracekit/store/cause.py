@@ -4,6 +4,8 @@ The run page, ``tracekit tree RUN --db`` and the server's API read the same
 row: the classification of a root run (:mod:`tracekit.failures`) with the
 message of its origin (the failed invocation's, or for a degraded run the
 failed step's that began it).
+:func:`~tracekit.tree.outcome.describe_cause` says it, as it says a trace
+file's (:func:`tracekit.failures.cause.run_causes`).
 
 Example:
     >>> cause = RootCause("r1", "failed:recursion", "critic -> planner -> critic",
@@ -16,11 +18,11 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Final, NamedTuple
+from typing import Final
 
 import duckdb
 
-from tracekit._util.text import escape
+from tracekit.tree.outcome import RootCause, describe_cause
 
 __all__ = ["RootCause", "describe_cause", "root_cause"]
 
@@ -37,21 +39,6 @@ SELECT r.run_id, r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_st
 FROM runs r LEFT JOIN invocations i ON i.invocation_id = r.origin_invocation_id
 WHERE r.run_id = ?
 """
-
-
-class RootCause(NamedTuple):
-    """A root run's outcome and the origin of its failure (None where there is none)."""
-
-    run_id: str
-    outcome: str | None
-    circle: str | None
-    agent: str | None  # the origin's agent
-    code: str | None
-    step: str | None  # a degraded run's failed step
-    message: str | None
-    service: str | None
-    entry: str | None  # the run's root agent
-    depth: int | None  # the origin's depth (1: called by the root agent)
 
 
 def root_cause(con: duckdb.DuckDBPyConnection, run_id: str) -> RootCause | None:
@@ -83,39 +70,3 @@ def _message_of(error: str, code: str | None, fallback: str | None) -> str | Non
             message = found["message"]
         found = found.get("cause")
     return message
-
-
-_OUTCOMES: Final = {
-    "incomplete": "no end was seen (crashed, or still running)",
-    "cancelled": "the run was cancelled",
-}
-
-
-def describe_cause(cause: RootCause) -> list[str]:
-    """The cause in one or two lines of text, names escaped; nothing for a run that ended ok."""
-    outcome = cause.outcome or "unclassified"
-    if outcome == "ok":
-        return []
-    head = f"outcome {escape(outcome)}"
-    if cause.circle:
-        head += f": circle {escape(cause.circle)} (wrong by construction: it will happen again)"
-    elif outcome in _OUTCOMES:
-        head += f": {_OUTCOMES[outcome]}"
-    origin = _origin(cause)
-    return [head, origin] if origin else [head]
-
-
-def _origin(cause: RootCause) -> str | None:
-    """Where the failure began: the agent (and step), its code, its message."""
-    if cause.agent is None and cause.code is None:
-        return None
-    verb = "refused in" if cause.circle or cause.outcome == "failed:refused" else "began in"
-    where = f"agent {escape(cause.agent or cause.entry or '?')}"
-    if cause.step:
-        where = f"step {escape(cause.step)} of {where}"
-    if cause.depth:
-        where += f" at depth {cause.depth}"
-    code = f" ({escape(cause.code)})" if cause.code else ""
-    said = f': "{escape(cause.message)}"' if cause.message else ""
-    went_on = "; the agent went on" if cause.step else ""
-    return f"{verb} {where}{code}{said}{went_on}"

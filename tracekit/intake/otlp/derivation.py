@@ -37,7 +37,7 @@ from tracekit.intake.otlp.received import span_document
 __all__ = ["RULES_VERSION", "SETTLE", "Derived", "SpanDeriver", "derive_traces", "deriver_version"]
 
 #: Raised whenever the mapping rules change what a stored span derives to.
-RULES_VERSION: Final = 1
+RULES_VERSION: Final = 2
 _SHIFT = 40  # a line's key in the converter: its ingest above this bit, its line below
 #: Documents a rooted trace stays open for late spans before it is derived in hand.
 SETTLE: Final = 64

@@ -16,6 +16,11 @@ run's root span, and sometimes fails it though the run answered:
   allows (:attr:`~tracekit.intake.otlp.shapes.base.Shape.step_budget`,
   a code agent's ``max_steps``) and its last step gave no final answer. The run
   ended ok; its stop is the budget's setting.
+* answered at its limit: the family declares the step whose model call is
+  an answer it asked for because a limit struck
+  (:attr:`~tracekit.intake.otlp.shapes.base.Shape.forced_answer`: a workflow's
+  output parser at ``max_iterations``), and the run holds one. The run ended
+  ok; its stop is that limit.
 
 The stop is written as the ``run.end``'s error beside ``ok: true``: the
 classification reads a run that ended ok at a limit as ``degraded`` when
@@ -33,8 +38,9 @@ from __future__ import annotations
 
 from tracekit.events import ErrorInfo
 from tracekit.intake.otlp.decode_json import Span
+from tracekit.intake.otlp.kinds import is_llm
 from tracekit.intake.otlp.markers import marker_target
-from tracekit.intake.otlp.shapes.limits import BUDGETED, CUT_OFF, is_limit
+from tracekit.intake.otlp.shapes.limits import BUDGETED, CUT_OFF, FORCED, is_limit
 from tracekit.intake.otlp.spans import Key, SpanIndex
 from tracekit.intake.otlp.steps import own_error
 
@@ -82,7 +88,11 @@ def run_stops(index: SpanIndex, errors: dict[Key, ErrorInfo]) -> dict[Key, Error
             if is_limit(error) and _handled_above(index, root):
                 stops[root] = error
         elif not any(key in errors for key in agents):
-            found = _cut_off(index, agents) or _out_of_steps(index, root)
+            found = (
+                _cut_off(index, agents)
+                or _out_of_steps(index, root)
+                or _forced_answer(index, root, agents)
+            )
             if found is not None:
                 stops[root] = found
     return stops
@@ -109,6 +119,22 @@ def _out_of_steps(index: SpanIndex, root: Key) -> ErrorInfo | None:
             name = setting.rsplit(".", 1)[-1]
             message = f"{agent} used its {budget} steps ({name}) without a final answer"
             return ErrorInfo(code=name, message=message)
+    return None
+
+
+def _forced_answer(index: SpanIndex, root: Key, agents: list[Key]) -> ErrorInfo | None:
+    """The framework asked a model for a last answer because a limit struck (its declared step)."""
+    span = index.spans[root]
+    for shape in FORCED:
+        if shape.forced_answer is None or not shape.recognise(span):
+            continue
+        suffix, limit = shape.forced_answer
+        traces = {key[0] for key in agents}
+        for key, model in index.spans.items():
+            step = index.spans.get((key[0], model.parent)) if key[0] in traces else None
+            if step is not None and step.name.endswith(suffix) and is_llm(model):
+                message = f"the run answered at its limit ({limit}): {step.name} asked the model"
+                return ErrorInfo(code=limit, message=message)
     return None
 
 

@@ -51,6 +51,12 @@ class Shape:
             spans, and the tool that gives a final answer. An agent that used
             every step and whose last step gave no final answer was stopped
             at its limit (smolagents' ``max_steps``).
+        forced_answer: how a limit shows when the framework answers at it
+            instead of raising: ``(step name suffix, limit)``: a model call
+            under a step span whose name ends with the suffix is the last
+            answer the framework asked for because the limit struck
+            (LlamaIndex's ``early_stopping_method="generate"`` at
+            ``max_iterations``: its output parser calls the model only then).
     """
 
     name: str
@@ -63,3 +69,4 @@ class Shape:
     limits: tuple[str, ...] = ()
     turn_error_ends_run: bool = False
     step_budget: tuple[str, str, str] | None = None
+    forced_answer: tuple[str, str] | None = None

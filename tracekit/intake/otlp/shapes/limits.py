@@ -22,6 +22,8 @@ Example:
     True
     >>> bool(GENERAL.search("The next request would exceed the request_limit of 6"))
     True
+    >>> bool(GENERAL.search("billing -> triage: more than 5 handoffs"))
+    True
     >>> bool(GENERAL.search("RATE_LIMITED: the model provider answered 429"))
     False
 """
@@ -41,6 +43,7 @@ __all__ = [
     "CUT_OFF",
     "DECLARED",
     "DIALECT_LIMITS",
+    "FORCED",
     "GENERAL",
     "ends_run_on_turn_error",
     "is_limit",
@@ -110,16 +113,27 @@ _DECLARED: Final = tuple(word.lower() for word in DECLARED)
 _ENDERS: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.turn_error_ends_run)
 #: The families whose agents stop silently at a step budget.
 BUDGETED: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.step_budget is not None)
+#: The families that answer at a limit instead of raising, with a model call of their own.
+FORCED: Final = tuple(s for s in (*SHAPES, *DIALECT_LIMITS) if s.forced_answer is not None)
+
+#: What a loop counts, where "more than N of them" is a loop guard's words (not
+#: requests, messages or calls: "more than 60 requests" is a provider's rate).
+_LOOPED: Final = (
+    r"(?:turns|steps|iterations|rounds|handoffs|hops|transfers|delegations)\b(?!\W+per\b)"
+)
 
 #: Limit and usage wording of any framework: a limit reached or exceeded, a
 #: request or usage limit, a maximum of turns, steps, iterations, rounds,
-#: messages, requests, handoffs or calls. A provider's rate limit (429) is no
-#: limit of the run's own and is never read as one.
+#: messages, requests, handoffs or calls, or more turns, steps, iterations,
+#: rounds, handoffs, hops, transfers or delegations than a number (an app's own
+#: loop guard: ``billing -> triage: more than 5 handoffs``). A provider's rate
+#: limit (429) is no limit of the run's own and is never read as one.
 GENERAL: Final = re.compile(
     r"(?<!rate)(?<!rate[ _-])limit\w*\W+(?:\w+\W+){0,3}?(?:reached|exceeded|hit)"
     r"|(?:exceed\w*|reached|hit)\W+(?:the\W+)?(?!rate)\w*\W?limit"
     r"|would exceed|usage.?limit|request.?limit|max(?:imum)?\W*(?:number\W+of\W+)?"
-    r"(?:turns|steps|iterations|iter\b|rounds|messages|requests|handoffs|(?:llm\W)?calls)",
+    r"(?:turns|steps|iterations|iter\b|rounds|messages|requests|handoffs|(?:llm\W)?calls)"
+    r"|more\W+than\W+\d+\W+(?:agent\W+)?" + _LOOPED,
     re.IGNORECASE,
 )
 

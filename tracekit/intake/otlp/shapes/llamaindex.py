@@ -109,4 +109,7 @@ SHAPE: Final = Shape(
     keys=frozenset({CURRENT_AGENT}),
     # A workflow's ``max_iterations`` ("Max iterations of 20 reached!").
     limits=("max_iterations", "Max iterations of"),
+    # ``early_stopping_method="generate"``: at ``max_iterations`` the output
+    # parser asks the model for a last answer; it calls no model otherwise.
+    forced_answer=(".parse_agent_output", "max_iterations"),
 )
