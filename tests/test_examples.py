@@ -70,7 +70,10 @@ def test_escalation_desk_refuses_a_desk_by_name(tmp_path: Path) -> None:
         "  sort\n"
         "  escalate -> payments (refused AGENT_NOT_ALLOWED)\n"
         "  apologise\n"
-    )
+        "outcome degraded\n"
+        "began in agent payments at depth 2 (AGENT_NOT_ALLOWED):"
+        " \"billing may not call 'payments' (allowed: invoices, refunds)\"\n"
+    )  # the tree, then why the run ended as it did
     assert "AGENT_NOT_ALLOWED" in answer
 
 
@@ -97,6 +100,9 @@ def test_recursion_circle(tmp_path: Path) -> None:
         f"ask_billing -> billing (error AGENT_RECURSION <- AGENT_RECURSION in orders: {circle})\n"
         "  check_payment\n"
         f"  confirm_order -> orders (refused AGENT_RECURSION: {circle})\n"
+        "outcome failed:recursion: circle billing -> orders -> billing"
+        " (wrong by construction: it will happen again)\n"
+        f'refused in agent orders at depth 2 (AGENT_RECURSION): "{circle}"\n'
     )
     end = decode_event(out.read_bytes().splitlines()[-1])
     assert isinstance(end, RunEnd) and end.failure == "delegation"
@@ -112,6 +118,8 @@ def test_fanout_subagents(tmp_path: Path) -> None:
         "fan_out -> stock (subagent, cancelled)\n  search (error)\n"
         "outline\n"
         "compare\n"
+        "outcome degraded\n"
+        "began in step search of agent stock at depth 1; the agent went on\n"
     )
 
 

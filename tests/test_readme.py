@@ -28,10 +28,12 @@ def test_the_python_tree_example_prints_every_run_as_the_cli_does() -> None:
     assert ran.returncode == 0, ran.stderr
     cli = run_cli("tree", str(ROOT / "sample_traces" / "odd_trace.jsonl"))
     assert cli.stdout.count("\nrun ") + cli.stdout.startswith("run ") >= 2  # several runs
-    assert ran.stdout.startswith(cli.stdout)
-    assert (
-        ran.stdout[len(cli.stdout) :]
-        == run_cli("tree", str(ROOT / "sample_traces" / "odd_trace.jsonl"), "--run", "run-a").stdout
+    one = run_cli("tree", str(ROOT / "sample_traces" / "odd_trace.jsonl"), "--run", "run-a")
+    assert ran.stdout.endswith(one.stdout)
+    trees = ran.stdout[: len(ran.stdout) - len(one.stdout)]
+    assert cli.stdout.startswith(trees)  # the same trees; the command then says why
+    assert cli.stdout[len(trees) :] == (
+        '\nrun run-b: outcome failed:child\n  began in agent billing at depth 1 (AGENT_FAILED): "billing failed"\n'
     )
 
 

@@ -58,12 +58,20 @@ def _export_json(url: str, group_file: str) -> int:
 
 
 def _blocks(text: str) -> dict[str, str]:
-    """``tracekit tree FILE`` output cut into its runs, by run id."""
+    """``tracekit tree FILE`` output cut into its runs, by run id (the trees, not the why).
+
+    The why of the runs that did not end well comes last, one ``run ID: outcome``
+    line each; every run it names is one of the trees.
+    """
     out = {}
-    for block in text.strip().split("\n\n"):
+    *trees, why = text.strip().split("\n\n")
+    if not re.match(r"run \S+: outcome ", why):
+        trees, why = [*trees, why], ""
+    for block in trees:
         match = re.match(r"run (\S+):", block)
         assert match, block
         out[match.group(1)] = block
+    assert set(re.findall(r"^run (\S+): outcome ", why, flags=re.M)) <= set(out), why
     return out
 
 

@@ -97,7 +97,7 @@ def test_a_rederived_store_equals_a_fresh_ingest_under_the_new_rules(
     monkeypatch.setattr(
         records, "_common", lambda service, trace: original(service and service.upper(), trace)
     )
-    monkeypatch.setattr(derivation, "RULES_VERSION", 2)
+    monkeypatch.setattr(derivation, "RULES_VERSION", derivation.RULES_VERSION + 1)
     with Store(old) as store:
         stale = store.stale()
         assert stale is not None and "tracekit rederive" in stale
