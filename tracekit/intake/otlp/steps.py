@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from typing import Final
 
@@ -39,6 +41,10 @@ __all__ = ["Steps", "own_error", "short_code"]
 _NS_PER_MS: Final = 1_000_000
 _ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo)
 _CODE_CHARS: Final = 80
+#: A structured status message is read for the message it holds up to this size.
+_STRUCTURED_CHARS: Final = 4096
+#: Where a structured status message holds its message, in order.
+_HELD_KEYS: Final = ("message", "error", "type")
 _DOTTED: Final = re.compile(r"[A-Za-z_][\w<>]*(?:\.[A-Za-z_][\w<>]*)+")
 #: What tracekit's SDK writes of a span's outcome (own_error reads them first).
 _WRITTEN: Final = frozenset({"tracekit.error", "tracekit.status"})
@@ -105,8 +111,46 @@ def _code(span: Span) -> str:
     code = span.attrs.get("error.type") or span.exception
     if code:
         return str(code)
-    head = span.message.partition(": ")[0].strip()[:_CODE_CHARS]
-    return head or "ERROR"
+    return _message_head(span.message) or "ERROR"
+
+
+def _message_head(message: str) -> str:
+    """A status message's head: its text before the first colon, as a code.
+
+    A message that is a structure (a JSON object, or a Python dict's repr, as
+    some instrumentations write an exception's payload) gives the head of the
+    ``message`` (else ``error``, ``type``) it holds, not its first characters.
+
+    Example:
+        >>> _message_head("Error running tool: {'tool_name': 'charge_card'}")
+        'Error running tool'
+        >>> _message_head("{'message': 'Max turns exceeded', 'data': {'max_turns': 5}}")
+        'Max turns exceeded'
+        >>> _message_head('{"detail": 1}')
+        '{"detail"'
+    """
+    text = message.strip()
+    if text[:1] == "{" and len(text) <= _STRUCTURED_CHARS:
+        text = _held_message(text) or text
+    return text.partition(": ")[0].strip()[:_CODE_CHARS]
+
+
+def _held_message(text: str) -> str | None:
+    """The message a structured status message holds, if it is one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        try:  # a literal only: no name is looked up, nothing is called
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+    if not isinstance(value, dict):
+        return None
+    for key in _HELD_KEYS:
+        found = value.get(key)
+        if isinstance(found, str) and found.strip():
+            return found.strip()
+    return None
 
 
 class Steps:
