@@ -35,12 +35,6 @@ class Gap(NamedTuple):
 
 #: Recording id (``<folder>/<scenario>``) -> what tracekit reads wrong.
 KNOWN_GAPS: dict[str, Gap] = {
-    "langfuse_observe/tool_raises": Gap(
-        "the app's root chain span (level ERROR) is outside any agent and the run is read "
-        "from triage, which ended well: the handed-off agent that failed last does not fail "
-        "the run",
-        ALL,
-    ),
     "openllmetry_crewai/tool_raises": Gap(
         "OpenLLMetry's CrewAI instrumentation spans no tool call: the tool error CrewAI caught "
         "is not in the spans, so the run reads ok, not degraded (left open: no declaration "
