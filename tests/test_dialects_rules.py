@@ -2,7 +2,8 @@
 
 Control flow is not failure; an AGENT span that does no agent work is a step;
 with no agent span a model-and-tools loop is an agent; the innermost failed
-span is the step that failed; handoff markers of any dialect are followed.
+span is the step that failed; handoff markers of any dialect are followed; an
+app that raised after the last agent of its handoff chain failed fails the run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from frameworks.known_gaps import INVOCATIONS, KNOWN_GAPS, Gap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tracekit.failures import classify_events
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.decode_json import decode_spans, hex_id
 from tracekit.intake.otlp.dialects import tables
@@ -280,3 +282,61 @@ def test_a_swarm_handoff_written_as_an_error_with_a_goto_is_a_handoff() -> None:
         assert (billing.kind, billing.node) == ("handoff", "transfer_to_billing")
         tools = [s.id for s in triage.steps if isinstance(s, NodeStep) and s.call == "tool"]
         assert tools == ["lookup_customer"]
+
+
+# -- an app that raised after its agents fails the run ----------------------------
+
+
+_T0 = 1_796_561_607_000_000_000
+
+
+def desk_trace(agents: int, last_failed: bool, desk_failed: bool) -> list[dict[str, Any]]:
+    """A Langfuse-typed app: a ``desk`` chain span runs one agent after another, each
+    handing off to the next with a ``transfer_to_<agent>`` tool; the last may raise, and
+    the desk may raise with it."""
+    names = [f"agent{n}" for n in range(agents)]
+    error = {"code": 2, "message": "card declined"}
+    spans: list[dict[str, Any]] = []
+
+    def span(sid: int, parent: int, name: str, kind: str, start: int, bad: bool) -> None:
+        spans.append({
+            "traceId": "ab" * 16, "spanId": f"{sid:016x}", "parentSpanId": f"{parent:016x}",
+            "name": name, "kind": 1, "startTimeUnixNano": str(_T0 + start * 1000),
+            "endTimeUnixNano": str(_T0 + start * 1000 + 900),
+            "attributes": [string("langfuse.observation.type", kind)],
+            "status": error if bad else {},
+        })  # fmt: skip
+
+    for n, name in enumerate(names):
+        last = n == agents - 1
+        span(10 + 2 * n, 1, name, "agent", 10 + 10 * n, last and last_failed)
+        if not last:
+            span(11 + 2 * n, 10 + 2 * n, f"transfer_to_{names[n + 1]}", "tool", 15 + 10 * n, False)
+    span(1, 0, "desk", "chain", 0, desk_failed)
+    spans[-1]["parentSpanId"] = ""
+    spans[-1]["endTimeUnixNano"] = str(_T0 + (20 + 10 * agents) * 1000)
+    scope = {"scope": {"name": "langfuse-sdk"}, "spans": spans}
+    return [{"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [scope]}]}]
+
+
+@SETTINGS
+@given(agents=st.integers(2, 5), last_failed=st.booleans(), desk_failed=st.booleans())
+def test_an_app_that_raised_after_its_last_agent_failed_fails_the_run(
+    agents: int, last_failed: bool, desk_failed: bool
+) -> None:
+    converter = OtlpConverter()
+    for doc in desk_trace(agents, last_failed, desk_failed):
+        converter.feed(doc)
+    events = converter.finish()
+    [run] = [r for r in build_forest(events).runs if r.kind == "root"]
+    [finding] = classify_events(events).values()
+    assert run.agent == "agent0"
+    assert [a for a, _, _ in agents_of(run)] == [f"agent{n}" for n in range(agents)]
+    raised = last_failed and desk_failed
+    assert run.ok is not raised
+    if raised:  # failed where the last agent's failure began; the root's own turn ended well
+        assert (finding.outcome, finding.origin_agent) == ("failed:child", f"agent{agents - 1}")
+        assert run.error is not None and run.error.code == "AGENT_FAILED"
+        assert run.error.cause is not None and run.error.cause.message == "card declined"
+    else:  # the app caught it (or nothing failed)
+        assert finding.outcome == ("degraded" if last_failed else "ok")

