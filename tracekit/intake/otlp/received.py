@@ -22,11 +22,13 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import pyarrow as pa
 
 from tracekit.intake.otlp.decode_json import (
@@ -40,7 +42,6 @@ from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 from tracekit.intake.otlp.decode_proto import message_document
 from tracekit.intake.otlp.limits import check_limits, raw_text
 from tracekit.intake.otlp.shell import (
-    RawSpan,
     RawTraces,
     extra_text,
     json_text,
@@ -247,39 +248,30 @@ class SpanRows:
         return self._addread_shell(shell, spans, line)
 
     def _addread_shell(self, shell: RawTraces, spans: list[Span], line: int) -> list[Span]:
-        decoded = iter(spans)
+        return self._keep(_shell_raws(shell), spans, line)
+
+    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
+        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
+
+        Returns:
+            The spans added (those within the limits), in their order.
+        """
+        return self._keep(_dict_raws(doc), spans, line)
+
+    def _keep(self, raws: Iterator[_Raw], spans: list[Span], line: int) -> list[Span]:
+        """Each span within the limits as a row, each other refused; the kept, in order."""
         kept: list[Span] = []
-        pos = 0
-        for resource_spans in shell.resourceSpans or ():
-            res_text = json_text(resource_spans.resource)
-            for scope_spans in (
-                resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans
-            ):
-                scope_text = json_text(scope_spans.scope) or json_text(
-                    scope_spans.instrumentationLibrary
-                )
-                for raw in scope_spans.spans:
-                    span = next(decoded)
-                    reason = check_limits(span) if self._check else None
-                    if reason is None:
-                        self._add_raw(raw, span, line, pos, res_text, scope_text)
-                        kept.append(span)
-                    else:
-                        self.refused.append((line, raw_text(span), reason))
-                    pos += 1
+        for pos, (raw, span) in enumerate(zip(raws, spans, strict=True)):
+            reason = check_limits(span) if self._check else None
+            if reason is None:
+                self._add(raw, span, line, pos)
+                kept.append(span)
+            else:
+                self.refused.append((line, raw_text(span), reason))
         return kept
 
-    def _add_raw(
-        self,
-        raw: RawSpan,
-        span: Span,
-        line: int,
-        pos: int,
-        resource: str | None,
-        scope: str | None,
-    ) -> None:
+    def _add(self, raw: _Raw, span: Span, line: int, pos: int) -> None:
         c = self._columns
-        code = raw.status.code if raw.status is not None else None
         c["line"].append(line)
         c["pos"].append(pos)
         c["trace_id"].append(span.trace)
@@ -289,77 +281,17 @@ class SpanRows:
         c["kind"].append(_kind(raw.kind))
         c["start_ns"].append(span.start)
         c["end_ns"].append(span.end)
+        code = raw.code
         c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
         c["status_message"].append(span.message or None)
         c["service"].append(span.service)
-        c["attributes"].append(json_text(raw.attributes))
-        c["events"].append(json_text(raw.events))
-        c["links"].append(json_text(raw.links))
+        c["attributes"].append(raw.attributes)
+        c["events"].append(raw.events)
+        c["links"].append(raw.links)
         c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
-        c["resource"].append(resource)
-        c["scope"].append(scope)
-        c["extra"].append(extra_text(raw))
-
-    def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
-        """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
-
-        Returns:
-            The spans added (those within the limits), in their order.
-        """
-        decoded = iter(spans)
-        kept: list[Span] = []
-        pos = 0
-        for resource_spans in _get(doc, "resourceSpans", "resource_spans") or ():
-            resource = resource_spans.get("resource")
-            res_text = _encode(resource).decode() if resource else None
-            for scope_spans in _scope_lists(resource_spans):
-                scope = scope_spans.get("scope") or _get(
-                    scope_spans, "instrumentationLibrary", "instrumentation_library"
-                )
-                scope_text = _encode(scope).decode() if scope else None
-                for raw in scope_spans.get("spans") or ():
-                    span = next(decoded)
-                    reason = check_limits(span) if self._check else None
-                    if reason is None:
-                        self._add(raw, span, line, pos, res_text, scope_text)
-                        kept.append(span)
-                    else:
-                        self.refused.append((line, raw_text(span), reason))
-                    pos += 1
-        return kept
-
-    def _add(
-        self,
-        raw: dict[str, Any],
-        span: Span,
-        line: int,
-        pos: int,
-        resource: str | None,
-        scope: str | None,
-    ) -> None:
-        c = self._columns
-        status = raw.get("status") or {}
-        code = status.get("code")
-        c["line"].append(line)
-        c["pos"].append(pos)
-        c["trace_id"].append(span.trace)
-        c["span_id"].append(span.id)
-        c["parent_span_id"].append(span.parent or None)
-        c["name"].append(span.name)
-        c["kind"].append(_kind(raw.get("kind")))
-        c["start_ns"].append(span.start)
-        c["end_ns"].append(span.end)
-        c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
-        c["status_message"].append(span.message or None)
-        c["service"].append(span.service)
-        c["attributes"].append(_json(raw.get("attributes")))
-        c["events"].append(_json(raw.get("events")))
-        c["links"].append(_json(raw.get("links")))
-        c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
-        c["resource"].append(resource)
-        c["scope"].append(scope)
-        extra = {k: v for k, v in raw.items() if k not in _OWN}
-        c["extra"].append(_encode(extra).decode() if extra else None)
+        c["resource"].append(raw.resource)
+        c["scope"].append(raw.scope)
+        c["extra"].append(raw.extra)
 
     def table(self) -> pa.Table:
         """The rows gathered so far, as a table of :func:`span_schema`."""
@@ -437,3 +369,50 @@ def span_document(row: dict[str, Any]) -> str:
     scope = f'"scope":{row["scope"]},' if row.get("scope") else ""
     resource = f'"resource":{row["resource"]},' if row.get("resource") else ""
     return f'{{{resource}"scopeSpans":[{{{scope}"spans":[{span}]}}]}}'
+
+
+class _Raw(NamedTuple):
+    """What a span's row keeps of it as received, whichever way its line was read."""
+
+    kind: Any
+    code: Any
+    attributes: str | None
+    events: str | None
+    links: str | None
+    extra: str | None
+    resource: str | None
+    scope: str | None
+
+
+def _shell_raws(shell: RawTraces) -> Iterator[_Raw]:
+    """A shell-read line's spans, in order: their JSON kept as it came in."""
+    for resource_spans in shell.resourceSpans or ():
+        resource = json_text(resource_spans.resource)
+        for scope_spans in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
+            scope = json_text(scope_spans.scope) or json_text(scope_spans.instrumentationLibrary)
+            for raw in scope_spans.spans:
+                code = raw.status.code if raw.status is not None else None
+                yield _Raw(
+                    raw.kind, code, json_text(raw.attributes), json_text(raw.events),
+                    json_text(raw.links), extra_text(raw), resource, scope,
+                )  # fmt: skip
+
+
+def _dict_raws(doc: dict[str, Any]) -> Iterator[_Raw]:
+    """A decoded document's spans, in order: their JSON encoded again from the dicts."""
+    for resource_spans in _get(doc, "resourceSpans", "resource_spans") or ():
+        found = resource_spans.get("resource")
+        resource = _encode(found).decode() if found else None
+        for scope_spans in _scope_lists(resource_spans):
+            held = scope_spans.get("scope") or _get(
+                scope_spans, "instrumentationLibrary", "instrumentation_library"
+            )
+            scope = _encode(held).decode() if held else None
+            for raw in scope_spans.get("spans") or ():
+                extra = {k: v for k, v in raw.items() if k not in _OWN}
+                yield _Raw(
+                    raw.get("kind"), (raw.get("status") or {}).get("code"),
+                    _json(raw.get("attributes")), _json(raw.get("events")),
+                    _json(raw.get("links")), _encode(extra).decode() if extra else None,
+                    resource, scope,
+                )  # fmt: skip

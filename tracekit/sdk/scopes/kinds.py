@@ -380,23 +380,7 @@ class Invocation(Scope):
         )
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
-        if self.error is not None:  # the constructor checks the depth of its causes
-            return Exit(
-                ts=end_ns / _NS_PER_MS,
-                service=service,
-                traceId=self._trace_id,
-                invocationId=self.invocation_id,
-                runId=self.run_id,
-                parentRunId=self.parent_run_id,
-                agent=self.agent,
-                node=self.node,
-                ok=self.status == "ok",
-                status=self.status,
-                durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
-                error=self.error,
-                usage=self._usage_out,
-            )
-        return _copy(
+        done = _copy(
             _EXIT,
             ts=end_ns / _NS_PER_MS,
             service=service,
@@ -411,3 +395,7 @@ class Invocation(Scope):
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
             usage=self._usage_out,
         )
+        if self.error is None:
+            return done
+        # the constructor checks the depth of the error's causes; a copy would not
+        return Exit(**{**msgspec.structs.asdict(done), "error": self.error})
