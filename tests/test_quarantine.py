@@ -163,7 +163,15 @@ def test_a_trace_the_store_cannot_derive_is_set_aside_and_the_rest_derived(
                 raise ValueError("a value the store cannot hold")
             return real(traces, **kw)
 
+        real_in_hand = store.derive_in_hand
+
+        def in_hand(derived: Any, **kw: Any) -> Any:
+            if poison in derived.traces:  # the step in hand fails whole: the store's road bisects
+                raise ValueError("a value the store cannot hold")
+            return real_in_hand(derived, **kw)
+
         monkeypatch.setattr(store, "derive_traces", derive)
+        monkeypatch.setattr(store, "derive_in_hand", in_hand)
         loader = Loader(store, spool)
         loader.load_spans(_Cycle(entries=[(0, payload, 0.0)], end=len(payload)))
         loader.load_once(final=True)

@@ -273,6 +273,10 @@ class TraceAssembler:
         """The first position that still has a span held, else ``default``."""
         return min((s.first for s in self._traces.values()), default=default)
 
+    def oldest_seen(self) -> float | None:
+        """The tick the least recently seen trace held last gained a span (None: none held)."""
+        return min((s.seen for s in self._traces.values()), default=None)
+
     def held(self) -> list[str]:
         """The traces held, in the order they opened."""
         return list(self._traces)

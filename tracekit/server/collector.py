@@ -355,7 +355,7 @@ class Collector:
             "busy_answers": self.busy_answers,
             "spans_loaded": self.loader.spans_loaded,
             "pending_spans": self.loader.pending_spans,
-            "derive_lag_s": round(self.loader.waiting.since(), 3),
+            "derive_lag_s": round(self.loader.derive_lag(), 3),
             "derive_lag_max_s": round(self.loader.waiting.lag_max, 3),
             "skipped_spans": self.loader.skipped,
             "queued_batches": self.loader.queued,

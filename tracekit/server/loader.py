@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from tracekit.server.health import STALL_SECONDS, stalled_for
+from tracekit.server.in_hand import Hand, HandError
 from tracekit.server.quarantine import load_quarantined, run_quarantined
 from tracekit.server.spool import Checkpoint, Entry, Spool, decode_payload
-from tracekit.server.spooled import TRACE, row_text, spooled_spans
-from tracekit.server.waiting import Waiting, derive_step
+from tracekit.server.spooled import row_text, spooled_spans
+from tracekit.server.waiting import DERIVE_SOURCE, Waiting, derive_step
 from tracekit.store import next_line
 
 if TYPE_CHECKING:
@@ -154,10 +155,12 @@ class Loader:
         self._next_line: dict[str, int] = {}
         self.replayed_to = checkpoint.position  # the end of the last entry replay() queued
         self.replayed_items = 0  # spans and lines replay() queued
-        # Traces with spans stored but not derived, the oldest first.
+        # Traces with spans stored but not derived, the oldest first: those the
+        # store derives from their stored spans; the others are derived in hand.
         self.waiting = Waiting(
             settle=settle, most=derive_spans, seconds=derive_seconds, max_pending=max_pending
         )
+        self.hand = Hand(settle=settle, dialects=self.dialects)
         self._busy = False  # more work is due at once (no wait before the next step)
         self._recovered = False  # the traces a crash left underived are found once
         self.loading = 0  # spans and lines taken from the queue but not yet committed
@@ -176,7 +179,14 @@ class Loader:
     @property
     def pending_spans(self) -> int:
         """Spans stored whose trace is not derived yet (it has not settled)."""
-        return self.waiting.spans
+        return self.waiting.spans + self.hand.pending
+
+    def derive_lag(self) -> float:
+        """Seconds since the least recent trace not derived yet gained a span (0: none)."""
+        return max(self.waiting.since(), self.hand.lag(time.monotonic()))
+
+    def _underived(self) -> bool:
+        return bool(self.waiting) or self.hand.pending > 0
 
     # -- input -----------------------------------------------------------------
     def deliver(
@@ -217,7 +227,7 @@ class Loader:
     def stalled(self) -> str | None:
         """Why loading or deriving is stuck (no progress with work waiting), or None."""
         found = stalled_for(
-            waiting=len(self._queue) + self.loading + len(self.waiting),
+            waiting=len(self._queue) + self.loading + len(self.waiting) + self.hand.pending,
             since=self.progress_at,
             now=time.monotonic(),
             after=self.stall_after,
@@ -263,12 +273,12 @@ class Loader:
             self._step(final=False)
         until = time.monotonic() + self.stop_derive
         self._step(final=True, until=until)
-        while (self._queue or self.waiting) and self.failed is None:  # a load takes a bounded share
+        while (self._queue or self._underived()) and self.failed is None:  # a bounded share a load
             if not self._queue and time.monotonic() >= until:
                 log.warning(
-                    "%d spans of %d traces are stored and not derived yet: the next start"
-                    " derives them",
-                    self.waiting.spans,
+                    "%d spans of %d traces and more in hand are stored and not derived yet:"
+                    " the next start derives them",
+                    self.pending_spans,
                     len(self.waiting),
                 )
                 break
@@ -324,13 +334,15 @@ class Loader:
             stored = self.load_spans(cycle)
             self.loading = 0
         if final:
-            while self.waiting and self.failed is None:
+            while self._underived() and self.failed is None:
                 if until is not None and time.monotonic() >= until:
                     break
                 self._derive(time.monotonic(), final=True)
         elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
-        self._busy = self._queued_items >= self.batch or bool(self.waiting.due(time.monotonic(), 1))
+        later = time.monotonic()
+        self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
+        self._busy = self._busy or self.hand.due(later)
         return stored
 
     def _drain(self) -> _Cycle:
@@ -402,15 +414,21 @@ class Loader:
         self.spans_loaded += len(pairs)
         self.rejected += len(refused)
         arrived = time.monotonic()
-        gained = None if taken.gained is None else set(taken.gained)
-        for row, _ in pairs:
-            trace = row[TRACE]
-            if gained is None or trace in gained:  # a span held already changes nothing
-                self.waiting.mark(trace, arrived, 1)
+        for trace in self.hand.route(self.store, pairs, taken, arrived):
+            self.waiting.mark(trace, arrived, 1)
         return taken.stored
 
     def _derive(self, now: float, *, final: bool) -> None:
-        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth."""
+        """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth.
+
+        The traces in hand first, once a second at most; else those the store derives.
+        """
+        if (final and self.hand.pending) or self.hand.due(now):
+            clock = time.thread_time()
+            stepped = self._hand_step(now, final=final)
+            self.cpu["derive"] += time.thread_time() - clock
+            if stepped:
+                return
         hurry = bool(self._queue) and not final
         due = self.waiting.due(now, self.waiting.step_spans(hurry=hurry), every=final)
         if not due:
@@ -424,6 +442,38 @@ class Loader:
         self.quarantined += done.set_aside
         self.waiting.derived(due, spans, time.monotonic() - now, waited)
         self.cpu["derive"] += time.thread_time() - clock
+
+    def _hand_step(self, now: float, *, final: bool) -> bool:
+        """A step of the traces in hand; whether it derived any.
+
+        A step the store refuses leaves its traces to the store's road, which
+        finds the traces at fault (the store answering).
+        """
+        most = self.waiting.step_spans(hurry=bool(self._queue) and not final)
+        lag = self.hand.lag(now)
+        try:
+            report, derived = self.hand.step(
+                self.store,
+                now,
+                final=final,
+                most=most,
+                source=DERIVE_SOURCE,
+                span_source=OTLP_SOURCE,
+            )
+        except HandError as exc:
+            if not self._store_answers():
+                raise exc.cause from None
+            for trace in exc.traces:
+                self.waiting.mark(trace, now, 1)
+            return False
+        if report is None:
+            return False
+        refused = len(derived.refused)
+        self.rejected += refused
+        self.rejected_later += refused
+        self.skipped += report.spans.outside if report.spans is not None else 0
+        self.waiting.saw(lag + time.monotonic() - now)
+        return True
 
     def _ingest_lines(self, lines: dict[str, list[bytes]]) -> int:
         stored = 0

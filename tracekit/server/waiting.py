@@ -115,6 +115,11 @@ class Waiting:
             spans += size
         return due
 
+    def saw(self, lag: float) -> None:
+        """Traces derived elsewhere (in hand) waited ``lag`` seconds: kept as the last and the most."""
+        self.lag = lag
+        self.lag_max = max(self.lag_max, lag)
+
     def waited(self, trace: str, now: float) -> float:
         """Seconds since the trace last gained a span."""
         return now - self._last.get(trace, now)

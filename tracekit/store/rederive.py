@@ -18,15 +18,22 @@ import duckdb
 
 from tracekit._util.text import plural
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.derivation import deriver_version
+from tracekit.intake.otlp.derivation import Derived, deriver_version
 from tracekit.store.classify import classify_store
 from tracekit.store.derive import derive
 from tracekit.store.ingest_log import mark_derived, next_ingest_id, record_progress, transaction
 from tracekit.store.load import Counts
 from tracekit.store.query import parse_since
-from tracekit.store.spans_derive import derive_trace_ids
+from tracekit.store.spans_derive import SpansDerived, derive_trace_ids, store_derived
 
-__all__ = ["RederiveReport", "derive_again", "rederive", "stale_notice", "underived_traces"]
+__all__ = [
+    "RederiveReport",
+    "derive_again",
+    "derive_in_hand",
+    "rederive",
+    "stale_notice",
+    "underived_traces",
+]
 
 SOURCE = "rederive"
 Progress = Callable[[int], None]
@@ -102,9 +109,39 @@ def derive_again(
     The records are stored under one new ``ingest_log`` row named ``source``
     (``rederive``, or a collector's ``serve:derive``).
     """
-    report = RederiveReport()
     if not traces:
-        return report
+        return RederiveReport()
+
+    def work(ingest_id: int) -> SpansDerived:
+        with _bar(progress, len(traces)) as advance:
+            return derive_trace_ids(con, traces, since=ingest_id, into=ingest_id, progress=advance)
+
+    return _derived_as(con, source, work)
+
+
+def derive_in_hand(
+    con: duckdb.DuckDBPyConnection, derived: Derived, *, source: str, span_source: str
+) -> RederiveReport:
+    """Store traces derived from the spans in hand (a collector's), build their tables, classify.
+
+    One transaction, as :func:`derive_again`, whose rows it equals: the
+    records under one new ``ingest_log`` row named ``source``, each trace
+    stamped. ``span_source``: the source its spans were stored under.
+    """
+    if not derived.traces:
+        return RederiveReport()
+    return _derived_as(
+        con,
+        source,
+        lambda ingest_id: store_derived(con, derived, into=ingest_id, source=span_source),
+    )
+
+
+def _derived_as(
+    con: duckdb.DuckDBPyConnection, source: str, work: Callable[[int], SpansDerived]
+) -> RederiveReport:
+    """``work`` stores records under a new ``ingest_log`` row; the tables built on them, classified."""
+    report = RederiveReport()
     with transaction(con):
         ingest_id = next_ingest_id(con)
         con.execute(
@@ -112,8 +149,7 @@ def derive_again(
             " VALUES (?, ?, 'otlp', ?)",
             [ingest_id, source, _now()],
         )
-        with _bar(progress, len(traces)) as advance:
-            done = derive_trace_ids(con, traces, since=ingest_id, into=ingest_id, progress=advance)
+        done = work(ingest_id)
         counts = Counts()
         for part in done.counts.values():
             counts.add(part)

@@ -9,14 +9,14 @@ is derived from them afterwards (:mod:`tracekit.store.spans_derive`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
 import duckdb
 import pyarrow as pa
 
-__all__ = ["SpanLoad", "load_spans", "store_spans", "trace_refusals"]
+__all__ = ["SpanLoad", "linked_traces", "load_spans", "store_spans", "trace_refusals"]
 
 _COLUMNS: Final = (
     "trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns, status_code,"
@@ -24,13 +24,21 @@ _COLUMNS: Final = (
     " line, pos"
 )
 
-# The batch's keys are the small build side; the store's two id columns are
-# only scanned. The first of a key read in the batch wins.
+# The stored spans of the batch's traces: one scan of the store's ids, the
+# batch's traces the small build side. Duplicates and the traces stored
+# before are read from it.
+_HELD: Final = """
+CREATE OR REPLACE TEMP TABLE _span_held AS
+SELECT s.trace_id, s.span_id FROM spans s
+SEMI JOIN (SELECT DISTINCT trace_id FROM _span_batch) b ON s.trace_id = b.trace_id
+"""
+
+# The first of a key read in the batch wins.
 _INSERT: Final = f"""
 INSERT INTO spans ({_COLUMNS}, ingest_id, source)
 SELECT {_COLUMNS}, $ingest_id, $source FROM _span_batch b
 WHERE NOT EXISTS (
-    SELECT 1 FROM spans s WHERE s.trace_id = b.trace_id AND s.span_id = b.span_id
+    SELECT 1 FROM _span_held s WHERE s.trace_id = b.trace_id AND s.span_id = b.span_id
 )
 QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY line, pos) = 1
 """
@@ -45,6 +53,10 @@ class SpanLoad:
     #: The traces that gained a span, when some of the batch were duplicates
     #: (None: every trace of the batch did).
     gained: list[str] | None = None
+    #: The traces of the batch that had spans stored before it.
+    prior: list[str] = field(default_factory=list)
+    #: The ``ingest_log`` row it was stored under.
+    ingest_id: int = 0
 
 
 def load_spans(
@@ -55,11 +67,16 @@ def load_spans(
         return SpanLoad()
     con.register("_span_batch", batch)
     try:
+        con.execute(_HELD)
         row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchall()[0]
+        prior = con.execute("SELECT DISTINCT trace_id FROM _span_held").fetchall()
+        con.execute("DROP TABLE _span_held")
     finally:
         con.unregister("_span_batch")
     stored = int(row[0]) if row else 0
     load = SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
+    load.prior = [str(r[0]) for r in prior]
+    load.ingest_id = ingest_id
     if load.duplicates:
         # The rows of one ingest are adjacent: its zone maps keep this scan short.
         rows = con.execute(
@@ -67,6 +84,14 @@ def load_spans(
         ).fetchall()
         load.gained = [str(r[0]) for r in rows]
     return load
+
+
+def linked_traces(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The traces a stored span's link names (links are rare: the whole store is read)."""
+    rows = con.execute(
+        "SELECT DISTINCT unnest(linked) FROM spans WHERE linked IS NOT NULL"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def trace_refusals(con: duckdb.DuckDBPyConnection, traces: list[str]) -> int:

@@ -32,7 +32,13 @@ from tracekit._util.arrow import strings
 from tracekit._util.sql import run_script
 from tracekit.events import encode_event
 from tracekit.intake.otlp.counts import SpanCounts
-from tracekit.intake.otlp.derivation import Derived, SpanDeriver, derive_traces, deriver_version
+from tracekit.intake.otlp.derivation import (
+    ROW_COLUMNS,
+    Derived,
+    SpanDeriver,
+    derive_rows,
+    deriver_version,
+)
 from tracekit.store.load import Counts, load_batch, reject_rows
 from tracekit.store.sources import text_table
 
@@ -42,6 +48,7 @@ __all__ = [
     "derive_spans",
     "derive_trace_ids",
     "finish_in_hand",
+    "store_derived",
     "store_in_hand",
     "touched_traces",
 ]
@@ -86,8 +93,9 @@ DROP TABLE _gone;
 DROP TABLE _gone_runs;
 """
 
-_ROWS: Final = """
-SELECT s.* FROM spans s SEMI JOIN _traces t ON s.trace_id = t.trace_id
+_ROWS: Final = f"""
+SELECT {", ".join(f"s.{c}" for c in ROW_COLUMNS)}
+FROM spans s SEMI JOIN _traces t ON s.trace_id = t.trace_id
 ORDER BY s.ingest_id, s.line, s.pos
 """
 
@@ -95,6 +103,11 @@ _STAMP: Final = """
 INSERT INTO derivations (trace_id, deriver, spans, derived_at, dialects)
 SELECT trace_id, $deriver, count(*), $now, $dialects FROM spans
 WHERE trace_id IN (SELECT trace_id FROM _traces) GROUP BY trace_id
+"""
+
+_STAMP_GIVEN: Final = """
+INSERT INTO derivations (trace_id, deriver, spans, derived_at, dialects)
+SELECT trace_id, $deriver, spans, $now, $dialects FROM _stamps
 """
 
 # The traces of a batch that have spans or derived rows from before the ingest.
@@ -288,10 +301,7 @@ def _derive_batch(
     deriver: str,
     done: SpansDerived,
 ) -> None:
-    cursor = con.execute(_ROWS)
-    names = [d[0] for d in cursor.description or ()]
-    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    derived = derive_traces(rows)
+    derived = derive_rows(con.execute(_ROWS).fetchall())
     if _derived_before(con):
         run_script(con, _FORGET)
     done.spans.add(derived.counts)
@@ -300,6 +310,39 @@ def _derive_batch(
         done.counts.setdefault(ingest, Counts()).add(counts)
     now = datetime.now(UTC).replace(tzinfo=None)
     con.execute(_STAMP, {"deriver": deriver, "now": now, "dialects": _dialect_files()})
+
+
+def store_derived(
+    con: duckdb.DuckDBPyConnection, derived: Derived, *, into: int, source: str
+) -> SpansDerived:
+    """Store traces a collector derived in hand (in the caller's transaction), and stamp them.
+
+    The traces have no rows from before (the collector derives a trace in
+    hand only while the store holds no span of it it did not see); each
+    record goes under ingest ``into``, as :func:`derive_trace_ids` would put
+    it, and each trace is stamped with the spans it was derived from.
+    """
+    done = SpansDerived(traces=len(derived.traces))
+    done.spans.add(derived.counts)
+    sources = {ingest: source for ingest, _, _ in derived.records}
+    sources.update((ingest, source) for ingest, *_ in derived.refused)
+    for (ingest, name), (records, refused) in _grouped(derived, into, into, sources).items():
+        done.counts.setdefault(ingest, Counts()).add(_store(con, records, refused, ingest, name))
+    if derived.sizes:
+        stamps = pa.table(
+            {
+                "trace_id": strings(list(derived.sizes)),
+                "spans": pa.array(list(derived.sizes.values()), pa.int64()),
+            }
+        )
+        now = datetime.now(UTC).replace(tzinfo=None)
+        params = {"deriver": deriver_version(), "now": now, "dialects": _dialect_files()}
+        con.register("_stamps", stamps)
+        try:
+            con.execute(_STAMP_GIVEN, params)
+        finally:
+            con.unregister("_stamps")
+    return done
 
 
 _Group = tuple[list[tuple[int, str, str]], list[tuple[int, str, str, str]]]

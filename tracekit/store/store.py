@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from tracekit.events import Event
+    from tracekit.intake.otlp.derivation import Derived
     from tracekit.intake.otlp.dialect import Dialect
     from tracekit.store.cause import RootCause
     from tracekit.store.find import FindResult
@@ -223,6 +224,32 @@ class Store:
         self._writable()
         with using(dialects):
             return derive_again(self.con, traces, source=source)
+
+    def derive_in_hand(
+        self,
+        derived: Derived,
+        *,
+        source: str,
+        span_source: str,
+        dialects: Sequence[Dialect] = (),
+    ) -> RederiveReport:
+        """Store traces derived from the spans in hand (a collector's); the rows :meth:`derive_traces` gives.
+
+        Each trace must have no stored span the deriver was not fed, and no
+        derived rows yet. ``span_source``: the source its spans were stored under.
+        """
+        from tracekit.intake.otlp.dialects import using
+        from tracekit.store.rederive import derive_in_hand
+
+        self._writable()
+        with using(dialects):
+            return derive_in_hand(self.con, derived, source=source, span_source=span_source)
+
+    def linked_traces(self) -> list[str]:
+        """The traces a stored span's link names (they are derived with the linking trace)."""
+        from tracekit.store.spans import linked_traces
+
+        return linked_traces(self.con)
 
     def underived_traces(self) -> list[str]:
         """The traces with stored spans not derived yet (a collector stopped before it could)."""

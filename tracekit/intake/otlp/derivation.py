@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -32,9 +34,20 @@ from tracekit.intake.assemble import TraceAssembler
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.received import span_document
+from tracekit.intake.otlp.decode_json_fast import _Ids
+from tracekit.intake.otlp.received import SPAN_NAMES
+from tracekit.intake.otlp.stored import row_span
 
-__all__ = ["RULES_VERSION", "SETTLE", "Derived", "SpanDeriver", "derive_traces", "deriver_version"]
+__all__ = [
+    "ROW_COLUMNS",
+    "RULES_VERSION",
+    "SETTLE",
+    "Derived",
+    "SpanDeriver",
+    "derive_rows",
+    "derive_traces",
+    "deriver_version",
+]
 
 #: Raised whenever the mapping rules change what a stored span derives to.
 RULES_VERSION: Final = 2
@@ -43,6 +56,11 @@ _SHIFT = 40  # a line's key in the converter: its ingest above this bit, its lin
 SETTLE: Final = 64
 #: Traces derived that a late span may still reopen, with ``reopen`` (no store).
 REMEMBER: Final = 1024
+#: The columns of a stored span row as :func:`derive_rows` reads them.
+ROW_COLUMNS: Final = ("ingest_id", *SPAN_NAMES)
+_LINE: Final = ROW_COLUMNS.index("line")
+_TRACE: Final = ROW_COLUMNS.index("trace_id")
+_PARENT: Final = ROW_COLUMNS.index("parent_span_id")
 
 
 def deriver_version() -> str:
@@ -68,26 +86,42 @@ class Derived:
     traces: list[str] = field(default_factory=list)
     #: Its number among a :class:`SpanDeriver`'s batches.
     number: int = 0
+    #: The spans of each trace derived (a :class:`SpanDeriver`'s batch).
+    sizes: dict[str, int] = field(default_factory=dict)
 
 
 def derive_traces(rows: list[dict[str, Any]]) -> Derived:
     """Map the stored spans of whole traces (rows with ``ingest_id``, ``line``, ``pos``).
 
     The rows come sorted by where they were read (ingest, line, place in the
-    line); the spans of one line are fed as one document, as they came.
+    line); the spans of one line are fed together, as they came.
+    """
+    return derive_rows([tuple(row.get(name) for name in ROW_COLUMNS) for row in rows])
+
+
+def derive_rows(rows: Sequence[Sequence[Any]]) -> Derived:
+    """:func:`derive_traces` of rows as tuples of :data:`ROW_COLUMNS` (the store's query gives them).
+
+    Each row is read straight into its span (:func:`~tracekit.intake.otlp.stored.row_span`),
+    no OTLP JSON document made and decoded again.
+
+    Example:
+        >>> derive_rows([]).counts.read
+        0
     """
     converter = OtlpConverter()
+    ids = _Ids()
     key: int | None = None
-    entries: list[str] = []
+    spans: list[Span] = []
     for row in rows:
-        here = (int(row["ingest_id"]) << _SHIFT) + int(row["line"])
-        if here != key and entries:
-            _feed(converter, key, entries)
-            entries = []
+        here = (int(row[0]) << _SHIFT) + int(row[_LINE])
+        if here != key and spans:
+            converter.feed_spans(spans, line=key or 0)
+            spans = []
         key = here
-        entries.append(span_document(row))
-    if entries:
-        _feed(converter, key, entries)
+        spans.append(row_span(row[1:], ids))
+    if spans:
+        converter.feed_spans(spans, line=key or 0)
     derived = Derived(counts=converter.counts)
     _gather(derived, converter, converter.finish_lines(), _rootless(rows))
     return derived
@@ -127,10 +161,24 @@ class SpanDeriver:
         ([], set())
     """
 
-    def __init__(self, settle: int = SETTLE, *, reopen: bool = False) -> None:
-        assembler = TraceAssembler(settle=settle, remember=REMEMBER if reopen else 0)
+    def __init__(
+        self,
+        settle: float = SETTLE,
+        *,
+        reopen: bool = False,
+        linger: float = math.inf,
+        max_pending: int = 1 << 62,
+        checked: bool = True,
+    ) -> None:
+        assembler = TraceAssembler(
+            settle=settle,
+            linger=linger,
+            max_pending=max_pending,
+            remember=REMEMBER if reopen else 0,
+        )
         self._converter = OtlpConverter(assembler)
         self._reopen = reopen
+        self._checked = checked and not reopen  # the spans fed met the limits at the door
         self._ingest = 0
         self._held: dict[str, set[str]] = {}  # trace -> span ids held
         self._rooted: set[str] = set()  # held traces with a span without a parent
@@ -147,21 +195,29 @@ class SpanDeriver:
         #: Batches given before one of their traces turned late (their rows are void).
         self.dropped: list[int] = []
 
+    def __contains__(self, trace: str) -> bool:
+        """Whether spans of the trace are held (fed, not derived yet)."""
+        return trace in self._held
+
     def start(self, ingest: int) -> None:
         """The spans fed next were read by this ingest."""
         self._ingest = ingest
 
-    def add(self, spans: list[Span], line: int) -> None:
+    def add(self, spans: list[Span], line: int, now: float | None = None) -> None:
         """Take the spans of one line, in their order.
 
-        For a store they are the spans it accepted (within the limits);
-        with ``reopen`` every decoded span, checked against the limits here.
+        For a store they are the spans it accepted (within the limits, unless
+        not ``checked``: read back from rows, they are checked again here, as
+        from the store); with ``reopen`` every decoded span, checked here.
+        ``now`` is the settle's clock (a collector's seconds); by default the
+        lines fed so far.
         """
         self._lines += 1
         kept = spans if self._reopen else self._kept(spans)
         if kept or self._reopen:
             key = (self._ingest << _SHIFT) + line
-            self._converter.feed_spans(kept, line=key, now=self._lines, checked=not self._reopen)
+            tick = self._lines if now is None else now
+            self._converter.feed_spans(kept, line=key, now=tick, checked=self._checked)
 
     def _kept(self, spans: list[Span]) -> list[Span]:
         kept: list[Span] = []
@@ -186,9 +242,54 @@ class SpanDeriver:
             kept.append(span)
         return kept
 
-    def ready(self) -> Derived:
-        """The traces settled so far, derived (one batch)."""
-        return self._take(self._converter.assembler.ready(now=self._lines))
+    def ready(self, now: float | None = None, most: int = 1 << 62) -> Derived:
+        """The traces settled so far (by ``now``, on :meth:`add`'s clock), derived (one batch).
+
+        ``most``: spans the batch takes at most (the oldest settled traces
+        first, one at least); the rest wait for the next batch.
+        """
+        settled = self._converter.assembler.ready(now=self._lines if now is None else now)
+        return self._take(self._at_most(settled, most))
+
+    def _at_most(self, traces: list[str], most: int) -> list[str]:
+        taken: list[str] = []
+        spans = 0
+        for trace in traces:
+            size = len(self._held.get(trace, ())) or 1
+            if taken and spans + size > most:
+                break
+            taken.append(trace)
+            spans += size
+        return taken
+
+    @property
+    def pending(self) -> int:
+        """Spans held, their trace not derived yet."""
+        return self._converter.assembler.pending
+
+    def oldest(self) -> float | None:
+        """The tick the least recent of the held traces last gained a span (None: none held)."""
+        return self._converter.assembler.oldest_seen()
+
+    def forget(self) -> set[str]:
+        """Let go of the traces given and of those turned late; returns the late ones.
+
+        A collector's store says itself whether a trace has spans stored
+        already: a later span of a trace given is routed to the store by the
+        caller, and a late trace is derived from its stored spans.
+
+        Example:
+            >>> deriver = SpanDeriver()
+            >>> deriver.void("t1")
+            >>> deriver.forget(), deriver.late
+            ({'t1'}, set())
+        """
+        late, self.late = self.late, set()
+        self._converter.assembler.take(late)  # held when they turned late: let go unmapped
+        self._given.clear()
+        self._members.clear()
+        self.dropped.clear()
+        return late
 
     def finish(self) -> Derived:
         """Every trace still held, derived (one batch)."""
@@ -212,7 +313,7 @@ class SpanDeriver:
         if not traces:
             return derived
         for trace in traces:
-            self._held.pop(trace, None)
+            derived.sizes[trace] = len(self._held.pop(trace, ()))
             self._rooted.discard(trace)
             self._given[trace] = derived.number
         derived.traces = traces
@@ -244,16 +345,11 @@ class SpanDeriver:
                 self.void(*self._members.pop(number))
 
 
-def _rootless(rows: list[dict[str, Any]]) -> set[str]:
+def _rootless(rows: Sequence[Sequence[Any]]) -> set[str]:
     """The traces none of whose spans is a root (one without a parent): their root has not come."""
-    traces = {row["trace_id"] for row in rows}
-    rooted = {row["trace_id"] for row in rows if not row.get("parent_span_id")}
+    traces = {row[_TRACE] for row in rows}
+    rooted = {row[_TRACE] for row in rows if not row[_PARENT]}
     return traces - rooted
-
-
-def _feed(converter: OtlpConverter, key: int | None, entries: list[str]) -> None:
-    doc = '{"resourceSpans":[' + ",".join(entries) + "]}"
-    converter.feed_json(doc.encode(), line=key or 0)
 
 
 def _trace_of(text: str) -> str:

@@ -1,0 +1,175 @@
+"""The loader's traces derived from the spans it has just stored, as a file ingest derives them.
+
+Each load hands the spans the store took to one long-lived
+:class:`~tracekit.intake.otlp.derivation.SpanDeriver` (the mapping file
+ingest and ``tracekit tree`` use), read straight from their rows
+(:func:`~tracekit.intake.otlp.stored.row_span`). A trace is derived once no
+span of it has come for ``settle`` seconds, rooted or not (a trace whose root
+has not come is an ``incomplete`` run), and its rows and stamp stored in one
+transaction (:meth:`Store.derive_in_hand`), without reading ``spans`` back.
+
+What the deriver cannot derive exactly as the stored spans would be goes to
+the store's own road (:func:`tracekit.server.waiting.derive_step`, from the
+stored spans): a trace with spans stored before the deriver saw it (a late
+span of a trace derived already, a root after a restart, a spool replayed),
+a trace a span link joins to another, a row the typed decoder cannot read.
+The deriver holds spans in memory only: a crash leaves their traces stored
+and underived, and the next start derives them from the store.
+
+Example:
+    >>> hand = Hand(settle=1.0)
+    >>> hand.pending, hand.lag(10.0)
+    (0, 0.0)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from tracekit.intake.otlp.derivation import Derived, SpanDeriver
+from tracekit.intake.otlp.dialects import using
+from tracekit.intake.otlp.received import SPAN_NAMES
+from tracekit.intake.otlp.stored import row_span
+
+if TYPE_CHECKING:
+    from tracekit.intake.otlp.decoded import Span
+    from tracekit.intake.otlp.dialect import Dialect
+    from tracekit.store import Store
+    from tracekit.store.rederive import RederiveReport
+    from tracekit.store.spans import SpanLoad
+
+__all__ = ["HELD_MOST", "Hand", "HandError"]
+
+log = logging.getLogger("tracekit.server")
+
+#: Spans held in hand at most: past it the oldest traces are derived, settled or not.
+HELD_MOST: Final = 200_000
+#: Seconds at least between two steps in hand (a step has a fixed cost).
+EVERY: Final = 1.0
+_TRACE: Final = SPAN_NAMES.index("trace_id")
+_LINKED: Final = SPAN_NAMES.index("linked")
+
+
+class HandError(Exception):
+    """The store refused a step in hand: ``traces`` go to the store's road."""
+
+    def __init__(self, cause: Exception, traces: list[str]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.traces = traces
+
+
+class Hand:
+    """The spans in hand of the traces the loader derives without the store's ``spans``.
+
+    Args:
+        settle: seconds without a new span before a trace is derived.
+        dialects: the user's dialects the traces are derived with.
+        most: spans held at most.
+        every: seconds at least between two steps.
+    """
+
+    def __init__(
+        self,
+        *,
+        settle: float,
+        dialects: Sequence[Dialect] = (),
+        most: int = HELD_MOST,
+        every: float = EVERY,
+    ) -> None:
+        # Read back from rows, the spans meet the limits again here (a cut string
+        # is kept whole in its row's JSON), as when the store derives them.
+        self.deriver = SpanDeriver(settle=settle, linger=settle, max_pending=most, checked=False)
+        self.dialects = tuple(dialects)
+        self.every = every
+        self._last = float("-inf")
+        self._linked: set[str] | None = None  # traces a stored span links to
+        self._oldest: float | None = None  # when the least recent trace held gained a span
+
+    @property
+    def pending(self) -> int:
+        """Spans held, their trace not derived yet."""
+        return self.deriver.pending
+
+    def lag(self, now: float) -> float:
+        """Seconds since the least recent trace held gained a span (0: none held)."""
+        oldest = self._oldest
+        return 0.0 if oldest is None else max(now - oldest, 0.0)
+
+    def route(
+        self,
+        store: Store,
+        pairs: Sequence[tuple[tuple[Any, ...], int]],
+        taken: SpanLoad,
+        arrived: float,
+    ) -> list[str]:
+        """Take the spans a load stored; return the store's share, a trace for each of its spans.
+
+        ``pairs`` are the load's rows with their spool offsets, ``taken`` what
+        the store made of them.
+        """
+        if self._linked is None:
+            self._linked = set(store.linked_traces())
+        gained = None if taken.gained is None else set(taken.gained)
+        prior = set(taken.prior)
+        held = self.deriver
+        stored: list[str] = []
+        lines: dict[int, list[tuple[Any, ...]]] = {}
+        for row, line in pairs:
+            trace = row[_TRACE]
+            if gained is not None and trace not in gained:
+                continue  # every span of it was stored already: nothing changes
+            if row[_LINKED]:
+                self._linked.update(row[_LINKED])
+            if trace in held or (trace not in prior and trace not in self._linked):
+                lines.setdefault(line, []).append(row)
+            else:
+                stored.append(trace)
+        with using(self.dialects):
+            held.start(taken.ingest_id)
+            for line, rows in lines.items():
+                held.add(self._spans(rows), line, now=arrived)
+        stored.extend(held.forget())
+        self._oldest = held.oldest()
+        return stored
+
+    def _spans(self, rows: list[tuple[Any, ...]]) -> list[Span]:
+        spans: list[Span] = []
+        for row in rows:
+            try:
+                spans.append(row_span(row))
+            except Exception:  # the store's road refuses it, in its words
+                self.deriver.void(row[_TRACE])
+        return spans
+
+    def due(self, now: float) -> bool:
+        """Whether a step may run (one every ``every`` seconds while spans are held)."""
+        return self.pending > 0 and now - self._last >= self.every
+
+    def step(
+        self, store: Store, now: float, *, final: bool, most: int, source: str, span_source: str
+    ) -> tuple[RederiveReport | None, Derived]:
+        """Derive the traces settled by ``now`` (``final``: every one held), up to ``most`` spans.
+
+        Returns what the store reported and what was derived.
+
+        Raises:
+            HandError: the store refused the step; its traces are then the
+                store's to derive, from their stored spans.
+        """
+        self._last = now
+        with using(self.dialects):
+            derived = self.deriver.finish() if final else self.deriver.ready(now, most)
+            self.deriver.forget()
+            self._oldest = self.deriver.oldest()
+            if not derived.traces:
+                return None, derived
+            try:
+                report = store.derive_in_hand(
+                    derived, source=source, span_source=span_source, dialects=self.dialects
+                )
+            except Exception as exc:  # the caller asks whether the store answers at all
+                raise HandError(exc, derived.traces) from exc
+        return report, derived
