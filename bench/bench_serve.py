@@ -609,7 +609,33 @@ def stage_costs(batches: list[bytes], work: Path) -> dict[str, float]:
         t = clock()
         store.derive_traces(sorted({r[2] for r in rows}), source="serve:derive")
         costs["derive (records, tables, classify)"] = clock() - t
+    in_hand = _in_hand_cost(rows, work)
+    if in_hand is not None:
+        costs["derive in hand (records, tables, classify)"] = in_hand
     return {k: 1e6 * v / spans for k, v in costs.items()}
+
+
+def _in_hand_cost(rows: list[tuple], work: Path) -> float | None:
+    """CPU seconds of the loader's road in hand for these rows (a server without it: None)."""
+    try:
+        from tracekit.server.in_hand import Hand
+    except ImportError:
+        return None
+    from tracekit.intake.otlp.received import rows_table
+    from tracekit.store import Store
+
+    lines = list(range(len(rows)))
+    with Store(work / "stages-hand.duckdb") as store:
+        warm = Hand(settle=0.0)
+        taken = store.load_spans(rows_table(rows[:10], [0] * 10), source="warm")
+        warm.route(store, list(zip(rows[:10], [0] * 10)), taken, 0.0)
+        warm.step(store, 1.0, final=True, most=1 << 30, source="warm", span_source="warm")
+        taken = store.load_spans(rows_table(rows, lines), source="serve:otlp")
+        hand = Hand(settle=0.0)
+        t = time.process_time()
+        hand.route(store, list(zip(rows, lines)), taken, 0.0)
+        hand.step(store, 1.0, final=True, most=1 << 30, source="serve:derive", span_source="serve:otlp")
+        return time.process_time() - t
 
 
 def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> dict:

@@ -93,6 +93,11 @@ class Hand:
         """Spans held, their trace not derived yet."""
         return self.deriver.pending
 
+    @property
+    def traces(self) -> int:
+        """Traces held, not derived yet."""
+        return len(self.deriver)
+
     def lag(self, now: float) -> float:
         """Seconds since the least recent trace held gained a span (0: none held)."""
         oldest = self._oldest

@@ -236,7 +236,7 @@ class Loader:
             return None
         return (
             f"loading has made {found} with {len(self._queue)} batches queued"
-            f" and {len(self.waiting)} traces to derive"
+            f" and {len(self.waiting) + self.hand.traces} traces to derive"
         )
 
     def queue_items(self) -> list[tuple[int, int, Entry | bytes, int, float]]:

@@ -195,6 +195,10 @@ class SpanDeriver:
         #: Batches given before one of their traces turned late (their rows are void).
         self.dropped: list[int] = []
 
+    def __len__(self) -> int:
+        """Traces held (fed, not derived yet)."""
+        return len(self._held)
+
     def __contains__(self, trace: str) -> bool:
         """Whether spans of the trace are held (fed, not derived yet)."""
         return trace in self._held
