@@ -164,7 +164,7 @@ def _derived_as(
 def underived_traces(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The traces whose stored spans are not all derived (a collector stopped before it derived them)."""
     rows = con.execute(
-        "SELECT s.trace_id FROM (SELECT trace_id, count(*) AS n FROM spans GROUP BY 1) s"
+        "SELECT s.trace_id FROM (SELECT trace_id, sum(spans) AS n FROM span_traces GROUP BY 1) s"
         " LEFT JOIN derivations d ON d.trace_id = s.trace_id"
         " WHERE d.spans IS DISTINCT FROM s.n ORDER BY 1"
     ).fetchall()

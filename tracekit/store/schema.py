@@ -373,9 +373,25 @@ WHERE run_id IN (
 );
 """
 
-SCHEMA_VERSION: Final = 11
+# v12: ``span_traces``, the directory of ``spans``: one row for each trace a
+# load stored spans of, with that load's ``ingest_id`` and how many. A load
+# finds the stored spans of its traces (its duplicates, the traces stored
+# before) and a derivation reads a trace's spans through it, from the row
+# groups of those loads only, instead of scanning every stored span.
+_V12: Final = """
+CREATE TABLE IF NOT EXISTS span_traces (
+    trace_id   VARCHAR NOT NULL,
+    ingest_id  BIGINT NOT NULL,
+    spans      BIGINT NOT NULL
+);
+
+INSERT INTO span_traces
+SELECT trace_id, ingest_id, count(*) FROM spans GROUP BY trace_id, ingest_id;
+"""
+
+SCHEMA_VERSION: Final = 12
 
 #: ``MIGRATIONS[n - 1]`` takes a store from version ``n - 1`` to ``n``.
 MIGRATIONS: Final[tuple[str, ...]] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12,
 )  # fmt: skip

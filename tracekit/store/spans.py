@@ -9,12 +9,16 @@ is derived from them afterwards (:mod:`tracekit.store.spans_derive`).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+
+from tracekit._util.arrow import ints, strings
 
 __all__ = ["SpanLoad", "linked_traces", "load_spans", "store_spans", "trace_refusals"]
 
@@ -24,13 +28,21 @@ _COLUMNS: Final = (
     " line, pos"
 )
 
-# The stored spans of the batch's traces: one scan of the store's ids, the
-# batch's traces the small build side. Duplicates and the traces stored
-# before are read from it.
+# The loads that stored spans of the batch's traces, read in the directory
+# (a row per trace per load, a small fraction of ``spans``).
+_PRIOR: Final = """
+SELECT DISTINCT d.trace_id, d.ingest_id FROM span_traces d
+SEMI JOIN (SELECT DISTINCT trace_id FROM _span_batch) b ON d.trace_id = b.trace_id
+"""
+
+# The stored spans of the batch's traces, from the row groups of those loads
+# only (the ids are whole numbers, written into the statement so that the
+# zone maps of ``ingest_id`` skip the rest).
 _HELD: Final = """
 CREATE OR REPLACE TEMP TABLE _span_held AS
 SELECT s.trace_id, s.span_id FROM spans s
 SEMI JOIN (SELECT DISTINCT trace_id FROM _span_batch) b ON s.trace_id = b.trace_id
+WHERE s.ingest_id IN ({ingests})
 """
 
 # The first of a key read in the batch wins.
@@ -41,7 +53,10 @@ WHERE NOT EXISTS (
     SELECT 1 FROM _span_held s WHERE s.trace_id = b.trace_id AND s.span_id = b.span_id
 )
 QUALIFY row_number() OVER (PARTITION BY trace_id, span_id ORDER BY line, pos) = 1
+RETURNING trace_id
 """
+
+_DIRECTORY: Final = "INSERT INTO span_traces SELECT trace_id, $ingest_id, spans FROM _span_counts"
 
 
 @dataclass
@@ -67,23 +82,33 @@ def load_spans(
         return SpanLoad()
     con.register("_span_batch", batch)
     try:
-        con.execute(_HELD)
-        row = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchall()[0]
-        prior = con.execute("SELECT DISTINCT trace_id FROM _span_held").fetchall()
+        prior = con.execute(_PRIOR).fetchall()
+        ingests = sorted({int(i) for _, i in prior}) or [-1]
+        con.execute(_HELD.format(ingests=", ".join(map(str, ingests))))
+        taken = con.execute(_INSERT, {"ingest_id": ingest_id, "source": source}).fetchall()
         con.execute("DROP TABLE _span_held")
     finally:
         con.unregister("_span_batch")
-    stored = int(row[0]) if row else 0
-    load = SpanLoad(stored=stored, duplicates=batch.num_rows - stored)
-    load.prior = [str(r[0]) for r in prior]
+    counts = Counter(str(r[0]) for r in taken)
+    _directory(con, counts, ingest_id)
+    load = SpanLoad(stored=len(taken), duplicates=batch.num_rows - len(taken))
+    load.prior = sorted({str(t) for t, _ in prior})
     load.ingest_id = ingest_id
     if load.duplicates:
-        # The rows of one ingest are adjacent: its zone maps keep this scan short.
-        rows = con.execute(
-            "SELECT DISTINCT trace_id FROM spans WHERE ingest_id = ?", [ingest_id]
-        ).fetchall()
-        load.gained = [str(r[0]) for r in rows]
+        load.gained = list(counts)
     return load
+
+
+def _directory(con: duckdb.DuckDBPyConnection, counts: Counter[str], ingest_id: int) -> None:
+    """One ``span_traces`` row for each trace the load stored spans of."""
+    if not counts:
+        return
+    table = pa.table({"trace_id": strings(list(counts)), "spans": ints(counts.values(), np.int64)})
+    con.register("_span_counts", table)
+    try:
+        con.execute(_DIRECTORY, {"ingest_id": ingest_id})
+    finally:
+        con.unregister("_span_counts")
 
 
 def linked_traces(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -105,7 +130,6 @@ def trace_refusals(con: duckdb.DuckDBPyConnection, traces: list[str]) -> int:
         >>> trace_refusals(con, ["a", "c"])
         2
     """
-    from tracekit._util.arrow import strings
 
     if not traces:
         return 0

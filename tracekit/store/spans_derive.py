@@ -26,9 +26,10 @@ from datetime import UTC, datetime
 from typing import Final
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
-from tracekit._util.arrow import strings
+from tracekit._util.arrow import ints, strings
 from tracekit._util.sql import run_script
 from tracekit.events import encode_event
 from tracekit.intake.otlp.counts import SpanCounts
@@ -93,15 +94,23 @@ DROP TABLE _gone;
 DROP TABLE _gone_runs;
 """
 
+# The loads that stored spans of the batch's traces (the directory).
+_LOADS: Final = (
+    "SELECT DISTINCT ingest_id FROM span_traces WHERE trace_id IN (SELECT trace_id FROM _traces)"
+)
+
+# Their spans, from the row groups of those loads only (``{ingests}``: whole
+# numbers, written in so that the zone maps of ``ingest_id`` skip the rest).
 _ROWS: Final = f"""
 SELECT {", ".join(f"s.{c}" for c in ROW_COLUMNS)}
 FROM spans s SEMI JOIN _traces t ON s.trace_id = t.trace_id
+WHERE s.ingest_id IN ({{ingests}})
 ORDER BY s.ingest_id, s.line, s.pos
 """
 
 _STAMP: Final = """
 INSERT INTO derivations (trace_id, deriver, spans, derived_at, dialects)
-SELECT trace_id, $deriver, count(*), $now, $dialects FROM spans
+SELECT trace_id, $deriver, sum(spans), $now, $dialects FROM span_traces
 WHERE trace_id IN (SELECT trace_id FROM _traces) GROUP BY trace_id
 """
 
@@ -112,8 +121,8 @@ SELECT trace_id, $deriver, spans, $now, $dialects FROM _stamps
 
 # The traces of a batch that have spans or derived rows from before the ingest.
 _EARLIER: Final = """
-SELECT s.trace_id FROM spans s SEMI JOIN _traces t ON s.trace_id = t.trace_id
-WHERE s.ingest_id < $first
+SELECT d.trace_id FROM span_traces d SEMI JOIN _traces t ON d.trace_id = t.trace_id
+WHERE d.ingest_id < $first
 UNION SELECT e.span_trace FROM events e SEMI JOIN _traces t ON e.span_trace = t.trace_id
 WHERE e.ingest_id < $first
 """
@@ -301,7 +310,8 @@ def _derive_batch(
     deriver: str,
     done: SpansDerived,
 ) -> None:
-    derived = derive_rows(con.execute(_ROWS).fetchall())
+    loads = [int(r[0]) for r in con.execute(_LOADS).fetchall()] or [-1]
+    derived = derive_rows(con.execute(_ROWS.format(ingests=", ".join(map(str, loads)))).fetchall())
     if _derived_before(con):
         run_script(con, _FORGET)
     done.spans.add(derived.counts)
@@ -332,7 +342,7 @@ def store_derived(
         stamps = pa.table(
             {
                 "trace_id": strings(list(derived.sizes)),
-                "spans": pa.array(list(derived.sizes.values()), pa.int64()),
+                "spans": ints(derived.sizes.values(), np.int64),
             }
         )
         now = datetime.now(UTC).replace(tzinfo=None)
