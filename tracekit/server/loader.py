@@ -320,10 +320,7 @@ class Loader:
         settled or not (until ``until``, a monotonic time, if given).
         """
         now = time.monotonic()
-        if not self._recovered:
-            self._recovered = True
-            for trace in self.store.underived_traces():
-                self.waiting.mark(trace, now, 0)
+        self._recover(now)
         stored = 0
         due = self._queued_items >= self.batch or now - self._last_load >= self.delay
         loaded = bool(self._queue) and (final or due)
@@ -344,6 +341,13 @@ class Loader:
         self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
         self._busy = self._busy or self.hand.due(later)
         return stored
+
+    def _recover(self, now: float) -> None:
+        """Once, before the first load: the traces a stop or a crash left underived wait."""
+        if not self._recovered:
+            self._recovered = True
+            for trace in self.store.underived_traces():
+                self.waiting.mark(trace, now, 0)
 
     def _drain(self) -> _Cycle:
         cycle = _Cycle(end=self._fed)
@@ -367,6 +371,7 @@ class Loader:
         offset. Returns the spans (and records) newly stored.
         """
         clock = time.thread_time()
+        self._recover(time.monotonic())
         rows, lines, refused, unreadable = spooled_spans(cycle.entries)
         self.rejected_later += unreadable
         stored = self._store_spans(rows, lines, refused) if rows or refused else 0
