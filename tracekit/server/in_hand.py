@@ -46,8 +46,9 @@ log = logging.getLogger("tracekit.server")
 
 #: Spans held in hand at most: past it the oldest traces are derived, settled or not.
 HELD_MOST: Final = 200_000
-#: Seconds at least between two steps in hand (a step has a fixed cost).
-EVERY: Final = 1.0
+#: Seconds at least between two steps in hand (a step has a fixed cost of a
+#: few tenths of a second: its statements, the classification, the commit).
+EVERY: Final = 2.0
 _TRACE: Final = SPAN_NAMES.index("trace_id")
 _LINKED: Final = SPAN_NAMES.index("linked")
 

@@ -417,15 +417,21 @@ def _dialect_files() -> str | None:
 
 def _derived_before(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether any trace of the batch has rows to replace (a first ingest of new traces has none)."""
-    row = con.execute(
-        "SELECT EXISTS (SELECT 1 FROM events WHERE span_trace IN (SELECT trace_id FROM _traces))"
-        " OR EXISTS (SELECT 1 FROM derivations WHERE trace_id IN (SELECT trace_id FROM _traces))"
-    ).fetchall()
-    return bool(row and row[0][0])
+    # ``derivations`` first (small, and a trace derived has its row there); the
+    # records of a store made before v9 have none.
+    for sql in (
+        "SELECT EXISTS (SELECT 1 FROM derivations WHERE trace_id IN (SELECT trace_id FROM _traces))",
+        "SELECT EXISTS (SELECT 1 FROM events WHERE span_trace IN (SELECT trace_id FROM _traces))",
+    ):
+        row = con.execute(sql).fetchall()
+        if row and row[0][0]:
+            return True
+    return False
 
 
 def _sources(con: duckdb.DuckDBPyConnection) -> dict[int, str]:
-    rows = con.execute("SELECT DISTINCT ingest_id, source FROM spans").fetchall()
+    # A load's spans carry its ingest_log row's source: the small table is read.
+    rows = con.execute("SELECT ingest_id, source FROM ingest_log").fetchall()
     return {int(i): str(s) for i, s in rows}
 
 
