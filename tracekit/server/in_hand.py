@@ -165,9 +165,10 @@ class Hand:
             HandError: the store refused the step; its traces are then the
                 store's to derive, from their stored spans.
         """
-        self._last = now
         with using(self.dialects):
             derived = self.deriver.finish() if final else self.deriver.ready(now, most)
+            if sum(derived.sizes.values()) < most:  # else more have settled: due again at once
+                self._last = now
             self.deriver.forget()
             self._oldest = self.deriver.oldest()
             if not derived.traces:

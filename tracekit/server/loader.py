@@ -337,6 +337,8 @@ class Loader:
                 self._derive(time.monotonic(), final=True)
         elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
+        else:  # the traces in hand keep up with the loads: derived rows lag a few seconds
+            self._derive(time.monotonic(), final=False, hand_only=True)
         later = time.monotonic()
         self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
         self._busy = self._busy or self.hand.due(later)
@@ -423,10 +425,11 @@ class Loader:
             self.waiting.mark(trace, arrived, 1)
         return taken.stored
 
-    def _derive(self, now: float, *, final: bool) -> None:
+    def _derive(self, now: float, *, final: bool, hand_only: bool = False) -> None:
         """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth.
 
-        The traces in hand first, once a second at most; else those the store derives.
+        The traces in hand first, every 2 s at most (and after a load too:
+        ``hand_only``); else those the store derives.
         """
         if (final and self.hand.pending) or self.hand.due(now):
             clock = time.thread_time()
@@ -434,6 +437,8 @@ class Loader:
             self.cpu["derive"] += time.thread_time() - clock
             if stepped:
                 return
+        if hand_only:
+            return
         hurry = bool(self._queue) and not final
         due = self.waiting.due(now, self.waiting.step_spans(hurry=hurry), every=final)
         if not due:
