@@ -441,6 +441,8 @@ def run_tracekit(
             break
         time.sleep(0.25)
     load["derived_end"] = time.time()
+    # The CPU by stage once derivation is over (or the wait is), not when the spans were stored.
+    status = json.loads(_get(url + "/api/ingest")) or status
     load["lags"] = lags.stop()
     load["rss_curve"] = sampler.stop()
     load["rss_each"] = sampler.each
@@ -711,6 +713,9 @@ def report(name: str, r: dict, expect: list[tuple[int, int]] | None = None) -> d
         print(f"{'':9} RSS max by process (MB): {each}")
     if r.get("stages"):
         print(f"{'':9} server CPU by stage (s): {json.dumps(r['stages'])}")
+        per = {k: 1e6 * v / max(r["stored"], 1) for k, v in r["stages"].items()}
+        row["cpu_us_per_span"] = per
+        print(f"{'':9} per span stored (us): " + ", ".join(f"{k} {v:.1f}" for k, v in per.items()))
     return row
 
 

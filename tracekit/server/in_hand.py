@@ -88,11 +88,12 @@ class Hand:
         self._last = float("-inf")
         self._linked: set[str] | None = None  # traces a stored span links to
         self._oldest: float | None = None  # when the least recent trace held gained a span
+        self._storing = 0  # spans of the step being stored
 
     @property
     def pending(self) -> int:
-        """Spans held, their trace not derived yet."""
-        return self.deriver.pending
+        """Spans held, their trace not derived yet (a step's until it commits)."""
+        return self.deriver.pending + self._storing
 
     @property
     def traces(self) -> int:
@@ -150,9 +151,9 @@ class Hand:
                 self.deriver.void(row[_TRACE])
         return spans
 
-    def due(self, now: float) -> bool:
-        """Whether a step may run (one every ``every`` seconds while spans are held)."""
-        return self.pending > 0 and now - self._last >= self.every
+    def due(self, now: float, *, busy: bool = True) -> bool:
+        """Whether a step may run: spans are held, and (``busy``: loads wait) ``every`` has passed."""
+        return self.pending > 0 and (not busy or now - self._last >= self.every)
 
     def step(
         self, store: Store, now: float, *, final: bool, most: int, source: str, span_source: str
@@ -173,10 +174,13 @@ class Hand:
             self._oldest = self.deriver.oldest()
             if not derived.traces:
                 return None, derived
+            self._storing = sum(derived.sizes.values())
             try:
                 report = store.derive_in_hand(
                     derived, source=source, span_source=span_source, dialects=self.dialects
                 )
             except Exception as exc:  # the caller asks whether the store answers at all
                 raise HandError(exc, derived.traces) from exc
+            finally:
+                self._storing = 0
         return report, derived

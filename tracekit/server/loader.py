@@ -428,10 +428,10 @@ class Loader:
     def _derive(self, now: float, *, final: bool, hand_only: bool = False) -> None:
         """Derive a step of traces: the oldest that settled (at a stop, any), a step's worth.
 
-        The traces in hand first, every 2 s at most (and after a load too:
-        ``hand_only``); else those the store derives.
+        The traces in hand first: while loads wait, every 2 s at most (and
+        after a load too: ``hand_only``); else those the store derives.
         """
-        if (final and self.hand.pending) or self.hand.due(now):
+        if (final and self.hand.pending) or self.hand.due(now, busy=hand_only or bool(self._queue)):
             clock = time.thread_time()
             stepped = self._hand_step(now, final=final)
             self.cpu["derive"] += time.thread_time() - clock
@@ -459,7 +459,7 @@ class Loader:
         A step the store refuses leaves its traces to the store's road, which
         finds the traces at fault (the store answering).
         """
-        most = self.waiting.step_spans(hurry=bool(self._queue) and not final)
+        most = 2 * self.most  # the spans of two loads: the traces in hand keep up with them
         lag = self.hand.lag(now)
         try:
             report, derived = self.hand.step(

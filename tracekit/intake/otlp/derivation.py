@@ -181,6 +181,7 @@ class SpanDeriver:
         self._checked = checked and not reopen  # the spans fed met the limits at the door
         self._ingest = 0
         self._held: dict[str, set[str]] = {}  # trace -> span ids held
+        self._count = 0  # span ids held, in all
         self._rooted: set[str] = set()  # held traces with a span without a parent
         self._given: dict[str, int] = {}  # trace derived -> its batch
         self._members: dict[int, list[str]] = {}
@@ -241,6 +242,7 @@ class SpanDeriver:
                 self.void(trace, *(other for other, _ in span.links))
                 continue
             held.add(span.id)
+            self._count += 1
             if not span.parent:
                 self._rooted.add(trace)
             kept.append(span)
@@ -268,8 +270,8 @@ class SpanDeriver:
 
     @property
     def pending(self) -> int:
-        """Spans held, their trace not derived yet."""
-        return self._converter.assembler.pending
+        """Spans held, their trace not derived yet (until its records are made)."""
+        return self._converter.assembler.pending if self._reopen else self._count
 
     def oldest(self) -> float | None:
         """The tick the least recent of the held traces last gained a span (None: none held)."""
@@ -317,7 +319,8 @@ class SpanDeriver:
         if not traces:
             return derived
         for trace in traces:
-            derived.sizes[trace] = len(self._held.pop(trace, ()))
+            derived.sizes[trace] = size = len(self._held.pop(trace, ()))
+            self._count -= size
             self._rooted.discard(trace)
             self._given[trace] = derived.number
         derived.traces = traces
@@ -341,7 +344,7 @@ class SpanDeriver:
             if trace in self.late:
                 continue
             self.late.add(trace)
-            self._held.pop(trace, None)
+            self._count -= len(self._held.pop(trace, ()))
             self._rooted.discard(trace)
             number = self._given.get(trace)
             if number is not None and number in self._members:
