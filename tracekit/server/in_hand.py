@@ -84,6 +84,7 @@ class Hand:
         # is kept whole in its row's JSON), as when the store derives them.
         self.deriver = SpanDeriver(settle=settle, linger=settle, max_pending=most, checked=False)
         self.dialects = tuple(dialects)
+        self.most = most
         self.every = every
         self._last = float("-inf")
         self._linked: set[str] | None = None  # traces a stored span links to
@@ -94,6 +95,11 @@ class Hand:
     def pending(self) -> int:
         """Spans held, their trace not derived yet (a step's until it commits)."""
         return self.deriver.pending + self._storing
+
+    @property
+    def over(self) -> bool:
+        """More spans are held than ``most``: a step is due even while loads wait."""
+        return self.deriver.pending > self.most
 
     @property
     def traces(self) -> int:
@@ -152,7 +158,12 @@ class Hand:
         return spans
 
     def due(self, now: float, *, busy: bool = True) -> bool:
-        """Whether a step may run: spans are held, and (``busy``: loads wait) ``every`` has passed."""
+        """Whether a step may run: spans are held, and (``busy``: loads wait) ``every`` has passed.
+
+        Past ``most`` spans held a step is due at once.
+        """
+        if self.over:
+            return True
         return self.pending > 0 and (not busy or now - self._last >= self.every)
 
     def step(

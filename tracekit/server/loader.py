@@ -9,10 +9,15 @@ derived again whole when the root arrives, after a restart too. A span the
 store holds already (a replayed spool entry, a batch sent twice) changes
 nothing: its trace is not derived again for it.
 
+A trace new to the store is derived from the spans the loader has just
+stored, in hand (:mod:`tracekit.server.in_hand`), the rest from the store.
 Storing comes first: the traces that settled are derived a step at a time
 (:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
-one step at most. Past ``max_pending`` spans waiting, a step follows each
-load: loads slow down to what derivation keeps up with. A graceful stop
+one step at most; while storing keeps up (fewer than ``batch`` spans queued)
+a step in hand also follows a load every 2 s, so derived rows lag a few
+seconds. Past ``max_pending`` spans waiting (or the spans in hand past
+theirs), a step follows each load: loads slow down to what derivation keeps
+up with. A graceful stop
 derives for ``stop_derive`` seconds at most; a start derives what a stop or
 a crash left underived. v1 lines go through :meth:`Store.ingest_records`.
 
@@ -337,7 +342,9 @@ class Loader:
                 self._derive(time.monotonic(), final=True)
         elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
-        else:  # the traces in hand keep up with the loads: derived rows lag a few seconds
+        elif self._queued_items < self.batch or self.hand.over:
+            # Storing keeps up (or the hand is full): the traces in hand are derived
+            # between loads, so derived rows lag a few seconds, not the whole load.
             self._derive(time.monotonic(), final=False, hand_only=True)
         later = time.monotonic()
         self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
