@@ -631,11 +631,13 @@ def _in_hand_cost(rows: list[tuple], work: Path) -> float | None:
         warm = Hand(settle=0.0)
         taken = store.load_spans(rows_table(rows[:10], [0] * 10), source="warm")
         warm.route(store, list(zip(rows[:10], [0] * 10, strict=True)), taken, 0.0)
+        warm.feed()
         warm.step(store, 1.0, final=True, most=1 << 30, source="warm", span_source="warm")
         taken = store.load_spans(rows_table(rows, lines), source="serve:otlp")
         hand = Hand(settle=0.0)
         t = time.process_time()
         hand.route(store, list(zip(rows, lines, strict=True)), taken, 0.0)
+        hand.feed()
         hand.step(
             store, 1.0, final=True, most=1 << 30, source="serve:derive", span_source="serve:otlp"
         )

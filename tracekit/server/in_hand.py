@@ -90,25 +90,32 @@ class Hand:
         self._linked: set[str] | None = None  # traces a stored span links to
         self._oldest: float | None = None  # when the least recent trace held gained a span
         self._storing = 0  # spans of the step being stored
+        # Rows routed here and not read yet: (ingest, arrived, line, rows), their traces.
+        self._rows: list[tuple[int, float, int, list[tuple[Any, ...]]]] = []
+        self._later: dict[str, None] = {}
+        self._waiting = 0  # their rows
+        self._first = 0.0  # when the first of them arrived
 
     @property
     def pending(self) -> int:
         """Spans held, their trace not derived yet (a step's until it commits)."""
-        return self.deriver.pending + self._storing
+        return self.deriver.pending + self._waiting + self._storing
 
     @property
     def over(self) -> bool:
         """More spans are held than ``most``: a step is due even while loads wait."""
-        return self.deriver.pending > self.most
+        return self.deriver.pending + self._waiting > self.most
 
     @property
     def traces(self) -> int:
         """Traces held, not derived yet."""
-        return len(self.deriver)
+        return len(self.deriver) + len(self._later)
 
     def lag(self, now: float) -> float:
         """Seconds since the least recent trace held gained a span (0: none held)."""
         oldest = self._oldest
+        if self._rows:
+            oldest = self._first if oldest is None else min(oldest, self._first)
         return 0.0 if oldest is None else max(now - oldest, 0.0)
 
     def route(
@@ -136,17 +143,36 @@ class Hand:
                 continue  # every span of it was stored already: nothing changes
             if row[_LINKED]:
                 self._linked.update(row[_LINKED])
-            if trace in held or (trace not in prior and trace not in self._linked):
+            fed = trace in held or trace in self._later
+            if fed or (trace not in prior and trace not in self._linked):
                 lines.setdefault(line, []).append(row)
+                self._later[trace] = None
             else:
                 stored.append(trace)
-        with using(self.dialects):
-            held.start(taken.ingest_id)
-            for line, rows in lines.items():
-                held.add(self._spans(rows), line, now=arrived)
-        stored.extend(held.forget())
-        self._oldest = held.oldest()
+        if lines and not self._rows:
+            self._first = arrived
+        self._rows.extend((taken.ingest_id, arrived, line, rows) for line, rows in lines.items())
+        self._waiting += sum(len(rows) for rows in lines.values())
         return stored
+
+    def feed(self) -> list[str]:
+        """Read the rows routed here into spans, for the deriver; the traces it hands back.
+
+        Routing is cheap and runs with each load; reading waits for the next
+        step, so that a load does not wait for it. A trace the deriver cannot
+        take (a span link, a row it cannot read) is the store's: returned,
+        a trace for each of its spans.
+        """
+        held = self.deriver
+        with using(self.dialects):
+            for ingest, arrived, line, rows in self._rows:
+                held.start(ingest)
+                held.add(self._spans(rows), line, now=arrived)
+        self._rows.clear()
+        self._later.clear()
+        self._waiting = 0
+        self._oldest = held.oldest()
+        return list(held.forget())
 
     def _spans(self, rows: list[tuple[Any, ...]]) -> list[Span]:
         spans: list[Span] = []
@@ -171,12 +197,15 @@ class Hand:
     ) -> tuple[RederiveReport | None, Derived]:
         """Derive the traces settled by ``now`` (``final``: every one held), up to ``most`` spans.
 
-        Returns what the store reported and what was derived.
+        The rows routed here are read first (:meth:`feed`). Returns what the
+        store reported and what was derived.
 
         Raises:
             HandError: the store refused the step; its traces are then the
                 store's to derive, from their stored spans.
         """
+        if self._rows:
+            raise RuntimeError("rows routed and not fed: feed() first")
         with using(self.dialects):
             derived = self.deriver.finish() if final else self.deriver.ready(now, most)
             if sum(derived.sizes.values()) < most:  # else more have settled: due again at once

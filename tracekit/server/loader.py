@@ -468,6 +468,8 @@ class Loader:
         """
         most = 2 * self.most  # the spans of two loads: the traces in hand keep up with them
         lag = self.hand.lag(now)
+        for trace in self.hand.feed():  # a span link, a row it cannot read: the store's
+            self.waiting.mark(trace, now, 1)
         try:
             report, derived = self.hand.step(
                 self.store,
