@@ -13,8 +13,8 @@ A trace new to the store is derived from the spans the loader has just
 stored, in hand (:mod:`tracekit.server.in_hand`), the rest from the store.
 Storing comes first: the traces that settled are derived a step at a time
 (:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
-one step at most; while storing keeps up (fewer than ``batch`` spans queued)
-a step in hand also follows a load every 2 s, so derived rows lag a few
+one step at most; while storing keeps up (nothing queued after a load) a
+step in hand also follows a load every 2 s, so derived rows lag a few
 seconds. Past ``max_pending`` spans waiting (or the spans in hand past
 theirs), a step follows each load: loads slow down to what derivation keeps
 up with. A graceful stop
@@ -342,9 +342,10 @@ class Loader:
                 self._derive(time.monotonic(), final=True)
         elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
-        elif self._queued_items < self.batch or self.hand.over:
-            # Storing keeps up (or the hand is full): the traces in hand are derived
-            # between loads, so derived rows lag a few seconds, not the whole load.
+        elif not self._queue or self.hand.over:
+            # Storing keeps up (nothing left queued after the load), or the hand is
+            # full: the traces in hand are derived between loads, so derived rows
+            # lag a few seconds, not the whole load.
             self._derive(time.monotonic(), final=False, hand_only=True)
         later = time.monotonic()
         self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
