@@ -205,3 +205,23 @@ def _rows_of(entries: list[Entry]) -> Any:
 
     rows = [tuple(row) for entry in entries for row in entry.spans]
     return rows_table(rows, list(range(len(rows))))
+
+
+def test_past_its_bound_the_hand_gives_its_traces_to_the_store_which_derives_them(
+    tmp_path: Path,
+) -> None:
+    from test_server_recovery import _batch
+
+    entries = _entries([_batch(0, 4)])
+    with _loader(tmp_path, "shed") as (loader, store):
+        loader.hand.most = 2
+        loader.load_spans(_cycle(entries))
+        assert loader.hand.over
+        for trace, spans in loader.hand.shed():
+            loader.waiting.mark(trace, 0.0, spans)
+        assert loader.hand.pending == 0 and len(loader.waiting) == 4
+        loader.load_once(final=True)
+        assert loader.pending_spans == 0
+        runs = store.con.execute("SELECT count(*) FROM runs").fetchall()
+        stamps = store.con.execute("SELECT count(*), sum(spans) FROM derivations").fetchall()
+    assert runs == [(4,)] and stamps == [(4, 4)]

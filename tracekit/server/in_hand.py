@@ -103,7 +103,7 @@ class Hand:
 
     @property
     def over(self) -> bool:
-        """More spans are held than ``most``: a step is due even while loads wait."""
+        """More spans are held than ``most``: some go to the store's road (:meth:`shed`)."""
         return self.deriver.pending + self._waiting > self.most
 
     @property
@@ -183,13 +183,36 @@ class Hand:
                 self.deriver.void(row[_TRACE])
         return spans
 
-    def due(self, now: float, *, busy: bool = True) -> bool:
-        """Whether a step may run: spans are held, and (``busy``: loads wait) ``every`` has passed.
+    def shed(self) -> list[tuple[str, int]]:
+        """Past ``most`` spans held, traces go to the store's road; each with its spans.
 
-        Past ``most`` spans held a step is due at once.
+        Their spans are stored: the store derives them later, as any trace
+        with spans stored before, and memory stays bounded while loads wait.
+        The rows not read yet go first (nothing to undo), then the traces
+        held the longest, down to half of ``most``.
         """
-        if self.over:
-            return True
+        out: dict[str, int] = {}
+        for _, _, _, rows in self._rows:
+            for row in rows:
+                out[row[_TRACE]] = out.get(row[_TRACE], 0) + 1
+        self._rows.clear()
+        self._later.clear()
+        self._waiting = 0
+        held = self.deriver
+        for trace in out:
+            if trace in held:
+                held.void(trace)
+        for trace, spans in held.held():
+            if held.pending <= self.most // 2:
+                break
+            out[trace] = out.get(trace, 0) + spans
+            held.void(trace)
+        held.forget()
+        self._oldest = held.oldest()
+        return list(out.items())
+
+    def due(self, now: float, *, busy: bool = True) -> bool:
+        """Whether a step may run: spans are held, and (``busy``: loads wait) ``every`` has passed."""
         return self.pending > 0 and (not busy or now - self._last >= self.every)
 
     def step(

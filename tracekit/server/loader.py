@@ -15,9 +15,9 @@ Storing comes first: the traces that settled are derived a step at a time
 (:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
 one step at most; while storing keeps up (nothing queued after a load) a
 step in hand also follows a load every 2 s, so derived rows lag a few
-seconds. Past ``max_pending`` spans waiting (or the spans in hand past
-theirs), a step follows each load: loads slow down to what derivation keeps
-up with. A graceful stop
+seconds (past 200,000 spans in hand while loads wait, the oldest go to the
+store's road). Past ``max_pending`` spans waiting, a step follows each load:
+loads slow down to what derivation keeps up with. A graceful stop
 derives for ``stop_derive`` seconds at most; a start derives what a stop or
 a crash left underived. v1 lines go through :meth:`Store.ingest_records`.
 
@@ -342,11 +342,13 @@ class Loader:
                 self._derive(time.monotonic(), final=True)
         elif not loaded or self.waiting.over:
             self._derive(time.monotonic(), final=False)
-        elif not self._queue or self.hand.over:
-            # Storing keeps up (nothing left queued after the load), or the hand is
-            # full: the traces in hand are derived between loads, so derived rows
-            # lag a few seconds, not the whole load.
+        elif not self._queue:
+            # Storing keeps up (nothing left queued after the load): the traces in
+            # hand are derived between loads, so derived rows lag a few seconds.
             self._derive(time.monotonic(), final=False, hand_only=True)
+        elif self.hand.over:  # storing first, memory bounded: the store derives them later
+            for trace, spans in self.hand.shed():
+                self.waiting.mark(trace, now, spans)
         later = time.monotonic()
         self._busy = self._queued_items >= self.batch or bool(self.waiting.due(later, 1))
         self._busy = self._busy or self.hand.due(later)

@@ -196,6 +196,10 @@ class SpanDeriver:
         #: Batches given before one of their traces turned late (their rows are void).
         self.dropped: list[int] = []
 
+    def held(self) -> list[tuple[str, int]]:
+        """The traces held with their spans, the first fed first."""
+        return [(trace, len(ids)) for trace, ids in self._held.items()]
+
     def __len__(self) -> int:
         """Traces held (fed, not derived yet)."""
         return len(self._held)
