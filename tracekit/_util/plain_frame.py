@@ -1,18 +1,20 @@
-"""Columns of plain Python values: what ``tracekit find`` prints, without pandas or pyarrow.
+"""A DataFrame's columns as plain Python values: what ``tracekit find`` prints, without pandas.
 
 Importing pandas, or pyarrow and numpy, costs a short command most of its
-time. :class:`Rows` holds what a DataFrame of the same query's Arrow table
+time. :class:`PlainFrame` holds what a DataFrame of the same query's Arrow table
 would hold, converted as pandas converts it (an integer column with a null
 becomes floats), with each column's kind, so that :mod:`tracekit.cli.tables`
 prints it byte for byte as it prints the DataFrame. It is made from an Arrow
-table, or from DuckDB's rows and column types (no pyarrow at all).
+table, or from DuckDB's rows and column types (no pyarrow at all). It is
+column-major and typed by kind, for printing; a store read's result as it
+came, row-major with DuckDB's type names, is :class:`tracekit.store.fetched.Rows`.
 
 Example:
-    >>> rows = Rows.from_fetched(["a", "n"], ["VARCHAR", "BIGINT"], [("x", 1), (None, None)])
+    >>> rows = PlainFrame.from_fetched(["a", "n"], ["VARCHAR", "BIGINT"], [("x", 1), (None, None)])
     >>> rows.kinds, rows.columns
     (['text', 'float'], [['x', None], [1.0, None]])
     >>> import pyarrow as pa
-    >>> Rows.from_arrow(pa.table({"a": ["x", None], "n": [1, None]})).columns
+    >>> PlainFrame.from_arrow(pa.table({"a": ["x", None], "n": [1, None]})).columns
     [['x', None], [1.0, None]]
 """
 
@@ -24,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["Rows"]
+__all__ = ["PlainFrame"]
 
 # DuckDB's column types by the kind of their values (a list type ends in []).
 _DUCKDB_KINDS: Final = {
@@ -42,14 +44,18 @@ _DUCKDB_KINDS: Final = {
 }
 
 
-class Rows:
-    """Named columns of values, each of a kind: text, list, time, float, int or other."""
+class PlainFrame:
+    """Named columns of values, each of a kind: text, list, time, float, int or other.
+
+    ``names`` are the columns' names and ``columns`` their values, one list a
+    column (as a DataFrame's, not a query's rows).
+    """
 
     def __init__(self, names: list[str], columns: list[list[Any]], kinds: list[str]) -> None:
         self.names, self.columns, self.kinds = names, columns, kinds
 
     @classmethod
-    def from_arrow(cls, table: pa.Table) -> Rows:
+    def from_arrow(cls, table: pa.Table) -> PlainFrame:
         """The table's columns as Python values, and their kinds."""
         columns, kinds = [], []
         for column in table.columns:
@@ -64,7 +70,7 @@ class Rows:
     @classmethod
     def from_fetched(
         cls, names: list[str], types: Sequence[str], rows: Sequence[tuple[Any, ...]]
-    ) -> Rows:
+    ) -> PlainFrame:
         """DuckDB's fetched ``rows`` and their columns' ``types`` (``str`` of each type)."""
         columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] if rows else []
         columns = columns or [[] for _ in names]
@@ -88,16 +94,16 @@ class Rows:
         """The values of column ``name``."""
         return self.columns[self.names.index(name)]
 
-    def head_columns(self, count: int) -> Rows:
+    def head_columns(self, count: int) -> PlainFrame:
         """The first ``count`` columns."""
-        return Rows(self.names[:count], self.columns[:count], self.kinds[:count])
+        return PlainFrame(self.names[:count], self.columns[:count], self.kinds[:count])
 
-    def select(self, names: list[str]) -> Rows:
+    def select(self, names: list[str]) -> PlainFrame:
         """These columns, in this order."""
         at = [self.names.index(name) for name in names]
-        return Rows(names, [self.columns[i] for i in at], [self.kinds[i] for i in at])
+        return PlainFrame(names, [self.columns[i] for i in at], [self.kinds[i] for i in at])
 
-    def with_column(self, name: str, values: list[Any], kind: str) -> Rows:
+    def with_column(self, name: str, values: list[Any], kind: str) -> PlainFrame:
         """A copy with column ``name`` replaced (or added at the end)."""
         names, columns, kinds = list(self.names), list(self.columns), list(self.kinds)
         if name in names:
@@ -107,7 +113,7 @@ class Rows:
             names.append(name)
             columns.append(values)
             kinds.append(kind)
-        return Rows(names, columns, kinds)
+        return PlainFrame(names, columns, kinds)
 
     def tuples(self) -> Iterator[tuple[Any, ...]]:
         """One tuple a row."""
