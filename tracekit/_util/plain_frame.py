@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["PlainFrame"]
+__all__ = ["PlainFrame", "like_duckdb_df"]
 
 # DuckDB's column types by the kind of their values (a list type ends in []).
 _DUCKDB_KINDS: Final = {
@@ -42,6 +42,32 @@ _DUCKDB_KINDS: Final = {
     "UBIGINT": "int",
     "UINTEGER": "int",
 }
+
+
+#: DuckDB's types whose values its ``.df()`` holds as they are fetched: an integer column
+#: with a null stays integers (a nullable column), a list becomes an array (not here).
+_DF_KINDS: Final = {
+    "VARCHAR": "text",
+    "JSON": "text",
+    "TIMESTAMP": "time",
+    "DOUBLE": "float",
+    "BIGINT": "int",
+    "INTEGER": "int",
+    "SMALLINT": "int",
+    "TINYINT": "int",
+    "BOOLEAN": "other",
+}
+
+
+def like_duckdb_df(types: Sequence[str]) -> bool:
+    """Whether columns of these DuckDB types print from :meth:`PlainFrame.from_duckdb` as
+    from DuckDB's ``.df()`` of the same query.
+
+    Example:
+        >>> like_duckdb_df(["VARCHAR", "BIGINT", "TIMESTAMP"]), like_duckdb_df(["VARCHAR[]"])
+        (True, False)
+    """
+    return all(name in _DF_KINDS for name in types)
 
 
 class PlainFrame:
@@ -81,6 +107,20 @@ class PlainFrame:
                 kind, columns[i] = "float", [None if v is None else float(v) for v in columns[i]]
             kinds.append(kind)
         return cls(list(names), columns, kinds)
+
+    @classmethod
+    def from_duckdb(
+        cls, names: list[str], types: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    ) -> PlainFrame:
+        """DuckDB's fetched ``rows`` as its ``.df()`` holds them (types: :func:`like_duckdb_df`).
+
+        Example:
+            >>> PlainFrame.from_duckdb(["n"], ["BIGINT"], [(1,), (None,)]).columns
+            [[1, None]]
+        """
+        columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] if rows else []
+        kinds = [_DF_KINDS[name] for name in types]
+        return cls(list(names), columns or [[] for _ in names], kinds)
 
     def __len__(self) -> int:
         return len(self.columns[0]) if self.columns else 0
