@@ -44,17 +44,13 @@ _DUCKDB_KINDS: Final = {
 }
 
 
+_DF_CONVERTED: Final = frozenset({"FLOAT", "HUGEINT", "UBIGINT", "UINTEGER"})
 #: DuckDB's types whose values its ``.df()`` holds as they are fetched: an integer column
-#: with a null stays integers (a nullable column), a list becomes an array (not here).
+#: with a null stays integers (a nullable column). Not here: a list (an array), a FLOAT
+#: (a float32), a HUGEINT (a float), an unsigned integer, and every other type.
 _DF_KINDS: Final = {
-    "VARCHAR": "text",
+    **{name: kind for name, kind in _DUCKDB_KINDS.items() if name not in _DF_CONVERTED},
     "JSON": "text",
-    "TIMESTAMP": "time",
-    "DOUBLE": "float",
-    "BIGINT": "int",
-    "INTEGER": "int",
-    "SMALLINT": "int",
-    "TINYINT": "int",
     "BOOLEAN": "other",
 }
 

@@ -432,25 +432,18 @@ class Store:
             StoreError: the query is not one SELECT, or it failed.
         """
         check_read_only(self.con, query)
-        if self.read_only and not self._borrowed:
-            return self._query(query, params, fetch)
-        # A SELECT can still move a sequence (nextval); roll back whatever it did.
-        self.con.execute("BEGIN")
-        try:
-            return self._query(query, params, fetch)
-        finally:
-            self.con.execute("ROLLBACK")
-
-    def _query(
-        self,
-        query: str,
-        params: list[Any] | None,
-        fetch: Callable[[duckdb.DuckDBPyConnection], _Result],
-    ) -> _Result:
+        # A SELECT can still move a sequence (nextval): on a writable database,
+        # whatever it did is rolled back.
+        rollback = not self.read_only or self._borrowed
+        if rollback:
+            self.con.execute("BEGIN")
         try:
             return fetch(self.con.execute(query, params or []))
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+        finally:
+            if rollback:
+                self.con.execute("ROLLBACK")
 
     def _root(self, run_id: str) -> str:
         """The root run of the tree ``run_id`` is in: itself, or a child run's root."""
