@@ -17,7 +17,7 @@ from typing import Final
 from tracekit.events import CALLS, KINDS, STATUSES
 from tracekit.validate import MAX_DEPTH, MAX_TS_MS, MIN_TS_MS
 
-__all__ = ["EVENT_COLUMNS", "PARSE_SQL", "TRUSTED_PARSE_SQL", "parse_sql"]
+__all__ = ["EVENT_COLUMNS", "EVENT_KEY_SQL", "PARSE_SQL", "TRUSTED_PARSE_SQL", "parse_sql"]
 
 # (JSON key, DuckDB type for from_json)
 _FIELDS: Final = (
@@ -261,6 +261,15 @@ EVENT_COLUMNS: Final = (
     "raw",
 )
 
+#: A record's identity (duplicates are counted once), over the columns of ``events``:
+#: the parse above and :mod:`tracekit.store.event_columns` give the same columns.
+EVENT_KEY_SQL: Final = f"""CASE type
+        WHEN 'enter' THEN concat_ws({_SEP}, 'enter', run_id, invocation_id)
+        WHEN 'exit' THEN concat_ws({_SEP}, 'exit', run_id, invocation_id)
+        WHEN 'node' THEN concat_ws({_SEP}, 'node', run_id, node, ts_ms::VARCHAR, seq::VARCHAR)
+        ELSE type || {_SEP} || run_id
+    END"""
+
 _INV = "j.type IN ('enter', 'exit')"
 _HAS_ERROR = f"{_jt('$.error')} = 'OBJECT'"
 _EXIT_STATUS = (
@@ -290,15 +299,9 @@ WITH b AS (
         CASE WHEN jt[{_INDEX["$"]}] = 'OBJECT' THEN from_json(text, '{_STRUCT}') END AS j
     FROM t
 )
-SELECT *, hash(event_key) AS key_hash FROM (SELECT
+SELECT *, hash(event_key) AS key_hash FROM (SELECT *, {EVENT_KEY_SQL} AS event_key FROM (SELECT
     line, item, raw,
     coalesce({_fast_ok(trusted=trusted)}, false) AS fast_ok,
-    CASE j.type
-        WHEN 'enter' THEN concat_ws({_SEP}, 'enter', j.runId, j.invocationId)
-        WHEN 'exit' THEN concat_ws({_SEP}, 'exit', j.runId, j.invocationId)
-        WHEN 'node' THEN concat_ws({_SEP}, 'node', j.runId, j.id, j.ts::VARCHAR, j.seq::VARCHAR)
-        ELSE j.type || {_SEP} || j.runId
-    END AS event_key,
     j.type AS type,
     j.ts AS ts_ms,
     j.seq AS seq,
@@ -319,7 +322,7 @@ SELECT *, hash(event_key) AS key_hash FROM (SELECT
         THEN json_extract_string(j.error, '$.code') END AS error_code,
     j.service AS service,
     j.traceId AS trace_id
-FROM p)
+FROM p))
 """
 
 
