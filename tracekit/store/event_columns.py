@@ -19,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -50,7 +50,7 @@ COLUMNS: Final = (
     ("service", "string"),
     ("trace_id", "string"),
 )
-_BUILD: Final = {"string": strings, "double": floats, "int64": nullable_ints, "bool": bools}
+_BUILD: Final[dict[str, Callable[[list[Any]], pa.Array]]] = {"string": strings, "double": floats, "int64": nullable_ints, "bool": bools}
 
 #: ``(line, item, text, reason)`` of a record whose text a line could not be.
 Refused = list[tuple[int, int, str, str]]
