@@ -24,17 +24,23 @@ __all__ = ["bools", "floats", "ints", "nullable_ints", "strings", "utf8"]
 
 def strings(values: Sequence[str | None]) -> pa.Array:
     """A large_string array of ``values`` (None is a null), built from buffers."""
-    encoded = [b"" if v is None else v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    data = pa.py_buffer(b"".join(encoded))
-    valid = None
     nulls = [v is None for v in values]
+    texts = [("" if v is None else v) for v in values] if any(nulls) else values
+    joined = "".join(texts)  # type: ignore[arg-type]  # no None left
+    data = joined.encode()
+    if len(data) == len(joined):  # ASCII only: a character is a byte
+        lengths = list(map(len, texts))  # type: ignore[arg-type]
+    else:
+        encoded = [t.encode() for t in texts]  # type: ignore[union-attr]
+        lengths = list(map(len, encoded))
+    offsets = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    valid = None
     if any(nulls):
         bits = np.packbits(~np.asarray(nulls, dtype=bool), bitorder="little")
         valid = pa.py_buffer(bits)
     return pa.Array.from_buffers(
-        pa.large_string(), len(encoded), [valid, pa.py_buffer(offsets), data]
+        pa.large_string(), len(values), [valid, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 

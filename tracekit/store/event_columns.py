@@ -8,7 +8,7 @@ that text is one :func:`~tracekit.events.decode_event` accepts, as a line
 would be; any other is refused in the words a line would get. The columns
 are those :data:`~tracekit.store.record_sql.PARSE_SQL` gives for the same
 text (tests/test_event_columns.py compares them); a column added to
-``events`` is added to :data:`COLUMNS` and :func:`_values`.
+``events`` is added to :data:`COLUMNS` and :func:`_columns`.
 
 Example:
     >>> from tracekit.events import RunStart
@@ -50,7 +50,12 @@ COLUMNS: Final = (
     ("service", "string"),
     ("trace_id", "string"),
 )
-_BUILD: Final[dict[str, Callable[[list[Any]], pa.Array]]] = {"string": strings, "double": floats, "int64": nullable_ints, "bool": bools}
+_BUILD: Final[dict[str, Callable[[list[Any]], pa.Array]]] = {
+    "string": strings,
+    "double": floats,
+    "int64": nullable_ints,
+    "bool": bools,
+}
 
 #: ``(line, item, text, reason)`` of a record whose text a line could not be.
 Refused = list[tuple[int, int, str, str]]
@@ -61,62 +66,97 @@ def event_columns(records: Sequence[tuple[int, int, Event]]) -> tuple[pa.Table, 
 
     Returns the table of the records kept and those refused.
     """
-    lines: list[int] = []
-    items: list[int] = []
-    texts: list[bytes] = []
-    rows: list[tuple[Any, ...]] = []
+    texts = [encode_event(event) for _, _, event in records]
+    bad = _unreadable(texts)
     refused: Refused = []
-    for line, item, event in records:
-        text = encode_event(event)
-        try:
-            decode_event(text)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            refused.append((line, item, text.decode(), reject_reason(exc)))
-            continue
-        lines.append(line)
-        items.append(item)
-        texts.append(text)
-        rows.append(_values(event))
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in COLUMNS]
+    if bad:
+        refused = [(*records[i][:2], texts[i].decode(), reason) for i, reason in bad.items()]
+        records = [r for i, r in enumerate(records) if i not in bad]
+        texts = [t for i, t in enumerate(texts) if i not in bad]
+    events = [event for _, _, event in records]
+    values = _columns(events)
     arrays = [
-        ints(lines, np.int64),
-        ints(items, np.int32),
-        *(_BUILD[kind](list(values)) for values, (_, kind) in zip(columns, COLUMNS, strict=True)),
+        ints([line for line, _, _ in records], np.int64),
+        ints([item for _, item, _ in records], np.int32),
+        *(_BUILD[kind](values[name]) for name, kind in COLUMNS),
         utf8(texts),
     ]
     names = ["line", "item", *(name for name, _ in COLUMNS), "raw"]
     return pa.Table.from_arrays(arrays, names=names), refused
 
 
-def _values(event: Event) -> tuple[Any, ...]:
-    """One record's values in :data:`COLUMNS`' order, as the v1 parse reads its text."""
-    ts, seq, service, trace = float(event.ts), event.seq, event.service, event.traceId
-    if isinstance(event, Node):
-        error = event.error
-        ok = event.ok if event.ok is not None else (False if error is not None else None)
-        code = error.code if error is not None else None
-        return ("node", ts, seq, event.runId, None, None, None, event.id, None, None, ok,
-                _ms(event.durationMs), code, service, trace)  # fmt: skip
-    if isinstance(event, Enter):
-        return ("enter", ts, seq, event.runId, event.parentRunId, event.invocationId,
-                event.agent, event.node, event.kind, None, None, None, None, service, trace)  # fmt: skip
-    if isinstance(event, Exit):
-        error = event.error
-        status = event.status or ("error" if event.ok is False or error is not None else "ok")
-        ok = event.ok if event.ok is not None else status == "ok"
-        code = error.code if error is not None else None
-        return ("exit", ts, seq, event.runId, event.parentRunId, event.invocationId,
-                event.agent, event.node, None, status, ok, _ms(event.durationMs), code,
-                service, trace)  # fmt: skip
-    if isinstance(event, RunStart):
-        return ("run.start", ts, seq, event.runId, None, None, event.agent, None, None, None,
-                None, None, None, service, trace)  # fmt: skip
-    assert isinstance(event, RunEnd)
-    error = event.error
-    code = error.code if error is not None else None
-    return ("run.end", ts, seq, event.runId, None, None, None, None, None, None, event.ok,
-            _ms(event.durationMs), code, service, trace)  # fmt: skip
+_RECORDS: Final = msgspec.json.Decoder(list[Event])
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else float(value)
+def _unreadable(texts: list[bytes]) -> dict[int, str]:
+    """The texts a line could not be, by their place, with the words a line would get.
+
+    The common case, every text readable, is one decode of them all.
+    """
+    try:
+        _RECORDS.decode(b"[" + b",".join(texts) + b"]")
+        return {}
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, ValueError):
+        pass
+    bad: dict[int, str] = {}
+    for i, text in enumerate(texts):
+        try:
+            decode_event(text)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            bad[i] = reject_reason(exc)
+    return bad
+
+
+_TAGS: Final = {
+    Enter: "enter",
+    Exit: "exit",
+    Node: "node",
+    RunStart: "run.start",
+    RunEnd: "run.end",
+}
+
+
+def _columns(events: list[Event]) -> dict[str, list[Any]]:
+    """Each column's values, as the v1 parse reads the records' text.
+
+    A field a record type does not have is null, as the parse leaves it.
+    """
+    error = [getattr(e, "error", None) for e in events]
+    status, ok = _status_ok(events, error)
+    return {
+        "type": [_TAGS[e.__class__] for e in events],
+        "ts_ms": [e.ts for e in events],
+        "seq": [e.seq for e in events],
+        "run_id": [e.runId for e in events],
+        "parent_run_id": [getattr(e, "parentRunId", None) for e in events],
+        "invocation_id": [getattr(e, "invocationId", None) for e in events],
+        "agent": [getattr(e, "agent", None) for e in events],
+        "node": [e.id if e.__class__ is Node else getattr(e, "node", None) for e in events],
+        "kind": [getattr(e, "kind", None) for e in events],
+        "status": status,
+        "ok": ok,
+        "duration_ms": [getattr(e, "durationMs", None) for e in events],
+        "error_code": [None if x is None else x.code for x in error],
+        "service": [e.service for e in events],
+        "trace_id": [e.traceId for e in events],
+    }
+
+
+def _status_ok(
+    events: list[Event], errors: list[Any]
+) -> tuple[list[str | None], list[bool | None]]:
+    """An exit's status (said, else from ``ok`` and its error) and ``ok``, a step's and a run end's."""
+    status: list[str | None] = []
+    ok: list[bool | None] = []
+    for event, error in zip(events, errors, strict=True):
+        if isinstance(event, Exit):
+            said = event.status or ("error" if event.ok is False or error is not None else "ok")
+            status.append(said)
+            ok.append(event.ok if event.ok is not None else said == "ok")
+            continue
+        status.append(None)
+        if isinstance(event, Node):
+            ok.append(event.ok if event.ok is not None else (False if error is not None else None))
+        else:
+            ok.append(getattr(event, "ok", None))
+    return status, ok

@@ -29,6 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from tracekit._util.arrow import strings
+from tracekit._util.gcpause import gc_paused
 from tracekit._util.sql import run_script
 from tracekit.events import Event
 from tracekit.intake.otlp.counts import SpanCounts
@@ -272,7 +273,10 @@ def derive_trace_ids(
     sources = _sources(con)
     deriver = deriver_version()
     for batch in _batches(_components(con, traces)):
-        _with_traces(con, batch, lambda: _derive_batch(con, since, into, sources, deriver, done))
+        with gc_paused():  # a batch's spans and records hold no cycles
+            _with_traces(
+                con, batch, lambda: _derive_batch(con, since, into, sources, deriver, done)
+            )
         done.traces += len(batch)
         if progress is not None:
             progress(len(batch))
