@@ -52,9 +52,10 @@ _SELECT = ", ".join(
 # so one insert sees every record of the batch in line order.
 _PARSE_SQL = f"CREATE OR REPLACE TEMP TABLE _parsed AS SELECT * FROM ({PARSE_SQL})"
 _REPARSE_SQL = f"INSERT INTO _parsed SELECT * FROM ({TRUSTED_PARSE_SQL})"
-# Typed records (:mod:`tracekit.store.event_columns`) take the place of a parsed batch.
+# Typed records (:mod:`tracekit.store.event_columns`) take the place of a parsed batch:
+# a view over their Arrow table, nothing to copy.
 _RECORDS_SQL = f"""
-CREATE OR REPLACE TEMP TABLE _parsed AS
+CREATE OR REPLACE TEMP VIEW _parsed AS
 SELECT *, hash(event_key) AS key_hash FROM (
     SELECT line, item, raw, true AS fast_ok, {", ".join(name for name, _ in RECORD_COLUMNS)},
         {EVENT_KEY_SQL} AS event_key
@@ -147,17 +148,16 @@ def load_records(
     """
     table, refused = event_columns(records)
     counts = Counts(read=len(records))
+    con.register("_records", table)
     try:
-        con.register("_records", table)
-        try:
-            con.execute(_RECORDS_SQL)
-        finally:
-            con.unregister("_records")
+        con.execute(_RECORDS_SQL)
         counts.accepted = _insert(con, ingest_id, source)
         counts.duplicates = table.num_rows - counts.accepted
     finally:
-        for name in ("_parsed", "_stored", "_clash"):
+        con.execute("DROP VIEW IF EXISTS _parsed")
+        for name in ("_stored", "_clash"):
             con.execute(f"DROP TABLE IF EXISTS {name}")
+        con.unregister("_records")
     bad = [(line, text, reason) for line, _, text, reason in refused]
     counts.rejected = reject_rows(con, bad, ingest_id=ingest_id, source=source)
     return counts
