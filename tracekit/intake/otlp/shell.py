@@ -37,6 +37,7 @@ __all__ = ["RawSpan", "RawTraces", "extra_text", "json_text", "read_line", "read
 _NO_RAW: Final = msgspec.Raw(b"")
 _EMPTY: Final = frozenset({b"", b"null", b"[]", b"{}", b'""', b"0", b"false"})
 _SPACE: Final = re.compile(rb"[ \t\r\n]")
+_LONGEST_EMPTY: Final = max(map(len, _EMPTY))
 
 
 class RawSpan(msgspec.Struct, forbid_unknown_fields=True):
@@ -129,15 +130,16 @@ def read_line(data: bytes) -> tuple[RawTraces, list[Span]] | None:
 
 
 def _typed(shell: RawTraces) -> list[Span]:
-    parts: list[list[bytes]] = [[], [], []]
-    resources: list[bytes] = []
+    # A Raw is joined as it is (it is a buffer); an absent value (no bytes) reads as empty.
+    parts: list[list[bytes | msgspec.Raw]] = [[], [], []]
+    resources: list[bytes | msgspec.Raw] = []
     for rs in shell.resourceSpans or ():
-        resources.append(bytes(rs.resource) or b"null")
+        resources.append(rs.resource or b"null")
         for scope in rs.scopeSpans or rs.instrumentationLibrarySpans:
             for raw in scope.spans:
-                parts[0].append(bytes(raw.attributes) or b"[]")
-                parts[1].append(bytes(raw.events) or b"[]")
-                parts[2].append(bytes(raw.links) or b"[]")
+                parts[0].append(raw.attributes or b"[]")
+                parts[1].append(raw.events or b"[]")
+                parts[2].append(raw.links or b"[]")
     nested = b"[[" + b"],[".join(b",".join(p) for p in (*parts, resources)) + b"]]"
     attributes, events, links, found = NESTED.decode(nested)
     ids = Ids()  # trace and parent ids repeat within a document
@@ -154,14 +156,12 @@ def _typed(shell: RawTraces) -> list[Span]:
 
 def json_text(raw: msgspec.Raw) -> str | None:
     """A nested value as compact JSON; None when absent or empty (a falsy value, as the dict path)."""
-    data = bytes(raw)
-    if data in _EMPTY:
+    if len(raw) <= _LONGEST_EMPTY and bytes(raw) in _EMPTY:
         return None
-    if _SPACE.search(data):
-        data = msgspec.json.format(data, indent=-1)
-        if data in _EMPTY:
-            return None
-    return data.decode()
+    if _SPACE.search(raw):  # a Raw is a buffer: read without a copy
+        data = msgspec.json.format(raw, indent=-1)
+        return None if data in _EMPTY else data.decode()
+    return str(raw, "utf-8")
 
 
 def extra_text(raw: RawSpan) -> str | None:
