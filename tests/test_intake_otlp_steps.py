@@ -42,7 +42,7 @@ _WORDS = st.text(alphabet=st.characters(categories=["L", "N", "Zs"]), min_size=1
 
 
 # Eight entries keep the text under the 4,096 characters a structured message
-# is read within, even with every character escaped as \\uXXXX.
+# is read within, even with every character escaped as \uXXXX.
 @given(
     _WORDS.filter(lambda w: w.strip() and ": " not in w),
     st.dictionaries(_WORDS, _WORDS, max_size=8),
