@@ -1,10 +1,11 @@
 """The three scopes: a root run, a step, an agent invocation.
 
 Each is a context manager (``with`` and ``async with``) and a decorator (for
-plain and ``async`` functions; every call gets a fresh scope). Each is a real
-OpenTelemetry span, and knows the v1 record it stands for: the span
-processor asks it for that record as the span starts and ends. What they
-share is :class:`~tracekit.sdk.scopes.base.Scope`.
+plain and ``async`` functions; every call gets a fresh scope). Each is an
+OpenTelemetry span (a non-recording one on tracekit's private provider, which
+nobody reads: :mod:`tracekit.sdk.private_spans`), and knows the v1 record it
+stands for: the span processor asks it for that record as the span starts
+and ends. What they share is :class:`~tracekit.sdk.scopes.base.Scope`.
 """
 
 from __future__ import annotations
