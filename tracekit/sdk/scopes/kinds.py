@@ -71,7 +71,13 @@ class Run(Scope):
     def __enter__(self) -> Run:
         self.run_id = new_ids()[0]
         self.status, self.error, self.failure, self._tally = "ok", None, None, None
-        attrs = {
+        self._start(f"invoke_agent {self.agent}")
+        frame = Frame(self.run_id, (self.agent,), 0, "", None, self.session, self)
+        self._tokens = _enter_context(self._span, frame)
+        return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
             A.OPERATION: A.INVOKE_AGENT,
             A.AGENT_NAME: self.agent,
             A.RUN_ID: self.run_id,
@@ -79,10 +85,7 @@ class Run(Scope):
         }
         if self.session is not None:
             attrs[A.CONVERSATION_ID] = self.session
-        self._start(f"invoke_agent {self.agent}", attrs)
-        frame = Frame(self.run_id, (self.agent,), 0, "", None, self.session, self)
-        self._tokens = _enter_context(self._span, frame)
-        return self
+        return attrs
 
     def __exit__(
         self,
@@ -157,14 +160,8 @@ class Step(Scope):
             return self
         self._tally, self._owner = None, parent.owner
         self._run_id, self._id = parent.run_id, parent.prefix + self.name
-        attrs: dict[str, Any] = {A.RUN_ID: self._run_id, A.STEP: self._id}
-        if self.call is not None:
-            attrs[A.CALL] = self.call
-            if self.call == "tool":
-                attrs[A.OPERATION], attrs[A.TOOL_NAME] = A.EXECUTE_TOOL, self.name
-        if parent.session is not None:
-            attrs[A.CONVERSATION_ID] = parent.session
-        self._start(self.name, attrs)
+        self._session = parent.session
+        self._start(self.name)
         frame = Frame(
             parent.run_id,
             parent.chain,
@@ -176,6 +173,16 @@ class Step(Scope):
         )
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {A.RUN_ID: self._run_id, A.STEP: self._id}
+        if self.call is not None:
+            attrs[A.CALL] = self.call
+            if self.call == "tool":
+                attrs[A.OPERATION], attrs[A.TOOL_NAME] = A.EXECUTE_TOOL, self.name
+        if self._session is not None:
+            attrs[A.CONVERSATION_ID] = self._session
+        return attrs
 
     def usage(
         self,
@@ -272,32 +279,23 @@ class Invocation(Scope):
         parent = _CURRENT.get()
         self.node = node = self._node_in(parent)
         self.run_id, self.invocation_id = new_ids()
-        attrs: dict[str, Any] = {
-            A.OPERATION: A.INVOKE_AGENT,
-            A.AGENT_NAME: self.agent,
-            A.RUN_ID: self.run_id,
-            A.INVOCATION_ID: self.invocation_id,
-            A.KIND: self.kind,
-        }
         chain: tuple[str, ...]
         session = None
         if parent is None:
             chain, depth, prefix = (), 1, ""
+            self.parent_run_id = None
         else:
             chain, depth, prefix = parent.chain, parent.depth + 1, parent.prefix
-            self.parent_run_id = attrs[A.PARENT_RUN_ID] = parent.run_id
+            self.parent_run_id = parent.run_id
             session = parent.session
-            if session is not None:
-                attrs[A.CONVERSATION_ID] = session
-        if node is not None:
-            attrs[A.NODE] = node
+        self._session = session
         refusal = None
         if self._tk.guards is not None or self.allowed is not None:
             refusal = check_call(self._tk.guards, self.agent, chain, depth, self.allowed)
         under = None
         if node is not None and parent is not None and self._tk._transfer_spans:
             under = self._transfer = self._start_transfer(parent, node)
-        self._start(self._span_name, attrs, under)
+        self._start(self._span_name, under)
         if refusal is not None:
             self._fail("refused", refusal)
             self._end()
@@ -306,6 +304,22 @@ class Invocation(Scope):
         frame = Frame(self.run_id, (*chain, self.agent), depth, prefix, None, session, self)
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            A.OPERATION: A.INVOKE_AGENT,
+            A.AGENT_NAME: self.agent,
+            A.RUN_ID: self.run_id,
+            A.INVOCATION_ID: self.invocation_id,
+            A.KIND: self.kind,
+        }
+        if self.parent_run_id is not None:
+            attrs[A.PARENT_RUN_ID] = self.parent_run_id
+        if self._session is not None:
+            attrs[A.CONVERSATION_ID] = self._session
+        if self.node is not None:
+            attrs[A.NODE] = self.node
+        return attrs
 
     def _start_transfer(self, caller: Frame, node: str) -> Any:
         """The caller's ``execute_tool`` span (GenAI transfer), the invocation's parent span.
