@@ -33,19 +33,35 @@ _parents = st.builds(
 )
 
 
-@given(parent=st.none() | _parents)
-def test_a_private_span_has_the_sdk_default_samplers_context(parent: SpanContext | None) -> None:
-    """Same trace, flags and trace state as an SDK span (parent-based, always on) would get."""
-    context = None if parent is None else trace.set_span_in_context(NonRecordingSpan(parent))
-    sdk = TracerProvider().get_tracer("t").start_span("s", context).get_span_context()
-    ours = PrivateTracer().start_span("s", context).get_span_context()
-    assert ours.is_valid and not ours.is_remote
-    assert (ours.trace_flags, ours.trace_state) == (sdk.trace_flags, sdk.trace_state)
-    if parent is None:
-        assert ours.trace_id != sdk.trace_id  # a new trace: a fresh random id
-    else:
-        assert ours.trace_id == sdk.trace_id == parent.trace_id
-    assert ours.span_id not in (sdk.span_id, 0)
+@given(
+    pool=st.lists(st.none() | _parents, min_size=1, max_size=4), picks=st.lists(st.integers(0, 3))
+)
+def test_a_private_span_has_the_sdk_default_samplers_context(
+    pool: list[SpanContext | None], picks: list[int]
+) -> None:
+    """Same trace, flags and trace state as an SDK span (parent-based, always on) would get.
+
+    One tracer for a sequence of parents, repeated and alternating, as a
+    run's invocations and their children come.
+    """
+    sdk_tracer, ours_tracer = TracerProvider().get_tracer("t"), PrivateTracer()
+    for parent in [pool[i % len(pool)] for i in [0, *picks]]:
+        context = None if parent is None else trace.set_span_in_context(NonRecordingSpan(parent))
+        sdk = sdk_tracer.start_span("s", context).get_span_context()
+        ours = ours_tracer.start_span("s", context).get_span_context()
+        assert ours.is_valid and not ours.is_remote
+        assert (ours.trace_flags, ours.trace_state) == (sdk.trace_flags, sdk.trace_state)
+        if parent is None:
+            assert ours.trace_id != sdk.trace_id  # a new trace: a fresh random id
+        else:
+            assert ours.trace_id == sdk.trace_id == parent.trace_id
+        assert ours.span_id not in (sdk.span_id, 0)
+
+
+def test_every_root_is_a_new_trace() -> None:
+    tracer = PrivateTracer()
+    roots = {tracer.start_span("r").get_span_context().trace_id for _ in range(50)}
+    assert len(roots) == 50
 
 
 def test_the_users_spans_inside_an_agent_join_its_trace() -> None:
