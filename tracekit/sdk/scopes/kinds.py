@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Final
 
-import msgspec
-
 from tracekit.errors import AgentFailedError
 from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart
 from tracekit.sdk import attributes as A
@@ -39,14 +37,6 @@ __all__ = ["Invocation", "Run", "Scope", "Step"]
 
 #: run.end's error code for a run that was cancelled (the fleet rules' ``cancelled``).
 CANCELLED: Final = "CANCELLED"
-
-# An invocation's records are copies of these with its fields replaced:
-# ``replace`` skips ``__post_init__``, whose checks (the ok/status pair, the
-# depth of an error's causes) hold by construction here. A failed exit, which
-# carries an error, is built by its constructor and checked.
-_ENTER: Final = Enter(ts=0.0, invocationId="-", runId="-", agent="-")
-_EXIT: Final = Exit(ts=0.0, invocationId="-", runId="-", agent="-", ok=True, status="ok")
-_copy: Final = msgspec.structs.replace
 
 
 class Run(Scope):
@@ -381,8 +371,7 @@ class Invocation(Scope):
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
         self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
-        return _copy(
-            _ENTER,
+        return Enter(
             ts=start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -395,8 +384,9 @@ class Invocation(Scope):
         )
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
-        done = _copy(
-            _EXIT,
+        # The constructor (it checks the depth of an error's causes) costs
+        # less than a copy of a template with its fields replaced.
+        return Exit(
             ts=end_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -408,9 +398,6 @@ class Invocation(Scope):
             ok=self.status == "ok",
             status=self.status,
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
+            error=self.error,
             usage=self._usage_out,
         )
-        if self.error is None:
-            return done
-        # the constructor checks the depth of the error's causes; a copy would not
-        return Exit(**{**msgspec.structs.asdict(done), "error": self.error})
