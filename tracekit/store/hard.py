@@ -18,11 +18,10 @@ from collections.abc import Iterator
 from typing import Any, Final, NamedTuple
 
 import duckdb
-import msgspec
 import pyarrow as pa
 
 from tracekit._util.arrow import strings
-from tracekit.events import ErrorInfo
+from tracekit.events import ErrorInfo, decode_error
 from tracekit.failures.rules import (
     LOOP_MIN,
     Call,
@@ -104,23 +103,12 @@ LEFT JOIN runs r ON r.run_id = f.run_id
 WHERE coalesce(o.root_run_id, f.run_id) IN (SELECT run_id FROM _fleet_hard)
 """
 
-_ERROR: Final = msgspec.json.Decoder(ErrorInfo | None)
-
-
-def _error(text: str | None) -> ErrorInfo | None:
-    if not text:
-        return None
-    try:
-        return _ERROR.decode(text)
-    except msgspec.DecodeError:  # not an error object: the code alone is all we know
-        return None
-
 
 def _calls_by_run(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, list[Call]]:
     by_run: dict[str, list[Call]] = {}
     rows = con.execute(query).fetchall()
     for root, inv, parent, agent, status, error, end_ms, start_ms, kind in rows:
-        call = Call(inv, parent, agent, status, _error(error), end_ms, start_ms, kind)
+        call = Call(inv, parent, agent, status, decode_error(error), end_ms, start_ms, kind)
         by_run.setdefault(root, []).append(call)
     return by_run
 
@@ -143,7 +131,7 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
             agent,
             has_end,
             ok,
-            _error(error),
+            decode_error(error),
             tuple(calls.get(run_id, ())),
             tuple(steps.get(run_id, ())),
             tuple(sequences.get(run_id, ())),
