@@ -7,11 +7,14 @@ the figures are medians of the per-repetition mean cost of one call.
   only processor is a ``SimpleSpanProcessor`` around a no-op exporter, inside
   an open parent span (as each invocation is inside its run);
 * tracekit: ``AgentTracer.invoke`` inside an open run, writing its ``enter``
-  and ``exit`` to a ``JsonlSink`` as made by default (the headline); also
-  with ``batch=1`` (one ``os.write`` per record), ``batch=64``, with a sink
-  that only counts (no I/O at all), and on a provider shared with a no-op
-  exporter (where a call with a node is also the caller's ``execute_tool``
-  transfer span, GenAI conventions).
+  and ``exit`` to a ``JsonlSink`` as made by default (the headline: on
+  tracekit's private provider, whose spans nobody reads, so they record
+  nothing); also with ``batch=1`` (one ``os.write`` per record), ``batch=64``,
+  with recording SDK spans (a provider given, with no processor and no
+  transfer span: what the private provider's spans would cost as SDK spans),
+  with a sink that only counts (no I/O at all), and on a provider shared with
+  a no-op exporter (where a call with a node is also the caller's
+  ``execute_tool`` transfer span, GenAI conventions).
 
 Each timed tracekit loop ends with ``tracer.flush()``: every record of the
 loop is written inside the time taken, so a sink that buffers pays for all
@@ -90,8 +93,10 @@ def _bare(calls: int) -> Callable[[], None]:
     return loop
 
 
-def _tracekit(calls: int, sink: Sink, provider: TracerProvider | None = None) -> Callable[[], None]:
-    tk = AgentTracer(sink, tracer_provider=provider)
+def _tracekit(
+    calls: int, sink: Sink, provider: TracerProvider | None = None, transfer: bool | None = None
+) -> Callable[[], None]:
+    tk = AgentTracer(sink, tracer_provider=provider, transfer_spans=transfer)
 
     def loop() -> None:
         with tk.run("orchestrator"):
@@ -129,6 +134,9 @@ def _sides(calls: int, tmp: str) -> dict[str, Callable[[], None]]:
         "tracekit invoke, JSONL (batch=64)": _tracekit(
             calls, JsonlSink(Path(tmp) / "b.jsonl", batch=64)
         ),
+        "tracekit invoke, JSONL, recording SDK spans": _tracekit(
+            calls, JsonlSink(Path(tmp) / "d.jsonl"), TracerProvider(), transfer=False
+        ),
         "tracekit invoke, in-memory sink (no I/O)": _tracekit(calls, _CountSink()),
         "tracekit invoke, no I/O, shared provider": _tracekit(
             calls, _CountSink(), _shared_provider()
@@ -137,7 +145,7 @@ def _sides(calls: int, tmp: str) -> dict[str, Callable[[], None]]:
 
 
 #: ``--only`` names: one side, run once (for callgrind; see the module docstring).
-SHORT = ("bare", "jsonl", "jsonl1", "batch64", "memory", "shared")
+SHORT = ("bare", "jsonl", "jsonl1", "batch64", "sdkspans", "memory", "shared")
 
 
 def _measure(

@@ -41,7 +41,12 @@ def test_an_error_type_wins_over_any_message() -> None:
 _WORDS = st.text(alphabet=st.characters(categories=["L", "N", "Zs"]), min_size=1, max_size=30)
 
 
-@given(_WORDS.filter(lambda w: w.strip() and ": " not in w), st.dictionaries(_WORDS, _WORDS))
+# Eight entries keep the text under the 4,096 characters a structured message
+# is read within, even with every character escaped as \uXXXX.
+@given(
+    _WORDS.filter(lambda w: w.strip() and ": " not in w),
+    st.dictionaries(_WORDS, _WORDS, max_size=8),
+)
 def test_the_held_message_is_the_code_whichever_way_the_structure_is_written(
     held: str, data: dict[str, str]
 ) -> None:

@@ -520,3 +520,13 @@ def test_a_run_named_only_as_a_parent_reads_back_as_the_invocations_that_name_it
         runs = sorted(r for (r,) in store.con.execute("SELECT run_id FROM runs").fetchall())
         assert runs == ["r", "x"]
         assert [step.agent for step in store.tree("x")] == ["a"]
+
+
+def test_a_steps_call_is_read_however_its_line_is_spaced(tmp_path: Path) -> None:
+    lines = run_lines("r")
+    spaced = '{"type": "node", "ts": 2, "runId": "r", "id": "lookup", "call" : "tool"}\n'
+    path = write(tmp_path / "spaced.jsonl", [*lines[:2], spaced, *lines[2:]])
+    with Store(tmp_path / "s.duckdb") as store:
+        store.ingest([path])
+        calls = store.sql("SELECT name, call FROM steps ORDER BY name").values.tolist()
+    assert ["lookup", "tool"] in calls

@@ -58,6 +58,7 @@ __all__ = [
     "Usage",
     "canonical_circle",
     "check_error",
+    "decode_error",
     "decode_event",
     "encode_event",
     "event_from_dict",
@@ -319,6 +320,7 @@ _WIRE_DECODER: Final = msgspec.json.Decoder(
     _wire(Enter) | _wire(Exit) | _wire(Node) | _wire(RunStart) | _wire(RunEnd)
 )
 _ENCODER: Final = msgspec.json.Encoder()
+_ERROR_DECODER: Final = msgspec.json.Decoder(ErrorInfo | None)
 
 
 def decode_event(line: bytes | str) -> Event:
@@ -344,6 +346,24 @@ def decode_event(line: bytes | str) -> Event:
     except RecursionError:
         # JSON nested past Python's own limit: far past the record's.
         raise msgspec.ValidationError(DEPTH_REASON) from None
+
+
+def decode_error(text: str | None) -> ErrorInfo | None:
+    """An error kept as JSON (a store's ``error`` column), or None when it is not one.
+
+    Example:
+        >>> decode_error('{"code": "AGENT_FAILED", "cause": {"code": "Boom", "message": "no"}}').cause
+        ErrorInfo(code='Boom', message='no', chain=None, cause=None, type=None)
+        >>> decode_error("Boom"), decode_error(None)
+        (None, None)
+    """
+    if not text:
+        return None
+    try:
+        error: ErrorInfo | None = _ERROR_DECODER.decode(text)
+    except (msgspec.DecodeError, RecursionError):  # not an error object: its code is all we know
+        return None
+    return error
 
 
 def _from_wire(wire: Any) -> Event:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit._util.rows import Rows
+from tracekit._util.plain_frame import PlainFrame
 from tracekit._util.text import escape
 from tracekit.store.findparse import quote_name
 
@@ -45,7 +45,7 @@ def print_find(
     print_view("", find_notes(found, runs=runs))
 
 
-def find_frame(found: FindResult, fmt: str, *, runs: bool) -> Rows:
+def find_frame(found: FindResult, fmt: str, *, runs: bool) -> PlainFrame:
     """What ``tracekit find`` prints: one row a run (``runs``) or a path, for ``fmt``.
 
     Built from the result's plain rows, without pandas or pyarrow; the rows
@@ -64,7 +64,7 @@ def find_frame(found: FindResult, fmt: str, *, runs: bool) -> Rows:
     return _formula_safe_rows(frame) if fmt == "csv" else frame
 
 
-def _with_runs(paths: Rows, runs: Rows) -> Rows:
+def _with_runs(paths: PlainFrame, runs: PlainFrame) -> PlainFrame:
     """As :meth:`FindResult.to_frame`: each path with its run's columns (a left join)."""
     by_run = {row[0]: row[1:] for row in runs.select(["run_id", *_RUN_ADDED.values()]).tuples()}
     for i, (name, source) in enumerate(_RUN_ADDED.items(), start=0):
@@ -98,13 +98,13 @@ def formula_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return safe
 
 
-def _formula_safe_rows(rows: Rows) -> Rows:
+def _formula_safe_rows(rows: PlainFrame) -> PlainFrame:
     """As :func:`formula_safe`, on rows: text cells only."""
     columns = [
         [_cell(v) for v in values] if kind in ("text", "list") else values
         for values, kind in zip(rows.columns, rows.kinds, strict=True)
     ]
-    return Rows(rows.names, columns, rows.kinds)
+    return PlainFrame(rows.names, columns, rows.kinds)
 
 
 def _cell(value: Any) -> Any:

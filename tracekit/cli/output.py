@@ -51,7 +51,10 @@ def print_view(stdout: str, stderr: list[str]) -> None:
 
 
 def emit(df: Any, fmt: str) -> None:
-    """A listing (a DataFrame or :class:`~tracekit._util.rows.Rows`) as ``table``, ``json`` or ``csv``."""
+    """A listing (a DataFrame or a :class:`~tracekit._util.plain_frame.PlainFrame`) as text.
+
+    ``fmt`` is ``table``, ``json`` or ``csv``.
+    """
     from tracekit.cli.tables import fit, render
 
     if df.empty and fmt == "table":

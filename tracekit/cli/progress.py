@@ -1,19 +1,14 @@
-"""A progress bar for long ingests: on a terminal only, quiet otherwise."""
+"""A progress bar for long ingests: on a terminal only, quiet otherwise.
+
+rich's progress module (0.1 s to import) is loaded when a bar is drawn: most
+ingests are of inputs too small for one.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 __all__ = ["progress_bar", "trace_bar"]
 
@@ -33,6 +28,15 @@ def progress_bar() -> Callable[[int, int], contextlib.AbstractContextManager[Adv
         if total < _MIN_BYTES:
             yield lambda _n: None
             return
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
         bar = Progress(
             TextColumn(f"ingesting {sources} source{'s' if sources != 1 else ''}"),
             BarColumn(),
@@ -55,6 +59,8 @@ def trace_bar() -> Callable[[int], contextlib.AbstractContextManager[Advance]] |
 
     @contextlib.contextmanager
     def start(total: int) -> Iterator[Advance]:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
         bar = Progress(
             TextColumn("deriving traces again"),
             BarColumn(),

@@ -16,14 +16,14 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from tracekit._util.rows import Rows
+from tracekit._util.plain_frame import PlainFrame
 from tracekit._util.text import escape
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # pandas is imported by the functions that take a DataFrame: `tracekit find`
-# prints :class:`Rows` (from Arrow) without it.
+# prints :class:`PlainFrame` (from Arrow) without it.
 
 __all__ = ["clean", "fit", "render"]
 
@@ -52,12 +52,12 @@ def clean(value: Any, width: int | None = None) -> str:
     return text
 
 
-def render(df: pd.DataFrame | Rows, fmt: str, *, width: int | None = None) -> str:
+def render(df: pd.DataFrame | PlainFrame, fmt: str, *, width: int | None = None) -> str:
     """Return ``df`` as ``table`` (aligned text), ``json`` (one object per line) or ``csv``.
 
-    ``df`` may be :class:`~tracekit._util.rows.Rows`: the same text as its DataFrame's.
+    ``df`` may be :class:`~tracekit._util.plain_frame.PlainFrame`: the same text as its DataFrame's.
     """
-    if isinstance(df, Rows):
+    if isinstance(df, PlainFrame):
         return _render_rows(df, fmt, width)
     if fmt == "json":
         return "\n".join(json.dumps(_jsonable(row)) for row in df.to_dict(orient="records"))
@@ -79,7 +79,7 @@ def fit(df: Any, width: int) -> tuple[Any, list[str]]:
         >>> fit(df, 24)[1]
         ['note']
     """
-    rows = isinstance(df, Rows)
+    rows = isinstance(df, PlainFrame)
     used = -_GAP
     for i, (_natural, least) in enumerate(_row_widths(df) if rows else _widths(df)):
         used += least + _GAP
@@ -204,10 +204,10 @@ def _plain_table(header: list[str], rows: list[list[str]], sizes: list[int]) -> 
     return "\n".join(lines)
 
 
-# --- Rows: the same text, from plain values --------------------------------
+# --- PlainFrame: the same text, from plain values --------------------------------
 
 
-def _render_rows(rows: Rows, fmt: str, width: int | None) -> str:
+def _render_rows(rows: PlainFrame, fmt: str, width: int | None) -> str:
     if fmt == "json":
         return "\n".join(
             json.dumps(_jsonable(dict(zip(rows.names, row, strict=True)))) for row in rows.tuples()
@@ -218,7 +218,7 @@ def _render_rows(rows: Rows, fmt: str, width: int | None) -> str:
     return _print_table(rows.names, cells, _cut_to(_row_widths(rows), width or 100_000))
 
 
-def _row_widths(rows: Rows) -> list[tuple[int, int]]:
+def _row_widths(rows: PlainFrame) -> list[tuple[int, int]]:
     """As :func:`_widths`: text and list columns (a DataFrame's object ones) may be cut."""
     widths = []
     for column, values, kind in zip(rows.names, rows.columns, rows.kinds, strict=True):
@@ -229,7 +229,7 @@ def _row_widths(rows: Rows) -> list[tuple[int, int]]:
     return widths
 
 
-def _rows_csv(rows: Rows) -> str:
+def _rows_csv(rows: PlainFrame) -> str:
     """As ``DataFrame.to_csv`` prints the same columns (after :func:`_csv`'s escaping)."""
     cells = []
     for values, kind in zip(rows.columns, rows.kinds, strict=True):

@@ -27,7 +27,7 @@ from tracekit.failures.facts import forest_facts
 from tracekit.failures.model import Call, Finding, RunFacts
 from tracekit.failures.rules import classify_run
 from tracekit.tree import Forest
-from tracekit.tree.outcome import RootCause
+from tracekit.tree.outcome import RootCause, origin_message
 
 __all__ = ["run_causes"]
 
@@ -56,7 +56,7 @@ def _cause(facts: RunFacts, finding: Finding, service: str | None) -> RootCause:
         message = _step_message(facts, finding.origin_step, origin)
     elif origin is not None and origin.error is not None:
         fallback = origin.error.message or _message(facts.error)
-        message = _message_of(origin.error, finding.origin_code, fallback)
+        message = origin_message(origin.error, finding.origin_code, fallback)
     else:
         message = _message(facts.error)
     return RootCause(
@@ -83,17 +83,6 @@ def _step_message(facts: RunFacts, step: str, origin: Call | None) -> str | None
         return None
     first = min(failed, key=lambda s: float("inf") if s.ts_ms is None else s.ts_ms)
     return first.error.message if first.error is not None else None
-
-
-def _message_of(error: ErrorInfo, code: str | None, fallback: str | None) -> str | None:
-    """The message of the innermost error with ``code`` (causes nested), else ``fallback``."""
-    message = fallback
-    found: ErrorInfo | None = error
-    while found is not None:
-        if found.code == code and found.message:
-            message = found.message
-        found = found.cause
-    return message
 
 
 def _message(error: ErrorInfo | None) -> str | None:

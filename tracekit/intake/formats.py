@@ -29,7 +29,6 @@ from tracekit.errors import TracekitError
 from tracekit.events import MAX_LINE_BYTES
 from tracekit.intake.jsonl import ReadResult, read_jsonl_blocks
 from tracekit.intake.lines import guarded, sniff, split_lines
-from tracekit.intake.otlp.read import read_otlp
 from tracekit.intake.sources import Source, open_stream
 
 __all__ = [
@@ -57,6 +56,13 @@ def _read_v1(blocks: Iterable[bytes], path: str, *, strict: bool, document: bool
     return read_jsonl_blocks(blocks, path, strict=strict)
 
 
+def _read_otlp(blocks: Iterable[bytes], path: str, *, strict: bool, document: bool) -> ReadResult:
+    # The OTLP pipeline (its decoders, dialects and rules) is loaded for an OTLP input only.
+    from tracekit.intake.otlp.read import read_otlp
+
+    return read_otlp(blocks, path, strict=strict, document=document)
+
+
 @dataclass(frozen=True)
 class TraceFormat:
     """One format: the word users see, how it is told by content, and its decode."""
@@ -70,7 +76,7 @@ class TraceFormat:
 
 FORMATS: Final = (
     # OTLP first: a v1 file is whatever no other format claims.
-    TraceFormat("otlp", "OTLP JSON", lambda layout: layout.startswith("otlp"), read_otlp),
+    TraceFormat("otlp", "OTLP JSON", lambda layout: layout.startswith("otlp"), _read_otlp),
     TraceFormat(
         "tracekit", "v1 JSON lines", lambda layout: layout == "jsonl", _read_v1, ("jsonl",)
     ),

@@ -10,12 +10,14 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from opentelemetry import trace
+from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace import TracerProvider
 
 from tracekit._version import __version__
 from tracekit.events import Call, Kind
 from tracekit.sdk.context import current_frame
 from tracekit.sdk.guards import Guards
+from tracekit.sdk.private_spans import PrivateTracer
 from tracekit.sdk.processor import TracekitSpanProcessor
 from tracekit.sdk.scopes import Invocation, Run, Step
 from tracekit.sdk.sinks import Sink
@@ -77,6 +79,10 @@ class AgentTracer:
         if set_global:
             trace.set_tracer_provider(provider)
         self._otel = provider.get_tracer("tracekit", __version__)
+        if private and isinstance(self._otel, SdkTracer):
+            # Nobody reads a private provider's spans: keep only their ids (and
+            # OTEL_SDK_DISABLED's no-op tracer as it is).
+            self._otel = PrivateTracer()
         # A call's execute_tool transfer span (GenAI conventions) is for other
         # OTel backends; a private provider has none, so it would be waste.
         if transfer_spans is None:

@@ -17,12 +17,12 @@ Example:
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
 import duckdb
 
-from tracekit.tree.outcome import RootCause, describe_cause
+from tracekit.events import decode_error
+from tracekit.tree.outcome import RootCause, describe_cause, origin_message
 
 __all__ = ["RootCause", "describe_cause", "root_cause"]
 
@@ -30,7 +30,7 @@ __all__ = ["RootCause", "describe_cause", "root_cause"]
 # name to fail in its agent's run (the origin invocation's, or the root run's).
 _ROOT_CAUSE: Final = """
 SELECT r.run_id, r.outcome, r.circle, r.origin_agent, r.origin_code, r.origin_step,
-    CASE WHEN r.origin_step IS NULL THEN coalesce(i.error_message, r.error_message) ELSE (
+    CASE WHEN r.origin_step IS NULL THEN coalesce(nullif(i.error_message, ''), nullif(r.error_message, '')) ELSE (
         SELECT s.error_message FROM steps s
         WHERE s.run_id = coalesce(i.run_id, r.run_id) AND s.name = r.origin_step AND NOT s.ok
         ORDER BY s.ts_ms LIMIT 1
@@ -48,25 +48,7 @@ def root_cause(con: duckdb.DuckDBPyConnection, run_id: str) -> RootCause | None:
         return None
     *fields, error = row
     cause = RootCause(*fields)
-    if cause.step is None and isinstance(error, str):  # the message of the code it began with
-        cause = cause._replace(message=_message_of(error, cause.code, cause.message))
+    if cause.step is None and error is not None:  # the message of the code it began with
+        message = origin_message(decode_error(error), cause.code, cause.message)
+        cause = cause._replace(message=message)
     return cause
-
-
-def _message_of(error: str, code: str | None, fallback: str | None) -> str | None:
-    """The message of the innermost error with ``code`` in an invocation's error (causes nested).
-
-    An origin invocation may wrap a cause that no callee raised (a failed
-    step's exception, say): the run's origin code is that cause's, and so is
-    the message to show beside it.
-    """
-    try:
-        found = json.loads(error)
-    except ValueError:
-        return fallback
-    message = fallback
-    while isinstance(found, dict):
-        if found.get("code") == code and isinstance(found.get("message"), str):
-            message = found["message"]
-        found = found.get("cause")
-    return message

@@ -11,9 +11,10 @@ equals :func:`~tracekit.failures.rules.classify_run` on every run's full facts.
 The same pass keeps ``fleet_calls`` (:mod:`tracekit.store.calls`) in step,
 and ``loops`` (schema v10): one row a run and circle its agents went round,
 the rules' :class:`~tracekit.failures.model.Loop` with its cost summed here
-over the activations inside the circle (model calls, tokens, time). A run
-that activates an agent twice is always settled by the rules
-(:func:`~tracekit.store.hard.revisited_runs`): only it can go round one.
+over the activations inside the circle (model calls, tokens, time). Only a
+run that activates an agent twice (:func:`~tracekit.store.hard.revisited_runs`)
+can go round one; it is settled by the rules unless counting its activations
+shows it cannot have gone round often enough (:func:`~tracekit.store.hard.may_go_round`).
 
 The rules are :mod:`tracekit.failures`'; the SQL that writes the store's
 tables (``runs``' findings, ``invocations.failure_role``, ``fleet_calls``,
@@ -163,18 +164,21 @@ def classify_store(
     if not row or not row[0]:
         return ClassifyReport()
     from tracekit.failures.rules import LOOP_MIN
-    from tracekit.store.hard import classify_hard, revisited_runs  # the rules: only with work
+    from tracekit.store.hard import classify_hard, may_go_round, revisited_runs  # only with work
 
+    loop_min = LOOP_MIN if loop_min is None else loop_min
     if own_transaction:
         con.execute("BEGIN")
     try:
         run_script(con, _TODO)
-        con.execute(
-            "INSERT INTO _fleet_hard SELECT run_id FROM"
-            f" ({revisited_runs('SELECT run_id FROM _fleet_todo')})"
+        # A run that activates an agent twice goes to the rules only if its
+        # sequence may go round a circle (the others are plain, settled below).
+        revisited = (
+            f"SELECT run_id FROM ({revisited_runs('SELECT run_id FROM _fleet_todo')})"
             " WHERE run_id NOT IN (SELECT run_id FROM _fleet_hard)"
         )
-        found = classify_hard(con, loop_min=LOOP_MIN if loop_min is None else loop_min)
+        con.execute(f"INSERT INTO _fleet_hard {may_go_round(revisited, loop_min)}")
+        found = classify_hard(con, loop_min=loop_min)
         findings = found.findings
         counts = [(("ok" if has else "incomplete"), n) for has, n in _plain_counts(con)]
         run_script(con, _PLAIN, now)

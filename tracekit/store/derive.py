@@ -158,7 +158,7 @@ _STEPS: Final = """
 INSERT INTO steps BY NAME
 SELECT run_id, node AS step_id, string_split(node, '/')[-1] AS name, ts_ms, seq, ok,
     duration_ms, source, line,
-    CASE WHEN contains(raw, '"call":') THEN json_extract_string(raw, '$.call') END AS call,
+    CASE WHEN contains(raw, '"call"') THEN json_extract_string(raw, '$.call') END AS call,
     error_code,
     CASE WHEN error_code IS NOT NULL
         THEN json_extract_string(raw, '$.error.message') END AS error_message

@@ -2,7 +2,9 @@
 
 The fleet report's reads return :class:`Rows`; :func:`fetch` runs a query on
 anything that answers DuckDB's ``execute``/``description``/``fetchall`` (a
-store's connection, or a lake's engine).
+store's connection, or a lake's engine). What ``tracekit find`` prints is
+another shape: a DataFrame's columns as plain values
+(:class:`tracekit._util.plain_frame.PlainFrame`).
 
 Example:
     >>> import duckdb

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import duckdb
 
-from tracekit._util.rows import Rows
+from tracekit._util.plain_frame import PlainFrame
 from tracekit.store.findparse import Query, parse_query, quote_name
 from tracekit.store.findsql import compile_page
 
@@ -43,7 +43,7 @@ _RUN_COLUMNS: Final = [
 class _Fetched(NamedTuple):
     """A table as DuckDB gave it: plain values, and each column's DuckDB type."""
 
-    rows: Rows
+    rows: PlainFrame
     types: list[str]
 
 
@@ -109,7 +109,7 @@ class FindResult:
         """The paths and the runs as Arrow tables, in the DataFrames' columns and order."""
         return _table(self._paths), _table(self._runs)
 
-    def rows(self) -> tuple[Rows, Rows]:
+    def rows(self) -> tuple[PlainFrame, PlainFrame]:
         """The paths and the runs as plain columns (no pandas; no pyarrow for a store's answer)."""
         return _rows(self._paths), _rows(self._runs)
 
@@ -153,8 +153,8 @@ def _arrow_type(duckdb_type: str) -> pa.DataType:
     }[duckdb_type]
 
 
-def _rows(data: pd.DataFrame | pa.Table | _Fetched) -> Rows:
-    return data.rows if isinstance(data, _Fetched) else Rows.from_arrow(_table(data))
+def _rows(data: pd.DataFrame | pa.Table | _Fetched) -> PlainFrame:
+    return data.rows if isinstance(data, _Fetched) else PlainFrame.from_arrow(_table(data))
 
 
 def find(con: duckdb.DuckDBPyConnection, text: str, *, limit: int | None = None) -> FindResult:
@@ -190,14 +190,14 @@ def _paths_of(query: Query, rows: list[tuple[Any, ...]], types: list[str]) -> _F
     texts = _path_texts(query, [row[2] for row in rows])
     table = [(row[0], text, *row[1:4]) for row, text in zip(rows, texts, strict=True)]
     kinds = [types[0], "VARCHAR", *types[1:4]]
-    return _Fetched(Rows.from_fetched(_PATH_COLUMNS, kinds, table), kinds)
+    return _Fetched(PlainFrame.from_fetched(_PATH_COLUMNS, kinds, table), kinds)
 
 
 def _runs_of(rows: list[tuple[Any, ...]], types: list[str]) -> _Fetched:
     """The page's runs: the run's columns and the paths matched in it."""
     table = [(row[0], *row[4:]) for row in rows]
     kinds = [types[0], *types[4:]]
-    return _Fetched(Rows.from_fetched(_RUN_COLUMNS, kinds, table), kinds)
+    return _Fetched(PlainFrame.from_fetched(_RUN_COLUMNS, kinds, table), kinds)
 
 
 def _unknown_agents(con: duckdb.DuckDBPyConnection, query: Query) -> tuple[str, ...]:

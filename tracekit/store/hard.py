@@ -18,11 +18,10 @@ from collections.abc import Iterator
 from typing import Any, Final, NamedTuple
 
 import duckdb
-import msgspec
 import pyarrow as pa
 
 from tracekit._util.arrow import strings
-from tracekit.events import ErrorInfo
+from tracekit.events import ErrorInfo, decode_error
 from tracekit.failures.rules import (
     LOOP_MIN,
     Call,
@@ -33,7 +32,7 @@ from tracekit.failures.rules import (
     failure_roles,
 )
 
-__all__ = ["HardFindings", "classify_hard", "revisited_runs"]
+__all__ = ["HardFindings", "classify_hard", "may_go_round", "revisited_runs"]
 
 
 def revisited_runs(runs: str) -> str:
@@ -52,6 +51,54 @@ SELECT DISTINCT run_id FROM (
     UNION ALL
     SELECT run_id, agent FROM runs WHERE agent IS NOT NULL AND run_id IN ({runs})
 ) GROUP BY run_id, agent HAVING count(*) > 1
+"""
+
+
+def may_go_round(runs: str, loop_min: int) -> str:
+    """SQL: the runs among ``runs`` whose answer may hang on their sequence of activations.
+
+    A run that ended ok, with no error on its end (a run among ``runs`` is
+    not hard otherwise: nothing inside failed), is ``ok`` unless its agents
+    went round a circle ``loop_min`` times (a ``finished`` loop). Going round
+    r times shows every agent of the circle r times in the sequence
+    (:mod:`tracekit.failures.sequence`), the one that closes it r + 1 times,
+    and one of them activated twice. An agent shows once for each of its
+    activations, and once more after each delegate that came back ok to an
+    activation with several: counted so, a run in which no agent activated
+    twice shows ``loop_min`` times, or none shows more, has no such loop and
+    is settled by the set-based pass. A run with no end is ``incomplete``
+    whatever its sequence. Any other (no root agent, an invocation id twice)
+    goes to the rules.
+
+    Example:
+        >>> "appearances > 3" in may_go_round("SELECT run_id FROM runs", 3)
+        True
+    """
+    m = max(loop_min, 1)
+    return f"""
+WITH r AS (SELECT run_id, agent, error_code FROM runs WHERE has_end AND run_id IN ({runs})),
+inv AS (
+    SELECT root_run_id AS run_id, invocation_id, parent_invocation_id, agent, status, kind
+    FROM invocations WHERE root_run_id IN (SELECT run_id FROM r)
+), kids AS (
+    -- An invocation's parent is the run's root agent ('') unless it is one of the run's.
+    SELECT i.run_id, coalesce(p.invocation_id, '') AS parent, count(*) AS n,
+        count(*) FILTER (WHERE i.status = 'ok' AND i.kind <> 'handoff') AS back
+    FROM inv i LEFT JOIN inv p ON p.run_id = i.run_id AND p.invocation_id = i.parent_invocation_id
+    GROUP BY ALL
+), acts AS (
+    SELECT run_id, agent, invocation_id FROM inv
+    UNION ALL SELECT run_id, agent, '' FROM r WHERE agent IS NOT NULL
+), seen AS (
+    SELECT a.run_id, a.agent, count(*) AS activations,
+        sum(1 + CASE WHEN k.n > 1 THEN k.back ELSE 0 END) AS appearances
+    FROM acts a LEFT JOIN kids k ON k.run_id = a.run_id AND k.parent = a.invocation_id
+    GROUP BY ALL
+)
+(SELECT run_id FROM seen WHERE activations > 1 AND appearances >= {m}
+ INTERSECT SELECT run_id FROM seen WHERE appearances > {m})
+UNION SELECT run_id FROM r WHERE agent IS NULL OR error_code IS NOT NULL
+UNION SELECT run_id FROM inv GROUP BY run_id, invocation_id HAVING count(*) > 1
 """
 
 
@@ -104,23 +151,12 @@ LEFT JOIN runs r ON r.run_id = f.run_id
 WHERE coalesce(o.root_run_id, f.run_id) IN (SELECT run_id FROM _fleet_hard)
 """
 
-_ERROR: Final = msgspec.json.Decoder(ErrorInfo | None)
-
-
-def _error(text: str | None) -> ErrorInfo | None:
-    if not text:
-        return None
-    try:
-        return _ERROR.decode(text)
-    except msgspec.DecodeError:  # not an error object: the code alone is all we know
-        return None
-
 
 def _calls_by_run(con: duckdb.DuckDBPyConnection, query: str) -> dict[str, list[Call]]:
     by_run: dict[str, list[Call]] = {}
     rows = con.execute(query).fetchall()
     for root, inv, parent, agent, status, error, end_ms, start_ms, kind in rows:
-        call = Call(inv, parent, agent, status, _error(error), end_ms, start_ms, kind)
+        call = Call(inv, parent, agent, status, decode_error(error), end_ms, start_ms, kind)
         by_run.setdefault(root, []).append(call)
     return by_run
 
@@ -143,7 +179,7 @@ def _hard_facts(con: duckdb.DuckDBPyConnection) -> Iterator[RunFacts]:
             agent,
             has_end,
             ok,
-            _error(error),
+            decode_error(error),
             tuple(calls.get(run_id, ())),
             tuple(steps.get(run_id, ())),
             tuple(sequences.get(run_id, ())),

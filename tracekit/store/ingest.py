@@ -26,6 +26,7 @@ from typing import Literal
 import duckdb
 import pyarrow as pa
 
+from tracekit._util.gcpause import gc_paused
 from tracekit._util.text import plural
 from tracekit.errors import (
     IngestInterrupted,
@@ -160,7 +161,8 @@ def ingest_paths(
                     sub = _ingest_source(con, source, format, advance, asked, hand)
                     report.sources.append(sub)
             _check(asked)
-            with transaction(con):
+            # The derivation's records and rows hold no cycles: the collector waits.
+            with transaction(con), gc_paused():
                 _derive_spans(con, since, report, hand)
                 report.runs_touched = derive(con, since)
                 if classify:
@@ -405,7 +407,7 @@ def _read_source(
                 next_end = (chunk.end, chunk.last_line)
                 # A transaction per chunk keeps memory bounded; its ingest_log
                 # counts (and, if resumable, its end) commit with its records.
-                with transaction(con):
+                with transaction(con), gc_paused():
                     _load(con, chosen, batch, refused, report, source.label)
                     if hand.spans is not None and chosen == "otlp":
                         hand.count(con, store_in_hand(con, hand.spans, hand.spans.deriver.ready()))

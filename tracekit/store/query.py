@@ -20,6 +20,7 @@ __all__ = [
     "check_read_only",
     "check_status",
     "parse_since",
+    "rejects_query",
     "runs_query",
 ]
 
@@ -147,6 +148,17 @@ def runs_query(
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql, params
+
+
+def rejects_query(limit: int | None = None) -> str:
+    """The SELECT behind :meth:`Store.rejects` and ``tracekit rejects``: oldest first.
+
+    Example:
+        >>> rejects_query(2)
+        'SELECT * FROM rejects ORDER BY ingest_id, line LIMIT 2'
+    """
+    sql = "SELECT * FROM rejects ORDER BY ingest_id, line"
+    return sql if limit is None else f"{sql} LIMIT {int(limit)}"
 
 
 def check_read_only(con: duckdb.DuckDBPyConnection, query: str) -> None:

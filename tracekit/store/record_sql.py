@@ -17,7 +17,14 @@ from typing import Final
 from tracekit.events import CALLS, KINDS, STATUSES
 from tracekit.validate import MAX_DEPTH, MAX_TS_MS, MIN_TS_MS
 
-__all__ = ["EVENT_COLUMNS", "PARSE_SQL", "TRUSTED_PARSE_SQL", "parse_sql"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "EVENT_KEY_SQL",
+    "PARSE_SQL",
+    "TRUSTED_PARSE_SQL",
+    "event_key_sql",
+    "parse_sql",
+]
 
 # (JSON key, DuckDB type for from_json)
 _FIELDS: Final = (
@@ -261,6 +268,25 @@ EVENT_COLUMNS: Final = (
     "raw",
 )
 
+
+def event_key_sql(type_: str, run: str, invocation: str, node: str, ts: str, seq: str) -> str:
+    """SQL: a record's identity (duplicates are counted once) from the expressions of its fields.
+
+    Example:
+        >>> "concat_ws(chr(31), 'node', run_id, node" in EVENT_KEY_SQL
+        True
+    """
+    return f"""CASE {type_}
+        WHEN 'enter' THEN concat_ws({_SEP}, 'enter', {run}, {invocation})
+        WHEN 'exit' THEN concat_ws({_SEP}, 'exit', {run}, {invocation})
+        WHEN 'node' THEN concat_ws({_SEP}, 'node', {run}, {node}, {ts}::VARCHAR, {seq}::VARCHAR)
+        ELSE {type_} || {_SEP} || {run}
+    END"""
+
+
+#: :func:`event_key_sql` over the columns of ``events`` (:mod:`tracekit.store.event_columns`).
+EVENT_KEY_SQL: Final = event_key_sql("type", "run_id", "invocation_id", "node", "ts_ms", "seq")
+
 _INV = "j.type IN ('enter', 'exit')"
 _HAS_ERROR = f"{_jt('$.error')} = 'OBJECT'"
 _EXIT_STATUS = (
@@ -293,12 +319,7 @@ WITH b AS (
 SELECT *, hash(event_key) AS key_hash FROM (SELECT
     line, item, raw,
     coalesce({_fast_ok(trusted=trusted)}, false) AS fast_ok,
-    CASE j.type
-        WHEN 'enter' THEN concat_ws({_SEP}, 'enter', j.runId, j.invocationId)
-        WHEN 'exit' THEN concat_ws({_SEP}, 'exit', j.runId, j.invocationId)
-        WHEN 'node' THEN concat_ws({_SEP}, 'node', j.runId, j.id, j.ts::VARCHAR, j.seq::VARCHAR)
-        ELSE j.type || {_SEP} || j.runId
-    END AS event_key,
+    {event_key_sql("j.type", "j.runId", "j.invocationId", "j.id", "j.ts", "j.seq")} AS event_key,
     j.type AS type,
     j.ts AS ts_ms,
     j.seq AS seq,

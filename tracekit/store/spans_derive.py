@@ -30,8 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from tracekit._util.arrow import ints, strings
+from tracekit._util.gcpause import gc_paused
 from tracekit._util.sql import run_script
-from tracekit.events import encode_event
+from tracekit.events import Event
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.derivation import (
     ROW_COLUMNS,
@@ -40,8 +41,7 @@ from tracekit.intake.otlp.derivation import (
     derive_rows,
     deriver_version,
 )
-from tracekit.store.load import Counts, load_batch, reject_rows
-from tracekit.store.sources import text_table
+from tracekit.store.load import Counts, load_records, reject_rows
 
 __all__ = [
     "InHand",
@@ -295,7 +295,10 @@ def derive_trace_ids(
     sources = _sources(con)
     deriver = deriver_version()
     for batch in _batches(_components(con, traces)):
-        _with_traces(con, batch, lambda: _derive_batch(con, since, into, sources, deriver, done))
+        with gc_paused():  # a batch's spans and records hold no cycles
+            _with_traces(
+                con, batch, lambda: _derive_batch(con, since, into, sources, deriver, done)
+            )
         done.traces += len(batch)
         if progress is not None:
             progress(len(batch))
@@ -355,7 +358,7 @@ def store_derived(
     return done
 
 
-_Group = tuple[list[tuple[int, str, str]], list[tuple[int, str, str, str]]]
+_Group = tuple[list[tuple[int, int, Event]], list[tuple[int, str, str, str]]]
 
 
 def _grouped(
@@ -375,7 +378,7 @@ def _grouped(
         item = items.get(place, 0)
         items[place] = item + 1
         group = groups.setdefault((ingest if ingest >= since else into, source), ([], []))
-        group[0].append((line, encode_event(event).decode(), str(item)))
+        group[0].append((line, item, event))
     for ingest, line, text, reason, trace in derived.refused:
         source = sources.get(ingest, "?")
         group = groups.setdefault((ingest if ingest >= since else into, source), ([], []))
@@ -385,14 +388,12 @@ def _grouped(
 
 def _store(
     con: duckdb.DuckDBPyConnection,
-    records: list[tuple[int, str, str]],
+    records: list[tuple[int, int, Event]],
     refused: list[tuple[int, str, str, str]],
     ingest: int,
     source: str,
 ) -> Counts:
-    texts = [text for _, text, _ in records]
-    table = text_table([r[0] for r in records], [int(r[2]) for r in records], texts, texts)
-    counts = load_batch(con, table, [], ingest_id=ingest, source=source)
+    counts = load_records(con, records, ingest_id=ingest, source=source)
     con.execute(
         "UPDATE events SET span_trace = coalesce(trace_id, '')"
         " WHERE ingest_id = ? AND span_trace IS NULL",

@@ -15,16 +15,16 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import duckdb
 
 from tracekit._util.text import escape
 from tracekit.errors import RunNotFoundError, StoreError
 from tracekit.store.db import connect, default_path, take_notices
-from tracekit.store.query import check_names, check_read_only, runs_query
+from tracekit.store.query import check_names, check_read_only, rejects_query, runs_query
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,6 +55,13 @@ _TIED: Final = """
     JOIN events other ON other.invocation_id = me.invocation_id AND other.source = me.source
         AND other.type IN ('enter', 'exit')
 """
+
+
+_Result = TypeVar("_Result")
+
+
+def _frame(cursor: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return cursor.df()
 
 
 class Store:
@@ -332,10 +339,7 @@ class Store:
 
     def rejects(self, limit: int | None = None) -> pd.DataFrame:
         """Lines that could not be read, oldest first."""
-        sql = "SELECT * FROM rejects ORDER BY ingest_id, line"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return self.con.execute(sql).df()
+        return self.con.execute(rejects_query(limit)).df()
 
     def ingest_log(self) -> pd.DataFrame:
         """One row per source per ingest, with its reconciling counts."""
@@ -437,21 +441,36 @@ class Store:
             1          critic     17
             2       documents     17
         """
-        check_read_only(self.con, query)
-        if self.read_only and not self._borrowed:
-            return self._query(query, params)
-        # A SELECT can still move a sequence (nextval); roll back whatever it did.
-        self.con.execute("BEGIN")
-        try:
-            return self._query(query, params)
-        finally:
-            self.con.execute("ROLLBACK")
+        return self.select(query, params, _frame)
 
-    def _query(self, query: str, params: list[Any] | None) -> pd.DataFrame:
+    def select(
+        self,
+        query: str,
+        params: list[Any] | None,
+        fetch: Callable[[duckdb.DuckDBPyConnection], _Result],
+    ) -> _Result:
+        """As :meth:`sql`, the result taken from DuckDB's cursor by ``fetch``.
+
+        ``tracekit sql`` prints plain rows without importing pandas
+        (:func:`tracekit.store.listing.listing`); the checks and the rollback are
+        :meth:`sql`'s.
+
+        Raises:
+            StoreError: the query is not one SELECT, or it failed.
+        """
+        check_read_only(self.con, query)
+        # A SELECT can still move a sequence (nextval): on a writable database,
+        # whatever it did is rolled back.
+        rollback = not self.read_only or self._borrowed
+        if rollback:
+            self.con.execute("BEGIN")
         try:
-            return self.con.execute(query, params or []).df()
+            return fetch(self.con.execute(query, params or []))
         except duckdb.Error as exc:
             raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from None
+        finally:
+            if rollback:
+                self.con.execute("ROLLBACK")
 
     def _root(self, run_id: str) -> str:
         """The root run of the tree ``run_id`` is in: itself, or a child run's root."""

@@ -375,8 +375,13 @@ class Folder:
                 group.repeat = len(group.steps)
         return out
 
-    def walk(self, tree: Sequence[Step]) -> Iterator[tuple[int, Group]]:
-        """Every line in order, with its depth (0 at the top); no recursion."""
+    def walk(
+        self, tree: Sequence[Step], max_depth: int | None = None
+    ) -> Iterator[tuple[int, Group]]:
+        """Every line in order, with its depth (0 at the top), none deeper than ``max_depth``.
+
+        Walked without recursion; a line's children are folded when it is left.
+        """
         stack: list[tuple[Iterator[Group], int]] = [(iter(self.top(tree)), 0)]
         while stack:
             groups, depth = stack[-1]
@@ -385,6 +390,8 @@ class Folder:
                 stack.pop()
                 continue
             yield depth, group
+            if max_depth is not None and depth >= max_depth:
+                continue
             kids = self.children(group)
             if kids:
                 stack.append((iter(kids), depth + 1))
@@ -407,22 +414,13 @@ def describe_folded(
         a x3
     """
     out: list[str] = []
-    stack: list[tuple[Iterator[Group], int]] = [(iter(folder.top(tree)), 0)]
-    while stack:
-        groups, depth = stack[-1]
-        group = next(groups, None)
-        if group is None:
-            stack.pop()
-            continue
+    for depth, group in folder.walk(tree, max_depth):
         text = line(group.first) if len(group.steps) == 1 else group_text(group, color)
-        kids = folder.children(group)
-        if kids and max_depth is not None and depth >= max_depth:
+        if max_depth is not None and depth >= max_depth and folder.children(group):
             hidden = sum(count_steps(getattr(s, "steps", ())) for s in group.steps)
             out.append(f"{pad(depth)}{text} [{hidden} steps hidden]")
-            continue
-        out.append(pad(depth) + text)
-        if kids:
-            stack.append((iter(kids), depth + 1))
+        else:
+            out.append(pad(depth) + text)
     return "\n".join(out)
 
 

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple
 
 from tracekit._util.text import escape
+from tracekit.events import ErrorInfo
 
-__all__ = ["MESSAGE_CHARS", "RootCause", "describe_cause", "describe_causes"]
+__all__ = ["MESSAGE_CHARS", "RootCause", "describe_cause", "describe_causes", "origin_message"]
 
 
 class RootCause(NamedTuple):
@@ -48,6 +49,30 @@ _OUTCOMES: Final = {
     "incomplete": "no end was seen (crashed, or still running)",
     "cancelled": "the run was cancelled",
 }
+
+
+def origin_message(error: ErrorInfo | None, code: str | None, fallback: str | None) -> str | None:
+    """The message of the innermost error with ``code`` (causes nested), else ``fallback``.
+
+    An origin invocation may wrap a cause that no callee raised (a failed
+    step's exception, say): the run's origin code is that cause's, and so is
+    the message to show beside it. A message is kept as it came (a
+    structured status message too); an empty one says nothing.
+
+    Example:
+        >>> inner = ErrorInfo(code="Boom", message="{'message': 'Max turns exceeded'}")
+        >>> origin_message(ErrorInfo(code="AGENT_FAILED", message="wrapped", cause=inner), "Boom", None)
+        "{'message': 'Max turns exceeded'}"
+        >>> origin_message(ErrorInfo(code="Boom"), "Boom", "the run's"), origin_message(None, "Boom", None)
+        ("the run's", None)
+    """
+    message = fallback
+    found = error
+    while found is not None:
+        if found.code == code and found.message:
+            message = found.message
+        found = found.cause
+    return message
 
 
 def describe_cause(cause: RootCause) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tracekit._util.plain_frame import PlainFrame
 from tracekit._util.text import plural
 from tracekit.cli.commands.options import (
     DbOption,
@@ -189,13 +190,20 @@ def runs_command(
 ) -> None:
     """List root runs, newest first."""
     from tracekit.cli.remote import open_reader
+    from tracekit.store.listing import runs_listing
 
     with open_reader(db, server, wait) as store:
-        df = store.runs(
-            status=status, service=service, agent=agent, since=since, limit=limit, session=session
+        df = runs_listing(
+            store,
+            status=status,
+            service=service,
+            agent=agent,
+            since=since,
+            limit=limit,
+            session=session,
         )
     if format is TableFormat.table:
-        df = df[_RUN_COLUMNS]
+        df = _columns(df, _RUN_COLUMNS)
     _emit(df, format)
 
 
@@ -225,11 +233,12 @@ def rejects_command(
 ) -> None:
     """List the lines that could not be read: source, line number, reason, text."""
     from tracekit.cli.remote import open_reader
+    from tracekit.store.listing import rejects_listing
 
     with open_reader(db, None, wait) as store:
-        df = store.rejects(limit=limit)
+        df = rejects_listing(store, limit=limit)
     if format is TableFormat.table:
-        df = df[["source", "line", "reason", "raw"]]
+        df = _columns(df, ["source", "line", "reason", "raw"])
     _emit(df, format)
 
 
@@ -242,9 +251,10 @@ def sql_command(
 ) -> None:
     """Run one SELECT on the store, read-only (tables: see docs/store.md)."""
     from tracekit.cli.remote import open_reader
+    from tracekit.store.listing import sql_listing
 
     with open_reader(db, server, wait) as store:
-        df = store.sql(query)
+        df = sql_listing(store, query)
     _emit(df, format)
 
 
@@ -275,6 +285,11 @@ def find_command(
 
     fmt = TableFormat.json if json_ else TableFormat.csv if csv_ else format
     print_find(query, db, runs=runs, fmt=fmt.value, limit=limit, wait=wait)
+
+
+def _columns(df: Any, names: list[str]) -> Any:
+    """These columns of a listing, in this order (a DataFrame's or a PlainFrame's)."""
+    return df.select(names) if isinstance(df, PlainFrame) else df[names]
 
 
 def _emit(df: Any, format: TableFormat) -> None:

@@ -27,7 +27,7 @@ from tracekit.intake.otlp.inputs import CURRENT_AGENT, INPUT, current_agent, is_
 from tracekit.intake.otlp.names import NameMemo
 from tracekit.validate import MAX_DEPTH, VALUE_DEPTH_REASON
 
-__all__ = ["decode_spans_fast"]
+__all__ = ["NESTED", "Ids", "decode_spans_fast", "resource_service", "typed_span"]
 
 
 class _AnyValue(msgspec.Struct):
@@ -100,6 +100,11 @@ class _TracesData(msgspec.Struct):
 
 
 _DECODER: Final = msgspec.json.Decoder(_TracesData)
+#: A line's nested values in one call (:mod:`tracekit.intake.otlp.shell`): each
+#: span's attributes, events and links, and each resource, as the structs above.
+NESTED: Final = msgspec.json.Decoder(
+    tuple[list[list[_KeyValue]], list[list[_Event]], list[list[_Link]], list[_Resource | None]]
+)
 
 
 def _plain(value: _AnyValue | None, depth: int = 1) -> Any:
@@ -155,18 +160,42 @@ def decode_spans_fast(data: bytes) -> list[Span]:
     if doc.resourceSpans is None:
         raise ValueError("no resourceSpans in the lowerCamelCase spelling")
     out: list[Span] = []
-    ids = _Ids()  # trace and parent ids repeat within a document
+    ids = Ids()  # trace and parent ids repeat within a document
     for resource_spans in doc.resourceSpans:
-        resource = resource_spans.resource
-        service = _attrs(resource.attributes).get("service.name") if resource else None
-        service = service if isinstance(service, str) else None
+        service = resource_service(resource_spans.resource)
         for scope in resource_spans.scopeSpans or resource_spans.instrumentationLibrarySpans:
             for raw in scope.spans:
                 out.append(_span(raw, service, ids))
     return out
 
 
-class _Ids(dict[str, str]):
+def resource_service(resource: _Resource | None) -> str | None:
+    """The ``service.name`` of a resource, if a string."""
+    service = _attrs(resource.attributes).get("service.name") if resource else None
+    return service if isinstance(service, str) else None
+
+
+def typed_span(
+    head: Any,
+    attributes: list[_KeyValue],
+    events: list[_Event],
+    links: list[_Link],
+    service: str | None,
+    ids: Ids,
+) -> Span:
+    """A span whose scalar fields (``head``: ids, name, times, status) and nested values were read apart.
+
+    ``head`` has the scalar fields of the lowerCamelCase span, typed as here;
+    the span is the one :func:`decode_spans_fast` gives for the same JSON.
+    """
+    raw = _Span(
+        head.spanId, head.traceId, head.parentSpanId, head.name, head.startTimeUnixNano,
+        head.endTimeUnixNano, attributes, head.status, events, links,
+    )  # fmt: skip
+    return _span(raw, service, ids)
+
+
+class Ids(dict[str, str]):
     """Ids as lowercase hex (:func:`hex_id`), each distinct id of a document converted once."""
 
     def __missing__(self, value: str) -> str:
@@ -184,7 +213,7 @@ _NAME_FLAGS: Final = NameMemo(lambda name: (is_transfer_name(name), is_turn(name
 _NO_EXCEPTION: Final = (None, None, None)
 
 
-def _span(raw: _Span, service: str | None, ids: _Ids) -> Span:
+def _span(raw: _Span, service: str | None, ids: Ids) -> Span:
     # A time of "", "0" or 0 is not set; a bad string raises ValueError: the caller falls back.
     start = raw.startTimeUnixNano
     start = int(start) if start and start != "0" else None

@@ -34,7 +34,7 @@ from tracekit.intake.assemble import TraceAssembler
 from tracekit.intake.otlp.convert import OtlpConverter
 from tracekit.intake.otlp.counts import SpanCounts
 from tracekit.intake.otlp.decode_json import Span
-from tracekit.intake.otlp.decode_json_fast import _Ids
+from tracekit.intake.otlp.decode_json_fast import Ids
 from tracekit.intake.otlp.received import SPAN_NAMES
 from tracekit.intake.otlp.stored import row_span
 
@@ -110,7 +110,7 @@ def derive_rows(rows: Sequence[Sequence[Any]]) -> Derived:
         0
     """
     converter = OtlpConverter()
-    ids = _Ids()
+    ids = Ids()
     key: int | None = None
     spans: list[Span] = []
     for row in rows:

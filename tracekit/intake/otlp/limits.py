@@ -137,6 +137,8 @@ def _duration(span: Span) -> str | None:
 
 
 def _counts(span: Span) -> str | None:
+    if not span.attrs:
+        return None
     for key in COUNT_KEYS:
         value = span.attrs.get(key)
         if value is None or isinstance(value, str):
@@ -200,9 +202,12 @@ def _cut_strings(span: Span) -> None:
         value = getattr(span, field)
         if value is not None and len(value) > MAX_TEXT_CHARS:
             setattr(span, field, cut(value, MAX_TEXT_CHARS))
-    for key, value in span.attrs.items():
+    attrs = span.attrs
+    for key, value in attrs.items():
+        if value.__class__ is str and len(value) <= MAX_NAME_CHARS:
+            continue  # within both limits: as it is
         limit = MAX_NAME_CHARS if key in NAME_KEYS else MAX_TEXT_CHARS
-        span.attrs[key] = _cut_value(value, limit)
+        attrs[key] = _cut_value(value, limit)
 
 
 def _cut_value(value: Any, limit: int) -> Any:

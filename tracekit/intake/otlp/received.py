@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -41,13 +41,7 @@ from tracekit.intake.otlp.decode_json import (
 from tracekit.intake.otlp.decode_json_fast import decode_spans_fast
 from tracekit.intake.otlp.decode_proto import message_document
 from tracekit.intake.otlp.limits import check_limits, raw_text
-from tracekit.intake.otlp.shell import (
-    RawTraces,
-    extra_text,
-    json_text,
-    read_shell,
-    shell_spans,
-)
+from tracekit.intake.otlp.shell import RawTraces, extra_text, json_text, read_line
 from tracekit.validate import VALUE_DEPTH_REASON
 
 __all__ = [
@@ -208,17 +202,17 @@ def _raw_count(doc: dict[str, Any]) -> int:
 
 
 class SpanRows:
-    """Received spans gathered column by column, then one Arrow table."""
+    """Received spans gathered row by row, then one Arrow table."""
 
     def __init__(self, *, check: bool = True) -> None:
-        self._columns: dict[str, list[Any]] = {name: [] for name in SPAN_NAMES}
+        self._rows: list[tuple[Any, ...]] = []  # in SPAN_NAMES' order
         # The limits at the door (:mod:`tracekit.intake.otlp.limits`): a span past
         # one is refused alone, ``(line, raw, reason)``, and the rest of its line kept.
         self._check = check
         self.refused: list[tuple[int, str, str]] = []
 
     def __len__(self) -> int:
-        return len(self._columns["line"])
+        return len(self._rows)
 
     def add_line(self, data: bytes | str, line: int) -> int:
         """Add the spans of one accepted line; returns how many.
@@ -233,22 +227,20 @@ class SpanRows:
     def take_line(self, data: bytes, line: int) -> list[Span]:
         """Add the spans of one accepted line; returns those added (within the limits).
 
-        A line of the usual OTLP/JSON spelling is read without decoding its
-        attributes, events and links to Python (they are kept as the JSON
-        they came in, whitespace aside); any other goes through :meth:`add`.
+        A line of the usual OTLP/JSON spelling is read once
+        (:func:`~tracekit.intake.otlp.shell.read_line`): its attributes,
+        events, links, resource and scope are kept as the JSON they came in
+        (whitespace aside) and decoded for the rules from that JSON; any other
+        goes through :meth:`add`.
 
         Raises:
             msgspec.DecodeError, ValueError: the line is refused (nothing of it is added).
         """
-        shell = read_shell(data)
-        spans = None if shell is None else shell_spans(data, shell)
-        if shell is None or spans is None:
+        read = read_line(data)
+        if read is None:
             doc, spans = decode_line(data)
             return self.add(doc, spans, line)
-        return self._addread_shell(shell, spans, line)
-
-    def _addread_shell(self, shell: RawTraces, spans: list[Span], line: int) -> list[Span]:
-        return self._keep(_shell_raws(shell), spans, line)
+        return self._keep(_shell_raws(read[0]), read[1], line)
 
     def add(self, doc: dict[str, Any], spans: list[Span], line: int) -> list[Span]:
         """Add a decoded document's spans (``spans``: :func:`decode_line`'s, in its order).
@@ -271,42 +263,26 @@ class SpanRows:
         return kept
 
     def _add(self, raw: _Raw, span: Span, line: int, pos: int) -> None:
-        c = self._columns
-        c["line"].append(line)
-        c["pos"].append(pos)
-        c["trace_id"].append(span.trace)
-        c["span_id"].append(span.id)
-        c["parent_span_id"].append(span.parent or None)
-        c["name"].append(span.name)
-        c["kind"].append(_kind(raw.kind))
-        c["start_ns"].append(span.start)
-        c["end_ns"].append(span.end)
-        code = raw.code
-        c["status_code"].append(2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0)
-        c["status_message"].append(span.message or None)
-        c["service"].append(span.service)
-        c["attributes"].append(raw.attributes)
-        c["events"].append(raw.events)
-        c["links"].append(raw.links)
-        c["linked"].append(sorted({t for t, _ in span.links if t and t != span.trace}) or None)
-        c["resource"].append(raw.resource)
-        c["scope"].append(raw.scope)
-        c["extra"].append(raw.extra)
+        kind, code, attributes, events, links, extra, resource, scope = raw
+        linked = sorted({t for t, _ in span.links if t and t != span.trace}) if span.links else ()
+        self._rows.append((
+            line, pos, span.trace, span.id, span.parent or None, span.name, _kind(kind),
+            span.start, span.end, 2 if code in ERROR_CODES else 1 if code in _OK_CODES else 0,
+            span.message or None, span.service, attributes, events, links, linked or None,
+            resource, scope, extra,
+        ))  # fmt: skip
 
     def table(self) -> pa.Table:
         """The rows gathered so far, as a table of :func:`span_schema`."""
-        import pyarrow as pa
-
-        arrays = [_array(self._columns[name], kind) for name, kind in SPAN_FIELDS]
-        return pa.Table.from_arrays(arrays, schema=span_schema())
+        return rows_table(self._rows)
 
     def rows(self) -> list[tuple[Any, ...]]:
         """The rows gathered so far as tuples in :data:`SPAN_NAMES`' order (a spool keeps them)."""
-        return list(zip(*(self._columns[name] for name in SPAN_NAMES), strict=True))
+        return list(self._rows)
 
 
-def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
-    """Row tuples (:meth:`SpanRows.rows`) as a table, each at the given line (a spool offset).
+def rows_table(rows: list[tuple[Any, ...]], lines: list[int] | None = None) -> pa.Table:
+    """Row tuples (:meth:`SpanRows.rows`) as a table; ``lines``: each at that line (a spool offset).
 
     Example:
         >>> rows_table([], []).num_rows
@@ -318,8 +294,9 @@ def rows_table(rows: list[tuple[Any, ...]], lines: list[int]) -> pa.Table:
     columns: list[list[Any]] = [list(c) for c in zip(*rows, strict=True)] or [
         [] for _ in SPAN_NAMES
     ]
-    columns[0] = lines
-    columns[1] = list(range(len(rows))) if rows else []
+    if lines is not None:
+        columns[0] = lines
+        columns[1] = list(range(len(rows))) if rows else []
     arrays = [_array(v, kind) for v, (_, kind) in zip(columns, SPAN_FIELDS, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)
 
@@ -371,17 +348,12 @@ def span_document(row: dict[str, Any]) -> str:
     return f'{{{resource}"scopeSpans":[{{{scope}"spans":[{span}]}}]}}'
 
 
-class _Raw(NamedTuple):
-    """What a span's row keeps of it as received, whichever way its line was read."""
-
-    kind: Any
-    code: Any
-    attributes: str | None
-    events: str | None
-    links: str | None
-    extra: str | None
-    resource: str | None
-    scope: str | None
+#: What a span's row keeps of it as received, whichever way its line was read: its kind
+#: and status code as they came, then attributes, events, links, every other key,
+#: resource and scope as JSON text.
+_Raw = tuple[
+    Any, Any, "str | None", "str | None", "str | None", "str | None", "str | None", "str | None"
+]
 
 
 def _shell_raws(shell: RawTraces) -> Iterator[_Raw]:
@@ -392,7 +364,7 @@ def _shell_raws(shell: RawTraces) -> Iterator[_Raw]:
             scope = json_text(scope_spans.scope) or json_text(scope_spans.instrumentationLibrary)
             for raw in scope_spans.spans:
                 code = raw.status.code if raw.status is not None else None
-                yield _Raw(
+                yield (
                     raw.kind, code, json_text(raw.attributes), json_text(raw.events),
                     json_text(raw.links), extra_text(raw), resource, scope,
                 )  # fmt: skip
@@ -410,7 +382,7 @@ def _dict_raws(doc: dict[str, Any]) -> Iterator[_Raw]:
             scope = _encode(held).decode() if held else None
             for raw in scope_spans.get("spans") or ():
                 extra = {k: v for k, v in raw.items() if k not in _OWN}
-                yield _Raw(
+                yield (
                     raw.get("kind"), (raw.get("status") or {}).get("code"),
                     _json(raw.get("attributes")), _json(raw.get("events")),
                     _json(raw.get("links")), _encode(extra).decode() if extra else None,

@@ -219,7 +219,8 @@ class Steps:
                 return None
             return _node(span, run, span.name or span.id, "llm", usage_of(span))
         if parent in self.index.agent_set and not is_container(span):
-            return _node(span, run, self.index.step_name(span), None)
+            # step_name's answer: no tracekit.step, no tool name (both asked above)
+            return _node(span, run, span.name or span.id, None)
         return None
 
 

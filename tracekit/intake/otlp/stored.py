@@ -27,8 +27,8 @@ import msgspec
 
 from tracekit.intake.otlp.convert import json_spans
 from tracekit.intake.otlp.decode_json_fast import (
+    Ids,
     _Event,
-    _Ids,
     _KeyValue,
     _Link,
     _Span,
@@ -54,14 +54,14 @@ _EVENT_LIST: Final = msgspec.json.Decoder(list[_Event])
 _LINK_LIST: Final = msgspec.json.Decoder(list[_Link])
 
 
-def row_span(row: Sequence[Any], ids: _Ids | None = None) -> Span:
+def row_span(row: Sequence[Any], ids: Ids | None = None) -> Span:
     """The span a received row decodes to (a tuple in ``SPAN_NAMES`` order).
 
     Raises:
         ValueError: the row is not a span the decoder would take (its words).
     """
     try:
-        return _typed(row, _Ids() if ids is None else ids)
+        return _typed(row, Ids() if ids is None else ids)
     except (msgspec.ValidationError, msgspec.DecodeError, ValueError, TypeError, RecursionError):
         pass
     document = '{"resourceSpans":[' + span_document(dict(zip(SPAN_NAMES, row, strict=True))) + "]}"
@@ -78,11 +78,11 @@ def row_spans(rows: Sequence[Sequence[Any]]) -> list[Span]:
         >>> row_spans([])
         []
     """
-    ids = _Ids()
+    ids = Ids()
     return [row_span(row, ids) for row in rows]
 
 
-def _typed(row: Sequence[Any], ids: _Ids) -> Span:
+def _typed(row: Sequence[Any], ids: Ids) -> Span:
     attributes, events, links = row[_ATTRS], row[_EVENTS], row[_LINKS]
     code, message = row[_CODE], row[_MESSAGE]
     trace, span, name = row[_TRACE], row[_ID], row[_NAME]

@@ -158,7 +158,11 @@ class Scope:
         return None
 
     # -- span plumbing shared by the scopes ------------------------------------
-    def _start(self, name: str, attrs: dict[str, Any], under: Any = None) -> None:
+    def _attributes(self) -> dict[str, Any]:
+        """The span's attributes, asked for only when the span records them."""
+        raise NotImplementedError
+
+    def _start(self, name: str, under: Any = None) -> None:
         """Start this scope's span, in the current context or ``under`` the span given.
 
         The record is written here, once the span exists, rather than from a
@@ -169,10 +173,9 @@ class Scope:
         context = _in_context(under) if under is not None else None
         span = self._span = tk._otel.start_span(name, context)
         if span.is_recording():
-            _put_attributes(span, attrs)
-        try:  # inlined: this is the hot path
-            start_ns = span.start_time or time.time_ns()
-        except AttributeError:  # a non-recording span has no times
+            _put_attributes(span, self._attributes())
+            start_ns = getattr(span, "start_time", None) or time.time_ns()
+        else:  # a non-recording span has no clock (and keeps no attributes)
             start_ns = time.time_ns()
         self.processor.record_start(self, start_ns, span.get_span_context().trace_id)
 
@@ -194,11 +197,9 @@ class Scope:
 
 
 def _end_ns(span: Any) -> int:
-    """When the span ended: the SDK span's own clock, else now (an unsampled span)."""
-    try:
-        return span.end_time or time.time_ns()
-    except AttributeError:
-        return time.time_ns()
+    """When the span ended: the SDK span's own clock, else now (a non-recording span)."""
+    # getattr with a default: a missing attribute raises no exception to catch
+    return getattr(span, "end_time", None) or time.time_ns()
 
 
 def _put_attributes(span: Any, attrs: dict[str, Any]) -> None:

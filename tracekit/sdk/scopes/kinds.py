@@ -1,10 +1,11 @@
 """The three scopes: a root run, a step, an agent invocation.
 
 Each is a context manager (``with`` and ``async with``) and a decorator (for
-plain and ``async`` functions; every call gets a fresh scope). Each is a real
-OpenTelemetry span, and knows the v1 record it stands for: the span
-processor asks it for that record as the span starts and ends. What they
-share is :class:`~tracekit.sdk.scopes.base.Scope`.
+plain and ``async`` functions; every call gets a fresh scope). Each is an
+OpenTelemetry span (a non-recording one on tracekit's private provider, which
+nobody reads: :mod:`tracekit.sdk.private_spans`), and knows the v1 record it
+stands for: the span processor asks it for that record as the span starts
+and ends. What they share is :class:`~tracekit.sdk.scopes.base.Scope`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Final
-
-import msgspec
 
 from tracekit.errors import AgentFailedError
 from tracekit.events import Call, Enter, ErrorInfo, Event, Exit, Kind, Node, RunEnd, RunStart
@@ -39,14 +38,6 @@ __all__ = ["Invocation", "Run", "Scope", "Step"]
 #: run.end's error code for a run that was cancelled (the fleet rules' ``cancelled``).
 CANCELLED: Final = "CANCELLED"
 
-# An invocation's records are copies of these with its fields replaced:
-# ``replace`` skips ``__post_init__``, whose checks (the ok/status pair, the
-# depth of an error's causes) hold by construction here. A failed exit, which
-# carries an error, is built by its constructor and checked.
-_ENTER: Final = Enter(ts=0.0, invocationId="-", runId="-", agent="-")
-_EXIT: Final = Exit(ts=0.0, invocationId="-", runId="-", agent="-", ok=True, status="ok")
-_copy: Final = msgspec.structs.replace
-
 
 class Run(Scope):
     """A root run: ``run.start`` when it opens, ``run.end`` when it closes.
@@ -70,7 +61,13 @@ class Run(Scope):
     def __enter__(self) -> Run:
         self.run_id = new_ids()[0]
         self.status, self.error, self.failure, self._tally = "ok", None, None, None
-        attrs = {
+        self._start(f"invoke_agent {self.agent}")
+        frame = Frame(self.run_id, (self.agent,), 0, "", None, self.session, self)
+        self._tokens = _enter_context(self._span, frame)
+        return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
             A.OPERATION: A.INVOKE_AGENT,
             A.AGENT_NAME: self.agent,
             A.RUN_ID: self.run_id,
@@ -78,10 +75,7 @@ class Run(Scope):
         }
         if self.session is not None:
             attrs[A.CONVERSATION_ID] = self.session
-        self._start(f"invoke_agent {self.agent}", attrs)
-        frame = Frame(self.run_id, (self.agent,), 0, "", None, self.session, self)
-        self._tokens = _enter_context(self._span, frame)
-        return self
+        return attrs
 
     def __exit__(
         self,
@@ -156,14 +150,8 @@ class Step(Scope):
             return self
         self._tally, self._owner = None, parent.owner
         self._run_id, self._id = parent.run_id, parent.prefix + self.name
-        attrs: dict[str, Any] = {A.RUN_ID: self._run_id, A.STEP: self._id}
-        if self.call is not None:
-            attrs[A.CALL] = self.call
-            if self.call == "tool":
-                attrs[A.OPERATION], attrs[A.TOOL_NAME] = A.EXECUTE_TOOL, self.name
-        if parent.session is not None:
-            attrs[A.CONVERSATION_ID] = parent.session
-        self._start(self.name, attrs)
+        self._session = parent.session
+        self._start(self.name)
         frame = Frame(
             parent.run_id,
             parent.chain,
@@ -175,6 +163,16 @@ class Step(Scope):
         )
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {A.RUN_ID: self._run_id, A.STEP: self._id}
+        if self.call is not None:
+            attrs[A.CALL] = self.call
+            if self.call == "tool":
+                attrs[A.OPERATION], attrs[A.TOOL_NAME] = A.EXECUTE_TOOL, self.name
+        if self._session is not None:
+            attrs[A.CONVERSATION_ID] = self._session
+        return attrs
 
     def usage(
         self,
@@ -271,32 +269,23 @@ class Invocation(Scope):
         parent = _CURRENT.get()
         self.node = node = self._node_in(parent)
         self.run_id, self.invocation_id = new_ids()
-        attrs: dict[str, Any] = {
-            A.OPERATION: A.INVOKE_AGENT,
-            A.AGENT_NAME: self.agent,
-            A.RUN_ID: self.run_id,
-            A.INVOCATION_ID: self.invocation_id,
-            A.KIND: self.kind,
-        }
         chain: tuple[str, ...]
         session = None
         if parent is None:
             chain, depth, prefix = (), 1, ""
+            self.parent_run_id = None
         else:
             chain, depth, prefix = parent.chain, parent.depth + 1, parent.prefix
-            self.parent_run_id = attrs[A.PARENT_RUN_ID] = parent.run_id
+            self.parent_run_id = parent.run_id
             session = parent.session
-            if session is not None:
-                attrs[A.CONVERSATION_ID] = session
-        if node is not None:
-            attrs[A.NODE] = node
+        self._session = session
         refusal = None
         if self._tk.guards is not None or self.allowed is not None:
             refusal = check_call(self._tk.guards, self.agent, chain, depth, self.allowed)
         under = None
         if node is not None and parent is not None and self._tk._transfer_spans:
             under = self._transfer = self._start_transfer(parent, node)
-        self._start(self._span_name, attrs, under)
+        self._start(self._span_name, under)
         if refusal is not None:
             self._fail("refused", refusal)
             self._end()
@@ -305,6 +294,22 @@ class Invocation(Scope):
         frame = Frame(self.run_id, (*chain, self.agent), depth, prefix, None, session, self)
         self._tokens = _enter_context(self._span, frame)
         return self
+
+    def _attributes(self) -> dict[str, Any]:
+        attrs: dict[str, Any] = {
+            A.OPERATION: A.INVOKE_AGENT,
+            A.AGENT_NAME: self.agent,
+            A.RUN_ID: self.run_id,
+            A.INVOCATION_ID: self.invocation_id,
+            A.KIND: self.kind,
+        }
+        if self.parent_run_id is not None:
+            attrs[A.PARENT_RUN_ID] = self.parent_run_id
+        if self._session is not None:
+            attrs[A.CONVERSATION_ID] = self._session
+        if self.node is not None:
+            attrs[A.NODE] = self.node
+        return attrs
 
     def _start_transfer(self, caller: Frame, node: str) -> Any:
         """The caller's ``execute_tool`` span (GenAI transfer), the invocation's parent span.
@@ -366,8 +371,7 @@ class Invocation(Scope):
 
     def start_event(self, start_ns: int, trace_id: int, service: str | None) -> Event:
         self._start_ns, self._trace_id = start_ns, _trace_hex(trace_id)
-        return _copy(
-            _ENTER,
+        return Enter(
             ts=start_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -380,8 +384,9 @@ class Invocation(Scope):
         )
 
     def end_event(self, end_ns: int, service: str | None) -> Event:
-        done = _copy(
-            _EXIT,
+        # The constructor (it checks the depth of an error's causes) costs
+        # less than a copy of a template with its fields replaced.
+        return Exit(
             ts=end_ns / _NS_PER_MS,
             service=service,
             traceId=self._trace_id,
@@ -393,9 +398,6 @@ class Invocation(Scope):
             ok=self.status == "ok",
             status=self.status,
             durationMs=(end_ns - self._start_ns) / _NS_PER_MS,
+            error=self.error,
             usage=self._usage_out,
         )
-        if self.error is None:
-            return done
-        # the constructor checks the depth of the error's causes; a copy would not
-        return Exit(**{**msgspec.structs.asdict(done), "error": self.error})
