@@ -45,7 +45,7 @@ __all__ = ["HELD_MOST", "Hand", "HandError"]
 log = logging.getLogger("tracekit.server")
 
 #: Spans held in hand at most: past it the oldest traces are derived, settled or not.
-HELD_MOST: Final = 200_000
+HELD_MOST: Final = 150_000
 #: Seconds at least between two steps in hand (a step has a fixed cost of a
 #: few tenths of a second: its statements, the classification, the commit).
 EVERY: Final = 2.0

@@ -15,7 +15,7 @@ Storing comes first: the traces that settled are derived a step at a time
 (:mod:`tracekit.server.waiting`) while no load is due, so a load waits for
 one step at most; while storing keeps up (nothing queued after a load) a
 step in hand also follows a load every 2 s, so derived rows lag a few
-seconds (past 200,000 spans in hand while loads wait, the oldest go to the
+seconds (past 150,000 spans in hand while loads wait, the oldest go to the
 store's road). Past ``max_pending`` spans waiting, a step follows each load:
 loads slow down to what derivation keeps up with. A graceful stop
 derives for ``stop_derive`` seconds at most; a start derives what a stop or
