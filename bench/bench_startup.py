@@ -13,7 +13,7 @@ line also says whether the process imported pandas (``-X importtime``).
 
 Run::
 
-    .venv/bin/python bench/bench_startup.py --baseline /work/wt/base --repeat 7
+    .venv/bin/python bench/bench_startup.py --baseline ../main-baseline --repeat 7
 """
 
 from __future__ import annotations
